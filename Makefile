@@ -1,0 +1,53 @@
+# Targets an operator recognises: build test test-systemd lint bench deb rpm.
+# Every target works; one that did not would be absent.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null | sed 's/^v//' || echo 0.0.0-dev)
+PKG      := github.com/agor-sh/agor
+LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
+BIN      := bin
+CMDS     := agor-executor agorctl
+FUZZTIME ?= 10s
+
+export CGO_ENABLED ?= 0
+
+.PHONY: all build test deps vet fuzz lint bench run clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+
+# deps installs what the tests need on a fresh Debian/Ubuntu machine.
+deps:
+	@./test/deps.sh
+
+# test: vet, unit and activation tests with the race detector, then each fuzz
+# target for a bounded time.
+test: deps vet
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	$(MAKE) fuzz
+
+vet:
+	$(GO) vet ./...
+
+fuzz:
+	@set -e; for t in $$($(GO) test -list '^Fuzz' ./internal/rpc | grep ^Fuzz); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./internal/rpc; \
+	done
+
+lint: vet
+	$(GO) tool -modfile=tools/go.mod staticcheck ./...
+
+bench: build
+	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
+
+# run: build and start an executor by hand on a private socket, ping it with
+# agorctl, and leave it serving until Ctrl-C.
+run: build
+	@./test/run-demo.sh $(BIN)
+
+clean:
+	rm -rf $(BIN) dist
