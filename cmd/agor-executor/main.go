@@ -1,0 +1,206 @@
+// Command agor-executor serves one user's agent work, terminals and files
+// to agor-daemon over JSON-RPC on a socket-activated Unix socket.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/flagenv"
+	"github.com/agor-sh/agor/internal/logging"
+	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/version"
+)
+
+// Exit statuses, as documented in --help.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	context.AfterFunc(ctx, stop) // after the first signal, a second one kills
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type options struct {
+	listen      string
+	socketName  string
+	daemonUser  string
+	idleTimeout time.Duration
+	stopTimeout time.Duration
+	maxLine     int
+	maxInFlight int
+	logFormat   string
+	logLevel    string
+	showVersion bool
+}
+
+func parse(args []string, stdout, stderr io.Writer) (*options, int) {
+	o := &options{}
+	fs := flag.NewFlagSet("agor-executor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.listen, "listen", "", "listen on this Unix socket `path` (made 0660) instead of the socket systemd passes")
+	fs.StringVar(&o.socketName, "socket-name", "executor", "`name` of the activated socket (FileDescriptorName= of the .socket unit)")
+	fs.StringVar(&o.daemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served; its primary group is served too")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "exit after this `duration` with no connection and nothing running; 0 never exits")
+	fs.DurationVar(&o.stopTimeout, "stop-timeout", 10*time.Second, "on SIGTERM, how long running requests may finish before they are cancelled")
+	fs.IntVar(&o.maxLine, "max-line", rpc.DefaultMaxLine, "longest JSON-RPC message in `bytes`; longer ones are refused, the connection lives on")
+	fs.IntVar(&o.maxInFlight, "max-in-flight", 64, "requests handled at once per connection; more are refused with the limit error")
+	fs.StringVar(&o.logFormat, "log-format", "auto", "auto (journal when stderr is a journal stream), journal, or text")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.Usage = func() { usage(stdout, fs) }
+	if err := flagenv.Apply(fs, envPrefix); err != nil {
+		fmt.Fprintln(stderr, "agor-executor:", err)
+		return nil, exitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK
+		}
+		return nil, exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agor-executor: unexpected argument %q (see --help)\n", fs.Arg(0))
+		return nil, exitUsage
+	}
+	return o, -1
+}
+
+const envPrefix = "AGOR_EXECUTOR"
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code := parse(args, stdout, stderr)
+	if o == nil {
+		return code
+	}
+	if o.showVersion {
+		fmt.Fprintln(stdout, "agor-executor", version.Version)
+		return exitOK
+	}
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "agor-executor:", err)
+		return exitUsage
+	}
+	if os.Geteuid() == 0 {
+		log.Error("refusing to run as root: an executor runs as the user it serves (agor-executor@USER with User=%i)")
+		return exitUsage
+	}
+	cfg, err := config(o, log)
+	if err != nil {
+		log.Error(err.Error())
+		return exitUsage
+	}
+	ln, err := listener(o)
+	if err != nil {
+		log.Error(err.Error())
+		return exitFailure
+	}
+	return serve(ctx, cfg, ln, log)
+}
+
+func newLogger(o *options, stderr io.Writer) (*slog.Logger, error) {
+	f, err := logging.ParseFormat(o.logFormat)
+	if err != nil {
+		return nil, err
+	}
+	lvl, err := logging.ParseLevel(o.logLevel)
+	if err != nil {
+		return nil, err
+	}
+	return logging.New("agor-executor", f, lvl, stderr).With("user", currentUser()), nil
+}
+
+func config(o *options, log *slog.Logger) (executor.Config, error) {
+	pol, err := executor.PolicyFor(o.daemonUser)
+	if err != nil {
+		return executor.Config{}, err
+	}
+	return executor.Config{
+		Policy:      pol,
+		IdleTimeout: o.idleTimeout,
+		StopTimeout: o.stopTimeout,
+		RPC:         rpc.Options{MaxLine: o.maxLine, MaxInFlight: o.maxInFlight},
+		Logger:      log,
+		Notifier:    sdNotifier{log: log},
+	}, nil
+}
+
+func listener(o *options) (*net.UnixListener, error) {
+	if o.listen != "" {
+		return executor.ListenPath(o.listen)
+	}
+	return executor.Activated(o.socketName)
+}
+
+func serve(ctx context.Context, cfg executor.Config, ln *net.UnixListener, log *slog.Logger) int {
+	srv := executor.NewServer(cfg)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); srv.RunStatus(ctx, 5*time.Second) }()
+	go func() { defer wg.Done(); watchdog(ctx, log) }()
+	log.Info("serving", "socket", ln.Addr().String(), "version", version.Version)
+	err := srv.Serve(ctx, ln)
+	cancel()
+	wg.Wait()
+	switch {
+	case err == nil, errors.Is(err, executor.ErrIdle):
+		log.Info("exited")
+		return exitOK
+	default:
+		log.Error("serve failed", "err", err)
+		return exitFailure
+	}
+}
+
+// watchdog pings systemd at half the WatchdogSec= interval.
+func watchdog(ctx context.Context, log *slog.Logger) {
+	every, err := daemon.SdWatchdogEnabled(false)
+	if err != nil {
+		log.Warn("watchdog settings invalid", "err", err)
+	}
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+		}
+	}
+}
+
+type sdNotifier struct{ log *slog.Logger }
+
+// Notify sends state; not running under systemd is normal and silent.
+func (n sdNotifier) Notify(state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		n.log.Debug("sd_notify failed", "err", err)
+	}
+}
+
+func currentUser() string { return executor.CurrentUser() }

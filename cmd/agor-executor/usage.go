@@ -1,0 +1,81 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agor-sh/agor/internal/flagenv"
+)
+
+const manual = `NAME
+    agor-executor - run one user's agent work, terminals and files for agor-daemon
+
+SYNOPSIS
+    agor-executor [OPTIONS]                 (started by systemd: agor-executor@USER.service)
+    agor-executor --listen PATH [OPTIONS]   (started by hand, for development)
+
+DESCRIPTION
+    agor-executor runs as the Unix user whose work it does, never as root. systemd
+    starts it on the first connection to /run/agor/executors/USER.sock through the
+    socket unit agor-executor@USER.socket, passing the listening socket as fd 3
+    (LISTEN_FDS, LISTEN_FDNAMES). It speaks JSON-RPC 2.0, one JSON object per line,
+    in both directions, and serves only root and the daemon's account, checked with
+    SO_PEERCRED on every connection; a refused peer is logged with its uid and pid.
+
+    It tells systemd READY=1 once listening, keeps STATUS= current (connections,
+    requests in flight), sends watchdog pings when WatchdogSec= is set, and STOPPING=1
+    on shutdown. After --idle-timeout with no connection and nothing running it exits
+    with status 0 and leaves the socket to systemd, which starts it again on the next
+    connection. On SIGTERM it stops accepting, lets running requests finish for up to
+    --stop-timeout, then cancels them.
+
+    Under journald (stderr is a journal stream) every line is a native journal entry
+    with fields AGOR_USER, AGOR_PEER_UID, AGOR_PEER_PID, AGOR_METHOD, ...:
+        journalctl -u agor-executor@alice.service AGOR_USER=alice
+
+OPTIONS
+`
+
+const trailer = `
+ENVIRONMENT
+    Every option can also be given as an environment variable, shown beside it
+    (the command line wins), e.g. in a drop-in for agor-executor@.service:
+        [Service]
+        Environment=AGOR_EXECUTOR_IDLE_TIMEOUT=5min
+
+EXIT STATUS
+    0   stopped normally: idle, SIGTERM, or a shutdown request
+    1   failed while running (no socket, socket in use, ...)
+    2   usage or configuration error, including being started as root
+
+EXAMPLES
+    Serve by hand on a private socket, for the current user's daemon:
+        agor-executor --listen /tmp/exec.sock --daemon-user "$(id -u)"
+    Ping it:
+        agorctl executor ping --socket /tmp/exec.sock
+
+SEE ALSO
+    agorctl(1), systemd.socket(5), sd_notify(3), journalctl(1)
+`
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	var b strings.Builder
+	b.WriteString(manual)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "    --%s %s\n", f.Name, name)
+		fmt.Fprintf(&b, "        %s\n", text)
+		fmt.Fprintf(&b, "        default: %s; environment: %s\n", defaultText(f), flagenv.Name(envPrefix, f.Name))
+	})
+	b.WriteString(trailer)
+	fmt.Fprint(w, b.String())
+}
+
+func defaultText(f *flag.Flag) string {
+	if f.DefValue == "" {
+		return "none"
+	}
+	return f.DefValue
+}

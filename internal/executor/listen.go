@@ -1,0 +1,107 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/coreos/go-systemd/v22/activation"
+
+	"github.com/agor-sh/agor/internal/peer"
+)
+
+// Activated returns the socket systemd passed under FileDescriptorName=
+// name. It clears LISTEN_* from the environment, so no child inherits them.
+func Activated(name string) (*net.UnixListener, error) {
+	byName, err := activation.ListenersWithNames()
+	if err != nil {
+		return nil, fmt.Errorf("activated sockets: %w", err)
+	}
+	if len(byName) == 0 {
+		return nil, errors.New("no socket: systemd passed none (LISTEN_FDS unset or for another process) and --listen was not given")
+	}
+	lns := byName[name]
+	if len(lns) != 1 {
+		return nil, fmt.Errorf("activated socket %q not found (have %s): set FileDescriptorName=%s in the .socket unit or --socket-name", name, names(byName), name)
+	}
+	ul, ok := lns[0].(*net.UnixListener)
+	if !ok {
+		return nil, fmt.Errorf("activated socket %q is %s, want a Unix stream socket", name, lns[0].Addr().Network())
+	}
+	return ul, nil
+}
+
+func names(m map[string][]net.Listener) string {
+	var out []string
+	for n := range m {
+		out = append(out, strconv.Quote(n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// ListenPath makes a Unix socket at path, mode 0660, replacing a stale
+// socket file that nothing listens on. It is unlinked when closed.
+func ListenPath(path string) (*net.UnixListener, error) {
+	if err := removeStale(path); err != nil {
+		return nil, err
+	}
+	old := syscall.Umask(0o117)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("listen on %s: exists and is not a socket", path)
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return fmt.Errorf("listen on %s: another process is serving it", path)
+	}
+	return os.Remove(path)
+}
+
+// PolicyFor serves root and the daemon's account: who is a user name or a
+// numeric uid. A named account's primary group is served too.
+func PolicyFor(who string) (peer.Policy, error) {
+	pol := peer.Policy{AllowRoot: true}
+	if n, err := strconv.ParseUint(who, 10, 32); err == nil {
+		pol.UID = uint32(n)
+		return pol, nil
+	}
+	u, err := user.Lookup(who)
+	if err != nil {
+		return pol, fmt.Errorf("daemon user %q: %w (set --daemon-user to the daemon's account)", who, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	g := uint32(gid)
+	pol.UID, pol.GID = uint32(uid), &g
+	return pol, nil
+}
+
+// CurrentUser names the account this process runs as.
+func CurrentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(os.Getuid())
+}

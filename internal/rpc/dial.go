@@ -1,0 +1,33 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"net"
+)
+
+// Client is a Conn whose reading runs in the background from Dial until
+// Close, which waits for it.
+type Client struct {
+	*Conn
+	served chan error
+}
+
+// Dial connects to the Unix socket at path and starts serving the
+// connection; h handles the peer's requests (nil: none are served).
+func Dial(ctx context.Context, path string, h Handler, opts Options) (*Client, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", path, err)
+	}
+	c := &Client{Conn: NewConn(nc, h, opts), served: make(chan error, 1)}
+	go func() { c.served <- c.Conn.Serve(context.Background()) }()
+	return c, nil
+}
+
+// Close ends the connection and waits until it is fully shut down.
+func (c *Client) Close() error {
+	_ = c.Conn.Close()
+	return <-c.served
+}

@@ -1,0 +1,69 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes, all in one place. The first five are JSON-RPC 2.0's own;
+// CodeRequestCancelled follows LSP; the application codes sit in the
+// -32000..-32099 range the specification reserves for servers.
+const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeInternalError    = -32603
+	CodeRequestCancelled = -32800
+
+	CodeTokenInvalid        = -32001 // session token unknown, expired, used up or revoked
+	CodePermissionDenied    = -32002 // the caller may not do this
+	CodeLimitReached        = -32003 // too many requests, executors, terminals; message too large
+	CodeTaskNotFound        = -32004
+	CodeExecutorUnavailable = -32005 // unit failed, user not allowed, executor crashed
+)
+
+// Error is a JSON-RPC error object. Data carries a machine-readable reason:
+// every error this package makes has data {"reason": "..."} and sometimes
+// more fields.
+type Error struct {
+	Code    int            `json:"code"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("rpc error %d: %s", e.Code, e.Message)
+}
+
+// Reason returns data.reason, or "" when there is none.
+func (e *Error) Reason() string {
+	r, _ := e.Data["reason"].(string)
+	return r
+}
+
+// Errorf builds an Error with a reason and a formatted message.
+func Errorf(code int, reason, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Data: map[string]any{"reason": reason}}
+}
+
+// InvalidParams names the offending field, as the protocol requires.
+func InvalidParams(field, problem string) *Error {
+	e := Errorf(CodeInvalidParams, "invalid_params", "invalid params: %s: %s", field, problem)
+	e.Data["field"] = field
+	return e
+}
+
+// IsCode reports whether err is an *Error with the given code.
+func IsCode(err error, code int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// Local errors: these never cross the wire.
+var (
+	// ErrClosed fails calls on a connection that has ended.
+	ErrClosed = errors.New("rpc: connection closed")
+	// ErrTooLarge is returned when a message to send exceeds the line limit.
+	ErrTooLarge = errors.New("rpc: message exceeds line limit")
+)
