@@ -163,12 +163,16 @@ func (c *Conn) shutdown(cause error) {
 	c.closeErr = cause
 	pending := c.pending
 	c.pending = map[string]chan *message{}
+	cancels := make([]context.CancelFunc, 0, len(c.inflight))
 	for _, cancel := range c.inflight {
-		cancel()
+		cancels = append(cancels, cancel)
 	}
 	c.mu.Unlock()
 	close(c.done)
-	_ = c.rwc.Close()
+	_ = c.rwc.Close() // first, so no cancelled handler's reply goes out
+	for _, cancel := range cancels {
+		cancel()
+	}
 	for _, ch := range pending {
 		close(ch) // a closed channel tells the caller the connection ended
 	}
@@ -311,6 +315,7 @@ func (c *Conn) request(ctx context.Context, m *message, batch *batchReply) *mess
 func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, key string, m *message, batch *batchReply) {
 	defer c.handled.Done()
 	resp := c.handle(ctx, m)
+	<-c.slots // the handler is done: a caller may start another now
 	// The reply leaves before the request stops counting as in flight, so
 	// a server that drains in-flight work before closing never cuts it off.
 	if batch != nil {
@@ -322,7 +327,6 @@ func (c *Conn) run(ctx context.Context, cancel context.CancelFunc, key string, m
 	delete(c.inflight, key)
 	c.mu.Unlock()
 	cancel()
-	<-c.slots
 }
 
 // handle runs the handler, turning panics and errors into error replies.

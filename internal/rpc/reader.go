@@ -52,7 +52,11 @@ func (lr *lineReader) next() ([]byte, error) {
 
 func (lr *lineReader) readLine() ([]byte, error) {
 	chunk, err := lr.br.ReadSlice('\n')
-	if err == nil { // fits in the buffer, which is never larger than max
+	if err == nil {
+		if len(chunk)-1 > lr.max { // bufio raises tiny buffers to 16 bytes
+			lr.long = append(lr.long[:0], chunk...)
+			return nil, errLineTooLong
+		}
 		return chunk[:len(chunk)-1], nil
 	}
 	if !errors.Is(err, bufio.ErrBufferFull) {

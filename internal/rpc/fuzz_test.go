@@ -1,0 +1,111 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+// FuzzLineReader: whatever arrives, no line longer than the limit is ever
+// returned, the reader never panics, and it always reaches the end.
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("{}\n{\"a\":1}\r\n\n"), 8)
+	f.Add(bytes.Repeat([]byte("x"), 100), 16)
+	f.Add([]byte("short\n"+string(bytes.Repeat([]byte("y"), 70))+"\nafter\n"), 32)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		max = 1 + abs(max)%256
+		lr := newLineReader(bytes.NewReader(data), max)
+		for i := 0; ; i++ {
+			line, err := lr.next()
+			if errors.Is(err, errLineTooLong) {
+				if len(lr.prefix()) > prefixKeep {
+					t.Fatalf("prefix of %d bytes kept", len(lr.prefix()))
+				}
+				continue
+			}
+			if err != nil {
+				return
+			}
+			if len(line) > max || len(line) == 0 || bytes.IndexByte(line, '\n') >= 0 {
+				t.Fatalf("line %d: %q with limit %d", i, line, max)
+			}
+			if i > len(data) {
+				t.Fatal("more lines than bytes: the reader is not advancing")
+			}
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// FuzzConn feeds arbitrary bytes to a serving Conn: it must not panic or
+// hang, and every line it writes back must be a valid JSON-RPC reply.
+func FuzzConn(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":[1,2]}}`,
+		`{"jsonrpc":"2.0","method":"echo"}`,
+		`[{"jsonrpc":"2.0","id":"x","method":"typed","params":{"n":3}},{"jsonrpc":"2.0","id":2,"result":1}]`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"typed","params":{"n":"bad"}}`,
+		`[]`, `[1,2]`, `{`, `null`, `"` + string(bytes.Repeat([]byte("z"), 300)),
+	} {
+		f.Add([]byte(s + "\n"))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		x, y := socketpair(t)
+		c := NewConn(x, testMux(), Options{MaxLine: 256, MaxInFlight: 4})
+		served := make(chan error, 1)
+		go func() { served <- c.Serve(context.Background()) }()
+		go func() {
+			_, _ = y.Write(data)
+			_, _ = y.Write([]byte("\n"))
+			_ = y.(interface{ CloseWrite() error }).CloseWrite()
+		}()
+		_ = y.SetReadDeadline(time.Now().Add(10 * time.Second))
+		sc := bufio.NewScanner(y)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			checkReply(t, sc.Bytes())
+		}
+		if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatalf("reading replies: %v", err)
+		}
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve did not end after the peer closed")
+		}
+		y.Close()
+	})
+}
+
+func checkReply(t *testing.T, line []byte) {
+	t.Helper()
+	var one message
+	if json.Unmarshal(line, &one) == nil {
+		if k, err := one.classify(); k != kindResponse {
+			t.Fatalf("reply %q is not a response: %v", line, err)
+		}
+		return
+	}
+	var batch []message
+	if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
+		t.Fatalf("reply %q is neither a response nor a batch of them: %v", line, err)
+	}
+	for _, m := range batch {
+		if k, _ := m.classify(); k != kindResponse {
+			t.Fatalf("batch reply element %+v is not a response", m)
+		}
+	}
+}
