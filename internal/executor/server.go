@@ -100,6 +100,11 @@ func (s *Server) Hold() (release func()) {
 func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	s.mu.Lock()
 	s.ln = ln
+	if s.stopping { // stopped before it started: Stop could not close ln
+		s.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
 	s.idleFrom = time.Now()
 	s.maybeIdleLocked()
 	s.mu.Unlock()

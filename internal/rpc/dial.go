@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 )
 
 // Client is a Conn whose reading runs in the background from Dial until
@@ -11,6 +12,8 @@ import (
 type Client struct {
 	*Conn
 	served chan error
+	once   sync.Once
+	err    error
 }
 
 // Dial connects to the Unix socket at path and starts serving the
@@ -26,8 +29,12 @@ func Dial(ctx context.Context, path string, h Handler, opts Options) (*Client, e
 	return c, nil
 }
 
-// Close ends the connection and waits until it is fully shut down.
+// Close ends the connection and waits until it is fully shut down. It
+// may be called more than once.
 func (c *Client) Close() error {
-	_ = c.Conn.Close()
-	return <-c.served
+	c.once.Do(func() {
+		_ = c.Conn.Close()
+		c.err = <-c.served
+	})
+	return c.err
 }

@@ -1,0 +1,220 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type fixture struct {
+	srv  *Server
+	path string
+	logs *syncBuffer
+	done chan error
+}
+
+// start serves a Server on a fresh socket; cleanup stops it and waits.
+func start(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{path: filepath.Join(t.TempDir(), "e.sock"), logs: &syncBuffer{}, done: make(chan error, 1)}
+	cfg.Logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.srv = NewServer(cfg)
+	ln, err := ListenPath(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { f.done <- f.srv.Serve(context.Background(), ln) }()
+	t.Cleanup(func() {
+		f.srv.Stop("test over")
+		select {
+		case <-f.done:
+		case <-time.After(5 * time.Second):
+			t.Error("Serve did not return after Stop")
+		}
+	})
+	return f
+}
+
+func (f *fixture) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-f.done:
+		f.done <- err // for cleanup
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not stop within 5s")
+		return nil
+	}
+}
+
+func dial(t *testing.T, path string) *rpc.Client {
+	t.Helper()
+	c, err := rpc.Dial(context.Background(), path, nil, rpc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func self() peer.Policy { return peer.Policy{UID: uint32(os.Getuid())} }
+
+func TestPingReportsIdentity(t *testing.T) {
+	f := start(t, Config{Policy: self()})
+	var res PingResult
+	if err := dial(t, f.path).Call(context.Background(), "ping", nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Pong || res.UID != os.Getuid() || res.PID != os.Getpid() || res.User != CurrentUser() || res.Version == "" {
+		t.Fatalf("ping = %+v", res)
+	}
+}
+
+// A peer whose uid the policy does not allow is closed without a reply,
+// and the refusal is logged with who it was.
+func TestRefusesOtherPeers(t *testing.T) {
+	other := peer.Policy{UID: uint32(os.Getuid()) + 4242} // root not allowed either
+	f := start(t, Config{Policy: other})
+	err := dial(t, f.path).Call(context.Background(), "ping", nil, nil)
+	if !errors.Is(err, rpc.ErrClosed) {
+		t.Fatalf("ping from a refused peer = %v, want the connection closed", err)
+	}
+	if want := "refused connection"; !strings.Contains(f.logs.String(), want) ||
+		!strings.Contains(f.logs.String(), "peer_uid="+strconv.Itoa(os.Getuid())) {
+		t.Fatalf("no refusal line naming the peer in logs:\n%s", f.logs)
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	gid := uint32(50)
+	tests := []struct {
+		pol  peer.Policy
+		cred peer.Cred
+		ok   bool
+	}{
+		{peer.Policy{AllowRoot: true, UID: 100}, peer.Cred{UID: 0}, true},
+		{peer.Policy{UID: 100}, peer.Cred{UID: 0}, false},
+		{peer.Policy{UID: 100}, peer.Cred{UID: 100}, true},
+		{peer.Policy{UID: 100}, peer.Cred{UID: 101, GID: 50}, false},
+		{peer.Policy{UID: 100, GID: &gid}, peer.Cred{UID: 101, GID: 50}, true},
+	}
+	for i, tc := range tests {
+		if err := tc.pol.Check(tc.cred); (err == nil) != tc.ok {
+			t.Errorf("case %d: Check(%+v) = %v, want ok=%v", i, tc.cred, err, tc.ok)
+		}
+	}
+}
+
+// Idle exit waits for connections and holds to end, then happens alone.
+func TestIdleExitWaitsForWork(t *testing.T) {
+	f := start(t, Config{Policy: self(), IdleTimeout: 100 * time.Millisecond})
+	release := f.srv.Hold()
+	c := dial(t, f.path)
+	time.Sleep(300 * time.Millisecond)
+	if err := c.Call(context.Background(), "ping", nil, nil); err != nil {
+		t.Fatalf("server went idle with a connection and a hold: %v", err)
+	}
+	c.Close()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-f.done:
+		t.Fatalf("server exited (%v) while work was held", err)
+	default:
+	}
+	release()
+	if err := f.wait(t); !errors.Is(err, ErrIdle) {
+		t.Fatalf("Serve = %v, want ErrIdle", err)
+	}
+}
+
+func TestShutdownMethod(t *testing.T) {
+	f := start(t, Config{Policy: self()})
+	var res ShutdownResult
+	err := dial(t, f.path).Call(context.Background(), "shutdown", ShutdownParams{Reason: "test", TimeoutMS: 100}, &res)
+	if err != nil || res.Status != "idle" {
+		t.Fatalf("shutdown = %+v, %v; want status idle", res, err)
+	}
+	if err := f.wait(t); err != nil {
+		t.Fatalf("Serve after shutdown = %v", err)
+	}
+	if _, err := net.Dial("unix", f.path); err == nil {
+		t.Fatal("still accepting after shutdown")
+	}
+}
+
+// shutdown with work still running past timeout_ms says "interrupted",
+// and the running request is cancelled.
+func TestShutdownInterrupts(t *testing.T) {
+	f := start(t, Config{Policy: self()})
+	cancelled := make(chan struct{})
+	f.srv.Mux().Register("long", func(ctx context.Context, _ *rpc.Request) (any, error) {
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	})
+	c := dial(t, f.path)
+	go func() { _ = c.Call(context.Background(), "long", nil, nil) }()
+	for f.srv.inFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var res ShutdownResult
+	if err := dial(t, f.path).Call(context.Background(), "shutdown", ShutdownParams{TimeoutMS: 50}, &res); err != nil || res.Status != "interrupted" {
+		t.Fatalf("shutdown = %+v, %v; want interrupted", res, err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("long request not cancelled after shutdown")
+	}
+	_ = f.wait(t)
+}
+
+func TestShutdownRejectsBadParams(t *testing.T) {
+	f := start(t, Config{Policy: self()})
+	err := dial(t, f.path).Call(context.Background(), "shutdown", map[string]any{"timeout_ms": -1}, nil)
+	var e *rpc.Error
+	if !errors.As(err, &e) || e.Code != rpc.CodeInvalidParams || e.Data["field"] != "timeout_ms" {
+		t.Fatalf("shutdown with negative timeout = %v, want -32602 naming timeout_ms", err)
+	}
+}
+
+func TestListenPathRefusesLiveSocket(t *testing.T) {
+	f := start(t, Config{Policy: self()})
+	if _, err := ListenPath(f.path); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Fatalf("ListenPath over a live socket = %v", err)
+	}
+}
