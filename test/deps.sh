@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs on a fresh Debian/Ubuntu machine: a Go
+# toolchain new enough for go.mod, and gcc for the race detector (cgo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_go=$(sed -n 's/^go \([0-9.]*\).*/\1/p' go.mod)
+have_go=$(go env GOVERSION 2>/dev/null | sed 's/^go//' || true)
+
+older() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" != "$2" ]; }
+
+apt_install() {
+	[ "$(id -u)" = 0 ] || { echo "deps: need root to apt-get install $*" >&2; return 1; }
+	if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ]; then
+		apt-get update -qq
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if [ -z "$have_go" ]; then
+	# Debian's golang-go may be older than go.mod wants; Go >= 1.21 then
+	# fetches the right toolchain itself (GOTOOLCHAIN=auto).
+	echo "deps: installing Debian's Go"
+	apt_install golang-go ca-certificates
+	have_go=$(go env GOVERSION | sed 's/^go//')
+fi
+if older "$have_go" 1.21; then
+	echo "deps: Go $have_go cannot fetch the Go $need_go toolchain go.mod needs; install Go >= $need_go (https://go.dev/doc/install)" >&2
+	exit 1
+fi
+if ! command -v gcc >/dev/null; then
+	echo "deps: installing gcc for the race detector"
+	apt_install gcc libc6-dev
+fi
