@@ -66,7 +66,7 @@ func (c *Conn) readBatch(ctx context.Context, line []byte) {
 		defer c.handled.Done()
 		b.wg.Wait()
 		if len(b.replies) > 0 {
-			if err := c.write(b.replies); err != nil {
+			if err := c.write(b.replies, false); err != nil {
 				c.log.Debug("write batch reply failed", "err", err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Options tune a connection. The zero value gives the documented defaults.
@@ -57,7 +58,8 @@ type Conn struct {
 
 	writeMu sync.Mutex
 	w       *bufio.Writer
-	writers atomic.Int32 // writes waiting or under way; the last one flushes
+	writers atomic.Int32  // writes waiting or under way; the last one flushes
+	flushC  chan struct{} // asks the flusher to flush deferred notifications
 
 	nextID   atomic.Int64
 	mu       sync.Mutex
@@ -90,6 +92,7 @@ func NewConn(rwc io.ReadWriteCloser, h Handler, opts Options) *Conn {
 		queue:    make(chan func(), opts.QueueLen),
 		slots:    make(chan struct{}, opts.MaxInFlight),
 		done:     make(chan struct{}),
+		flushC:   make(chan struct{}, 1),
 	}
 }
 
@@ -102,8 +105,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var ordered sync.WaitGroup
-	ordered.Add(1)
+	ordered.Add(2)
 	go func() { defer ordered.Done(); c.deliver() }()
+	go func() { defer ordered.Done(); c.flusher() }()
 
 	err := c.readLoop(ctx)
 	c.shutdown(err)
@@ -128,7 +132,16 @@ func (c *Conn) closedByUs() bool {
 }
 
 // Close ends the connection; pending calls fail with ErrClosed.
+// Notifications still buffered are flushed first, for up to a second.
 func (c *Conn) Close() error {
+	if !c.isClosed() {
+		c.writeMu.Lock()
+		if d, ok := c.rwc.(interface{ SetWriteDeadline(time.Time) error }); ok {
+			_ = d.SetWriteDeadline(time.Now().Add(time.Second))
+		}
+		_ = c.w.Flush()
+		c.writeMu.Unlock()
+	}
 	c.shutdown(ErrClosed)
 	return nil
 }
@@ -417,14 +430,18 @@ func (c *Conn) hasPending(id json.RawMessage) bool {
 // send writes a reply; failures mean the connection is ending, which the
 // read loop notices.
 func (c *Conn) send(m *message) {
-	if err := c.write(m); err != nil && !errors.Is(err, ErrClosed) {
+	if err := c.write(m, false); err != nil && !errors.Is(err, ErrClosed) {
 		c.log.Debug("write reply failed", "err", err)
 	}
 }
 
 // write encodes m as one line. The last of several concurrent writers
-// flushes, so a burst of messages leaves in few system calls.
-func (c *Conn) write(m any) error {
+// flushes, so a burst of messages leaves in few system calls. A deferred
+// write (a notification) leaves the flush to the flusher goroutine: a
+// stream of notifications then goes out in large writes, while calls and
+// replies, which someone waits for, flush at once (and carry any
+// notification before them, in order).
+func (c *Conn) write(m any, deferFlush bool) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("rpc: encode: %w", err)
@@ -437,13 +454,42 @@ func (c *Conn) write(m any) error {
 	defer c.writeMu.Unlock()
 	_, err = c.w.Write(append(b, '\n'))
 	if c.writers.Add(-1) == 0 && err == nil {
-		err = c.w.Flush()
+		if deferFlush {
+			c.requestFlush()
+		} else {
+			err = c.w.Flush()
+		}
 	}
 	if err != nil {
 		c.shutdown(fmt.Errorf("rpc: write: %w", err))
 		return ErrClosed
 	}
 	return nil
+}
+
+func (c *Conn) requestFlush() {
+	select {
+	case c.flushC <- struct{}{}:
+	default: // a flush is already due
+	}
+}
+
+// flusher writes out deferred notifications until the connection ends.
+func (c *Conn) flusher() {
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.flushC:
+		}
+		c.writeMu.Lock()
+		err := c.w.Flush()
+		c.writeMu.Unlock()
+		if err != nil {
+			c.shutdown(fmt.Errorf("rpc: write: %w", err))
+			return
+		}
+	}
 }
 
 // Notify sends a notification. Notifications sent by one goroutine arrive
@@ -456,7 +502,7 @@ func (c *Conn) Notify(method string, params any) error {
 	if c.isClosed() {
 		return ErrClosed
 	}
-	return c.write(&message{JSONRPC: version, Method: method, Params: raw})
+	return c.write(&message{JSONRPC: version, Method: method, Params: raw}, true)
 }
 
 func (c *Conn) isClosed() bool {
@@ -501,7 +547,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	c.pending[key] = ch
 	c.mu.Unlock()
 
-	if err := c.write(&message{JSONRPC: version, ID: id, Method: method, Params: raw}); err != nil {
+	if err := c.write(&message{JSONRPC: version, ID: id, Method: method, Params: raw}, false); err != nil {
 		c.forget(key)
 		return fmt.Errorf("call %s: %w", method, err)
 	}
