@@ -41,7 +41,7 @@ type ShutdownResult struct {
 }
 
 func (s *Server) registerBuiltins() {
-	s.mux.Register("ping", rpc.Method(s.ping))
+	s.mux.RegisterInline("ping", rpc.Method(s.ping))
 	s.mux.Register("shutdown", rpc.Method(s.shutdown))
 }
 
@@ -80,10 +80,21 @@ func (s *Server) shutdown(_ context.Context, p ShutdownParams) (ShutdownResult, 
 	return ShutdownResult{Status: status}, nil
 }
 
+// loggedMux is the mux with a journal line for every request.
+type loggedMux struct {
+	rpc.HandlerFunc
+	*rpc.Mux
+}
+
+// Handle resolves the ambiguity between the embedded fields.
+func (l loggedMux) Handle(ctx context.Context, r *rpc.Request) (any, error) {
+	return l.HandlerFunc(ctx, r)
+}
+
 // logged wraps the mux so every request leaves a journal line with its
 // method (ping only at debug level: the daemon pings often).
 func (s *Server) logged(log *slog.Logger) rpc.Handler {
-	return rpc.HandlerFunc(func(ctx context.Context, r *rpc.Request) (any, error) {
+	return loggedMux{Mux: s.mux, HandlerFunc: func(ctx context.Context, r *rpc.Request) (any, error) {
 		start := time.Now()
 		res, err := s.mux.Handle(ctx, r)
 		level := slog.LevelInfo
@@ -97,5 +108,5 @@ func (s *Server) logged(log *slog.Logger) rpc.Handler {
 		}
 		log.Log(ctx, level, "request", attrs...)
 		return res, err
-	})
+	}}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -198,7 +199,14 @@ func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger
 	s.mu.Lock()
 	delete(s.conns, conn)
 	s.maybeIdleLocked()
+	idle := len(s.conns) == 0 && s.holds == 0
 	s.mu.Unlock()
+	if idle {
+		// An idle executor waits, perhaps for hours, on many hosts at once:
+		// give back what serving took rather than let the scavenger do it
+		// over minutes. Rare: the daemon keeps its connection open.
+		debug.FreeOSMemory()
+	}
 	if err != nil {
 		log.Info("connection closed", "err", err)
 	} else {

@@ -321,6 +321,10 @@ func (c *Conn) request(ctx context.Context, m *message, batch *batchReply) *mess
 	c.mu.Unlock()
 	batch.add()
 	c.handled.Add(1)
+	if in, ok := c.handler.(Inliner); ok && in.Inline(m.Method) {
+		c.run(hctx, cancel, key, m, batch) // saves a goroutine hand-off
+		return nil
+	}
 	go c.run(hctx, cancel, key, m, batch)
 	return nil
 }

@@ -383,3 +383,24 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// An inline method is served on the read loop, in order with the rest.
+func TestInlineMethod(t *testing.T) {
+	t.Parallel()
+	server := testMux()
+	server.RegisterInline("fast", Method(func(_ context.Context, p typedParams) (int, error) { return p.N + 1, nil }))
+	if !server.Inline("fast") || server.Inline("echo") {
+		t.Fatal("Inline does not reflect RegisterInline")
+	}
+	a, _ := pair(t, nil, server, Options{}, Options{})
+	for i := range 100 {
+		var got int
+		if err := a.Call(context.Background(), "fast", map[string]int{"n": i}, &got); err != nil || got != i+1 {
+			t.Fatalf("fast(%d) = %d, %v", i, got, err)
+		}
+	}
+	server.Register("fast", func(context.Context, *Request) (any, error) { return "slow path", nil })
+	if server.Inline("fast") {
+		t.Fatal("re-registering with Register kept the method inline")
+	}
+}

@@ -31,22 +31,50 @@ type HandlerFunc func(ctx context.Context, r *Request) (any, error)
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, r *Request) (any, error) { return f(ctx, r) }
 
+// Inliner is implemented by handlers that can say a method never blocks:
+// its requests then run on the connection's read loop, which saves the
+// hand-off to a new goroutine (on a small VM, most of a round trip).
+type Inliner interface {
+	Inline(method string) bool
+}
+
 // Mux routes by method name.
 type Mux struct {
 	mu      sync.RWMutex
 	methods map[string]HandlerFunc
+	inline  map[string]bool
 }
 
-var _ Handler = (*Mux)(nil)
+var (
+	_ Handler = (*Mux)(nil)
+	_ Inliner = (*Mux)(nil)
+)
 
 // NewMux returns an empty Mux: every method is "method not found".
-func NewMux() *Mux { return &Mux{methods: map[string]HandlerFunc{}} }
+func NewMux() *Mux { return &Mux{methods: map[string]HandlerFunc{}, inline: map[string]bool{}} }
 
 // Register routes method to h, replacing any earlier handler.
 func (x *Mux) Register(method string, h HandlerFunc) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.methods[method] = h
+	delete(x.inline, method)
+}
+
+// RegisterInline routes method to h, run on the read loop. h must return
+// in microseconds and never wait: while it runs, nothing is read.
+func (x *Mux) RegisterInline(method string, h HandlerFunc) {
+	x.Register(method, h)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.inline[method] = true
+}
+
+// Inline reports whether method was registered with RegisterInline.
+func (x *Mux) Inline(method string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.inline[method]
 }
 
 // Handle dispatches r to its method's handler.

@@ -136,6 +136,7 @@ func benchNotify(dir string, n int) error {
 		return err
 	}
 	elapsed, err := recv.wait(60 * time.Second)
+	recv.close() // the sender exits once we hang up
 	_ = child.Wait()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,7 @@ type receiver struct {
 	n     int64
 	size  int
 	gaps  atomic.Int64
+	once  sync.Once
 }
 
 func newReceiver(path string, n int) (*receiver, error) {
@@ -97,12 +99,14 @@ func (r *receiver) wait(limit time.Duration) (time.Duration, error) {
 }
 
 func (r *receiver) close() {
-	_ = r.ln.Close()
-	select {
-	case c := <-r.conn:
-		_ = c.Close()
-	default:
-	}
+	r.once.Do(func() {
+		_ = r.ln.Close()
+		select {
+		case c := <-r.conn:
+			_ = c.Close()
+		default:
+		}
+	})
 }
 
 // send is the other process: it connects and streams n notifications.
