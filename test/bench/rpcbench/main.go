@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,14 @@ func main() {
 	pings := flag.Int("pings", 100_000, "ping round trips to time")
 	notes := flag.Int("notifications", 1_000_000, "report_message notifications to send")
 	sender := flag.String("sender", "", "internal: run as the notification sender, connecting to this socket")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the daemon side) to `file`")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if *sender != "" {
 		if err := send(*sender, *notes); err != nil {
 			fmt.Fprintln(os.Stderr, "rpcbench sender:", err)
@@ -35,6 +43,7 @@ func main() {
 	}
 	if err := run(*executor, *pings, *notes); err != nil {
 		fmt.Fprintln(os.Stderr, "rpcbench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

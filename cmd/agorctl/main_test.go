@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/peer"
+)
+
+func TestExecutorPing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e.sock")
+	ln, err := executor.ListenPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := executor.NewServer(executor.Config{Policy: peer.Policy{UID: uint32(os.Getuid())}})
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), ln) }()
+	defer func() { srv.Stop("test"); <-done }()
+
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"executor", "ping", "--socket", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res executor.PingResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Pong || res.UID != os.Getuid() {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+}
+
+func TestExecutorPingErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"executor", "ping"}, 2, "--socket is required"},
+		{[]string{"executor", "ping", "--socket", "/nonexistent/x.sock"}, 1, "connect to /nonexistent/x.sock"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d stderr %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}
