@@ -374,7 +374,7 @@ func marshalResult(res any) (json.RawMessage, error) {
 	case nil:
 		return json.RawMessage("null"), nil
 	case json.RawMessage:
-		return r, nil
+		return compactRaw(r)
 	}
 	return json.Marshal(res)
 }
@@ -446,7 +446,13 @@ func (c *Conn) send(m *message) {
 // replies, which someone waits for, flush at once (and carry any
 // notification before them, in order).
 func (c *Conn) write(m any, deferFlush bool) error {
-	b, err := json.Marshal(m)
+	var b []byte
+	var err error
+	if one, ok := m.(*message); ok {
+		b, err = appendMessage(make([]byte, 0, 256), one)
+	} else {
+		b, err = json.Marshal(m)
+	}
 	if err != nil {
 		return fmt.Errorf("rpc: encode: %w", err)
 	}
@@ -523,7 +529,11 @@ func marshalParams(params any) (json.RawMessage, error) {
 	case nil:
 		return json.RawMessage("{}"), nil
 	case json.RawMessage:
-		return p, nil
+		raw, err := compactRaw(p)
+		if err != nil {
+			return nil, fmt.Errorf("rpc: params: %w", err)
+		}
+		return raw, nil
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {

@@ -404,3 +404,24 @@ func TestInlineMethod(t *testing.T) {
 		t.Fatal("re-registering with Register kept the method inline")
 	}
 }
+
+// Raw params and results are re-framed: indentation with newlines must
+// not split a message, and invalid raw JSON is refused before sending.
+func TestRawJSONIsFramed(t *testing.T) {
+	t.Parallel()
+	server := testMux()
+	server.Register("indented", func(context.Context, *Request) (any, error) {
+		return json.RawMessage("{\n  \"a\": 1\n}"), nil
+	})
+	a, _ := pair(t, nil, server, Options{}, Options{})
+	var got map[string]int
+	if err := a.Call(context.Background(), "echo", json.RawMessage("{\n \"a\":\n 2}"), &got); err != nil || got["a"] != 2 {
+		t.Fatalf("echo of indented params = %v, %v", got, err)
+	}
+	if err := a.Call(context.Background(), "indented", nil, &got); err != nil || got["a"] != 1 {
+		t.Fatalf("indented result = %v, %v", got, err)
+	}
+	if err := a.Notify("echo", json.RawMessage("{bad")); err == nil {
+		t.Fatal("invalid raw params were sent")
+	}
+}

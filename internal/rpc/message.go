@@ -88,3 +88,49 @@ func sniffID(line []byte) json.RawMessage {
 // idKey is the map key for an id: its raw text, with a number's and a
 // string's spelling kept distinct.
 func idKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
+
+// appendMessage encodes m as one compact line (without the newline). It
+// writes the envelope itself rather than through json.Marshal, which would
+// validate and compact params and result a second time: they come from
+// json.Marshal already (see marshalParams, marshalResult), or from the
+// peer's own decoded message (ids).
+func appendMessage(b []byte, m *message) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	if m.ID != nil {
+		b = append(append(b, `,"id":`...), m.ID...)
+	}
+	if m.Method != "" {
+		q, err := json.Marshal(m.Method)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"method":`...), q...)
+	}
+	if m.Params != nil {
+		b = append(append(b, `,"params":`...), m.Params...)
+	}
+	if m.Result != nil {
+		b = append(append(b, `,"result":`...), m.Result...)
+	}
+	if m.Error != nil {
+		e, err := json.Marshal(m.Error)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"error":`...), e...)
+	}
+	return append(b, '}'), nil
+}
+
+// compactRaw makes caller-supplied raw JSON safe to frame: valid, and
+// without the newlines indentation would put in it.
+func compactRaw(raw json.RawMessage) (json.RawMessage, error) {
+	if bytes.IndexAny(raw, "\n\r\t ") < 0 && json.Valid(raw) {
+		return raw, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
