@@ -125,7 +125,7 @@ func appendMessage(b []byte, m *message) ([]byte, error) {
 // compactRaw makes caller-supplied raw JSON safe to frame: valid, and
 // without the newlines indentation would put in it.
 func compactRaw(raw json.RawMessage) (json.RawMessage, error) {
-	if bytes.IndexAny(raw, "\n\r\t ") < 0 && json.Valid(raw) {
+	if !bytes.ContainsAny(raw, "\n\r\t ") && json.Valid(raw) {
 		return raw, nil
 	}
 	var buf bytes.Buffer
