@@ -446,23 +446,18 @@ func (c *Conn) send(m *message) {
 // replies, which someone waits for, flush at once (and carry any
 // notification before them, in order).
 func (c *Conn) write(m any, deferFlush bool) error {
-	var b []byte
-	var err error
-	if one, ok := m.(*message); ok {
-		b, err = appendMessage(make([]byte, 0, 256), one)
-	} else {
-		b, err = json.Marshal(m)
-	}
+	b, err := encode(m)
 	if err != nil {
-		return fmt.Errorf("rpc: encode: %w", err)
+		return err
 	}
-	if len(b) > c.opts.MaxLine {
-		return fmt.Errorf("%w (%d > %d bytes)", ErrTooLarge, len(b), c.opts.MaxLine)
+	defer putBuf(b)
+	if len(*b)-1 > c.opts.MaxLine {
+		return fmt.Errorf("%w (%d > %d bytes)", ErrTooLarge, len(*b)-1, c.opts.MaxLine)
 	}
 	c.writers.Add(1)
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err = c.w.Write(append(b, '\n'))
+	_, err = c.w.Write(*b)
 	if c.writers.Add(-1) == 0 && err == nil {
 		if deferFlush {
 			c.requestFlush()
@@ -604,4 +599,34 @@ func (c *Conn) endErr() error {
 		return ErrClosed
 	}
 	return fmt.Errorf("%w: %v", ErrClosed, err)
+}
+
+// bufs recycles encoding buffers: a stream of notifications otherwise
+// makes garbage at the rate it sends.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func putBuf(b *[]byte) {
+	if cap(*b) <= 64<<10 { // do not keep a rare large buffer alive
+		*b = (*b)[:0]
+		bufs.Put(b)
+	}
+}
+
+// encode returns m as one line, newline included, in a pooled buffer.
+func encode(m any) (*[]byte, error) {
+	b := bufs.Get().(*[]byte)
+	var err error
+	if one, ok := m.(*message); ok {
+		*b, err = appendMessage(*b, one)
+	} else {
+		var raw []byte
+		raw, err = json.Marshal(m)
+		*b = append(*b, raw...)
+	}
+	if err != nil {
+		putBuf(b)
+		return nil, fmt.Errorf("rpc: encode: %w", err)
+	}
+	*b = append(*b, '\n')
+	return b, nil
 }

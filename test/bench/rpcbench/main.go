@@ -28,6 +28,9 @@ func main() {
 	sender := flag.String("sender", "", "internal: run as the notification sender, connecting to this socket")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the daemon side) to `file`")
 	flag.Parse()
+	if *cpuprofile != "" && *sender == "" {
+		senderProfile = *cpuprofile + ".sender"
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
@@ -47,6 +50,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// senderProfile is where the sender process writes its CPU profile.
+var senderProfile string
 
 func run(executor string, pings, notes int) error {
 	dir, err := os.MkdirTemp("", "rpcbench")
@@ -140,6 +146,9 @@ func benchNotify(dir string, n int) error {
 		return err
 	}
 	child := exec.Command(self, "--sender", sock, "--notifications", strconv.Itoa(n))
+	if senderProfile != "" {
+		child.Args = append(child.Args, "--cpuprofile", senderProfile)
+	}
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
 		return err
