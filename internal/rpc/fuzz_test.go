@@ -109,3 +109,31 @@ func checkReply(t *testing.T, line []byte) {
 		}
 	}
 }
+
+// FuzzScanMessage: the fast path agrees with json.Unmarshal whenever it
+// accepts, and never accepts what json.Unmarshal rejects.
+func FuzzScanMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,2.5e-3,true,null,"x\u00e9"]}}`,
+		`{"jsonrpc":"2.0","id":"s","result":null}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m","data":{}}}`,
+		`{"JSONRPC":"2.0"}`, `{"id":01}`, `{"id":1.}`, `{"id":-}`, `{"method":"a\"b"}`, `{}`, ` { "id" : 2 } `,
+		`{"params":[[[[[]]]]]}`, `{"x":"\ud800"}`, `{"method":null}`, `{"id":1,}`, `{"a":1}x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fast, ok := scanMessage(line)
+		if !ok {
+			return
+		}
+		var slow message
+		if err := json.Unmarshal(line, &slow); err != nil {
+			t.Fatalf("fast path accepted %q, json.Unmarshal rejects it: %v", line, err)
+		}
+		if fast.JSONRPC != slow.JSONRPC || fast.Method != slow.Method ||
+			!bytes.Equal(fast.ID, slow.ID) || !bytes.Equal(fast.Params, slow.Params) ||
+			!bytes.Equal(fast.Result, slow.Result) || (fast.Error == nil) != (slow.Error == nil) {
+			t.Fatalf("%q: fast %+v, json.Unmarshal %+v", line, fast, slow)
+		}
+	})
+}

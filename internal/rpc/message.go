@@ -62,6 +62,9 @@ func validID(id json.RawMessage) bool {
 // peer should be told: -32700 for text that is not JSON, -32600 for JSON
 // that is not a JSON-RPC object. The id is recovered where it can be.
 func decode(line []byte) (*message, *Error) {
+	if m, ok := scanMessage(line); ok {
+		return m, nil
+	}
 	m := new(message)
 	if err := json.Unmarshal(line, m); err != nil {
 		if !json.Valid(line) {
