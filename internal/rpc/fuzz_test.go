@@ -21,6 +21,9 @@ func FuzzLineReader(f *testing.F) {
 		max = 1 + abs(max)%256
 		lr := newLineReader(bytes.NewReader(data), max)
 		for i := 0; ; i++ {
+			if i > len(data)+1 {
+				t.Fatal("more results than bytes: the reader is not advancing")
+			}
 			line, err := lr.next()
 			if errors.Is(err, errLineTooLong) {
 				if len(lr.prefix()) > prefixKeep {
@@ -33,9 +36,6 @@ func FuzzLineReader(f *testing.F) {
 			}
 			if len(line) > max || len(line) == 0 || bytes.IndexByte(line, '\n') >= 0 {
 				t.Fatalf("line %d: %q with limit %d", i, line, max)
-			}
-			if i > len(data) {
-				t.Fatal("more lines than bytes: the reader is not advancing")
 			}
 		}
 	})
