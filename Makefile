@@ -11,6 +11,7 @@ CMDS     := agor-executor agorctl
 # clean run with "context deadline exceeded" at a duration's end
 # (go.dev/issue/75804, fixed in Go 1.27). 100000 runs is 2-10 s per target here.
 FUZZTIME ?= 100000x
+FUZZPKGS := ./internal/rpc ./internal/config ./internal/account
 
 export CGO_ENABLED ?= 0
 
@@ -36,9 +37,11 @@ vet:
 	$(GO) vet ./...
 
 fuzz:
-	@set -e; for t in $$($(GO) test -list '^Fuzz' ./internal/rpc | grep ^Fuzz); do \
-		echo "fuzz $$t: $(FUZZTIME) inputs"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -parallel 1 ./internal/rpc; \
+	@set -e; for p in $(FUZZPKGS); do \
+		for t in $$($(GO) test -list '^Fuzz' $$p | grep ^Fuzz); do \
+			echo "fuzz $$p $$t: $(FUZZTIME) inputs"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -parallel 1 $$p; \
+		done; \
 	done
 
 lint: vet

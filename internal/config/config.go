@@ -1,0 +1,110 @@
+// Package config reads agor-daemon's configuration file,
+// /etc/agor/config.yaml. Key names in the execution section follow the
+// system agor replaces, so existing files carry over.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultPath is where the packaged daemon reads its configuration.
+const DefaultPath = "/etc/agor/config.yaml"
+
+// Config is the whole file.
+type Config struct {
+	Execution Execution `yaml:"execution"`
+}
+
+// Execution is how and where user work runs. Every default is in Default.
+type Execution struct {
+	Backend                  string   `yaml:"backend"`                     // systemd or direct
+	RunAsUnixUser            bool     `yaml:"run_as_unix_user"`            // run work as the session's own user
+	ExecutorUnixUser         string   `yaml:"executor_unix_user"`          // the one user when run_as_unix_user is false
+	UseExecutor              bool     `yaml:"use_executor"`                // false: the daemon refuses work
+	MaxExecutors             int      `yaml:"max_executors"`               // live executors at once
+	IdleTimeoutMS            int64    `yaml:"idle_timeout_ms"`             // executor idle exit
+	SocketPathTemplate       string   `yaml:"socket_path_template"`        // {user} is replaced
+	ConnectionTimeoutMS      int64    `yaml:"connection_timeout_ms"`       // start + connect + first ping
+	SessionTokenExpirationMS int64    `yaml:"session_token_expiration_ms"` // token lifetime
+	SessionTokenMaxUses      int      `yaml:"session_token_max_uses"`      // uses per token
+	AllowedUsers             []string `yaml:"allowed_users"`               // empty and no groups: any user >= min_uid
+	AllowedGroups            []string `yaml:"allowed_groups"`
+	MinUID                   int      `yaml:"min_uid"` // below it: system accounts, refused
+}
+
+// Default is the configuration used for every key the file leaves out.
+func Default() Config {
+	return Config{Execution: Execution{
+		Backend:                  "systemd",
+		RunAsUnixUser:            true,
+		UseExecutor:              true,
+		MaxExecutors:             100,
+		IdleTimeoutMS:            60_000,
+		SocketPathTemplate:       "/run/agor/executors/{user}.sock",
+		ConnectionTimeoutMS:      10_000,
+		SessionTokenExpirationMS: 24 * 60 * 60 * 1000,
+		SessionTokenMaxUses:      10_000,
+		MinUID:                   1000,
+	}}
+}
+
+// MaxFileSize bounds what Load reads: a configuration is small.
+const MaxFileSize = 1 << 20
+
+// Load reads path; a missing file means all defaults.
+func Load(path string) (Config, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Default(), nil
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, err := Parse(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes a file's contents over the defaults and validates them.
+// Unknown keys are errors (a typo must not silently mean the default).
+func Parse(r io.Reader) (Config, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Config{}, err
+	}
+	if len(data) > MaxFileSize {
+		return Config{}, fmt.Errorf("larger than %d bytes", MaxFileSize)
+	}
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, clean(err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// clean turns yaml's "field x not found in type config.Execution" into
+// words about keys.
+func clean(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	if i := strings.Index(msg, " not found in type "); i >= 0 {
+		msg = strings.Replace(msg[:i], "field ", "unknown key ", 1)
+	}
+	return errors.New(msg)
+}

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/agor-sh/agor/internal/account"
+)
+
+// Validate checks every value, naming the key of the first bad one.
+func (c Config) Validate() error {
+	e := c.Execution
+	checks := []struct {
+		key string
+		err string
+	}{
+		{"backend", oneOf(e.Backend, "systemd", "direct")},
+		{"max_executors", positive(int64(e.MaxExecutors))},
+		{"idle_timeout_ms", positive(e.IdleTimeoutMS)},
+		{"connection_timeout_ms", positive(e.ConnectionTimeoutMS)},
+		{"session_token_expiration_ms", positive(e.SessionTokenExpirationMS)},
+		{"session_token_max_uses", positive(int64(e.SessionTokenMaxUses))},
+		{"min_uid", positive(int64(e.MinUID))},
+		{"socket_path_template", socketTemplate(e.SocketPathTemplate)},
+		{"executor_unix_user", executorUser(e)},
+		{"allowed_users", userNames(e.AllowedUsers)},
+		{"allowed_groups", userNames(e.AllowedGroups)},
+	}
+	for _, ch := range checks {
+		if ch.err != "" {
+			return fmt.Errorf("execution.%s: %s", ch.key, ch.err)
+		}
+	}
+	return nil
+}
+
+func oneOf(v string, allowed ...string) string {
+	for _, a := range allowed {
+		if v == a {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+func positive(n int64) string {
+	if n <= 0 {
+		return fmt.Sprintf("must be positive, got %d", n)
+	}
+	return ""
+}
+
+func socketTemplate(t string) string {
+	switch {
+	case !filepath.IsAbs(t):
+		return fmt.Sprintf("%q is not an absolute path", t)
+	case strings.Count(t, "{user}") != 1:
+		return fmt.Sprintf("%q must contain {user} exactly once", t)
+	case filepath.Clean(t) != t:
+		return fmt.Sprintf("%q is not a clean path", t)
+	}
+	return ""
+}
+
+func executorUser(e Execution) string {
+	if e.RunAsUnixUser {
+		return ""
+	}
+	if e.ExecutorUnixUser == "" {
+		return "required when run_as_unix_user is false"
+	}
+	if e.ExecutorUnixUser == "root" {
+		return "must not be root"
+	}
+	return errString(account.ValidName(e.ExecutorUnixUser))
+}
+
+func userNames(names []string) string {
+	for _, n := range names {
+		if err := account.ValidName(n); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// SocketPath is where user's executor listens.
+func (e Execution) SocketPath(user string) string {
+	return strings.Replace(e.SocketPathTemplate, "{user}", user, 1)
+}
