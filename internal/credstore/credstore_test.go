@@ -1,0 +1,148 @@
+package credstore
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func key(b byte) []byte { return bytes.Repeat([]byte{b}, KeySize) }
+
+func open(t *testing.T, path string, k []byte) *Store {
+	t.Helper()
+	s, err := Open(path, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSetGetFallbackAndPersistence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "creds.json")
+	s := open(t, path, key(1))
+	must(t, s.Set("", "ANTHROPIC_API_KEY", "sk-daemon"))
+	must(t, s.Set("alice", "ANTHROPIC_API_KEY", "sk-alice"))
+
+	s = open(t, path, key(1)) // read back from disk
+	tests := []struct{ user, value, scope string }{
+		{"alice", "sk-alice", "user"},
+		{"bob", "sk-daemon", "daemon"},
+		{"", "sk-daemon", "daemon"},
+	}
+	for _, tc := range tests {
+		v, scope, err := s.Get(tc.user, "ANTHROPIC_API_KEY")
+		if err != nil || v != tc.value || scope != tc.scope {
+			t.Errorf("Get(%q) = %q %q %v; want %q %q", tc.user, v, scope, err, tc.value, tc.scope)
+		}
+	}
+	if _, _, err := s.Get("alice", "OPENAI_API_KEY"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing key: %v", err)
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), "sk-alice") || strings.Contains(string(raw), "sk-daemon") {
+		t.Fatalf("plaintext in the store file: %s", raw)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("store file mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+func TestTamperingIsDetected(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "creds.json")
+	s := open(t, path, key(1))
+	must(t, s.Set("alice", "GEMINI_API_KEY", "alice-secret"))
+	must(t, s.Set("bob", "GEMINI_API_KEY", "bob-secret"))
+
+	edit := func(f func(map[string]string)) *Store {
+		var items map[string]string
+		b, _ := os.ReadFile(path)
+		_ = json.Unmarshal(b, &items)
+		f(items)
+		b, _ = json.Marshal(items)
+		_ = os.WriteFile(path, b, 0o600)
+		return open(t, path, key(1))
+	}
+	t.Run("flipped bit", func(t *testing.T) {
+		s := edit(func(m map[string]string) {
+			c, _ := base64.StdEncoding.DecodeString(m["alice/GEMINI_API_KEY"])
+			c[len(c)-1] ^= 1
+			m["alice/GEMINI_API_KEY"] = base64.StdEncoding.EncodeToString(c)
+		})
+		if _, _, err := s.Get("alice", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("tampered ciphertext: %v", err)
+		}
+	})
+	t.Run("moved to another user", func(t *testing.T) {
+		s := edit(func(m map[string]string) { m["alice/GEMINI_API_KEY"] = m["bob/GEMINI_API_KEY"] })
+		if v, _, err := s.Get("alice", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("bob's sealed key in alice's slot gave %q, %v", v, err)
+		}
+	})
+	t.Run("truncated", func(t *testing.T) {
+		s := edit(func(m map[string]string) { m["bob/GEMINI_API_KEY"] = "AAAA" })
+		if _, _, err := s.Get("bob", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated: %v", err)
+		}
+	})
+	t.Run("other master key", func(t *testing.T) {
+		other := open(t, path, key(2))
+		if _, _, err := other.Get("", "GEMINI_API_KEY"); err == nil {
+			t.Fatal("decrypted with the wrong master key")
+		}
+		if _, _, err := other.Get("bob", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("wrong master key: %v", err)
+		}
+	})
+}
+
+func TestMasterKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "master-key")
+	must(t, GenerateMasterKey(path))
+	if err := GenerateMasterKey(path); err == nil {
+		t.Fatal("GenerateMasterKey overwrote an existing key")
+	}
+	t.Setenv("CREDENTIALS_DIRECTORY", dir)
+	k, err := LoadMasterKey("master-key")
+	if err != nil || len(k) != KeySize {
+		t.Fatalf("LoadMasterKey = %d bytes, %v", len(k), err)
+	}
+	raw := filepath.Join(dir, "raw")
+	must(t, os.WriteFile(raw, key(7), 0o600))
+	if k, err := ReadMasterKey(raw); err != nil || !bytes.Equal(k, key(7)) {
+		t.Fatalf("raw key: %v", err)
+	}
+	short := filepath.Join(dir, "short")
+	must(t, os.WriteFile(short, []byte("too short"), 0o600))
+	if _, err := ReadMasterKey(short); err == nil || !strings.Contains(err.Error(), "want 32 bytes") {
+		t.Fatalf("short key: %v", err)
+	}
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	if _, err := LoadMasterKey("master-key"); err == nil || !strings.Contains(err.Error(), "LoadCredential") {
+		t.Fatalf("no credentials directory: %v", err)
+	}
+}
+
+func TestNames(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "c.json"), key(1))
+	for _, bad := range []string{"", "lower", "../X", "A B", strings.Repeat("A", 65)} {
+		if err := s.Set("alice", bad, "v"); err == nil {
+			t.Errorf("Set accepted name %q", bad)
+		}
+	}
+	if err := s.Delete("alice", "NOPE"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Delete of missing: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
