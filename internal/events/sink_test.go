@@ -1,0 +1,162 @@
+package events
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func newSink() (*Sink, *MemoryStore, *bytes.Buffer) {
+	st := &MemoryStore{}
+	var logs bytes.Buffer
+	return NewSink(st, slog.New(slog.NewTextHandler(&logs, nil))), st, &logs
+}
+
+func ev(task string, seq int64) Event { return Event{TaskID: task, Sequence: seq, Type: "text_delta"} }
+
+func seqs(es []Event) []int64 {
+	out := []int64{}
+	for _, e := range es {
+		out = append(out, e.Sequence)
+	}
+	return out
+}
+
+func TestExactlyOnceAndGaps(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []int64
+		stored  []int64
+		dups    int
+		missing []Range
+		gapLog  bool // a gap was seen on the way, even if filled later
+	}{
+		{"in order", []int64{0, 1, 2, 3}, []int64{0, 1, 2, 3}, 0, nil, false},
+		{"duplicates", []int64{0, 1, 1, 0, 2, 2}, []int64{0, 1, 2}, 3, nil, false},
+		{"reordered", []int64{1, 0, 3, 2}, []int64{1, 0, 3, 2}, 0, nil, true},
+		{"gap", []int64{0, 1, 4, 5}, []int64{0, 1, 4, 5}, 0, []Range{{2, 3}}, true},
+		{"two gaps then one filled", []int64{0, 2, 5, 1}, []int64{0, 2, 5, 1}, 0, []Range{{3, 4}}, true},
+		{"missing start", []int64{3}, []int64{3}, 0, []Range{{0, 2}}, true},
+		{"duplicate ahead of a gap", []int64{0, 3, 3}, []int64{0, 3}, 1, []Range{{1, 2}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, st, logs := newSink()
+			dups := 0
+			for _, q := range tc.in {
+				out, err := s.Put(ev("t1", q))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out == Duplicate {
+					dups++
+				}
+			}
+			if diff := cmp.Diff(tc.stored, seqs(st.Events)); diff != "" {
+				t.Errorf("stored (-want +got):\n%s", diff)
+			}
+			if dups != tc.dups {
+				t.Errorf("%d duplicates, want %d", dups, tc.dups)
+			}
+			if diff := cmp.Diff(tc.missing, s.Missing("t1")); diff != "" {
+				t.Errorf("missing (-want +got):\n%s", diff)
+			}
+			if gapLogged := strings.Contains(logs.String(), "event sequence gap"); gapLogged != tc.gapLog {
+				t.Errorf("gap logged = %v, want %v:\n%s", gapLogged, tc.gapLog, logs)
+			}
+		})
+	}
+}
+
+func TestTasksAreIndependentAndEndForgets(t *testing.T) {
+	s, st, logs := newSink()
+	for _, e := range []Event{ev("a", 0), ev("b", 0), ev("a", 1), ev("b", 2)} {
+		if _, err := s.Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(st.Events) != 4 {
+		t.Fatalf("stored %d, want 4", len(st.Events))
+	}
+	if gaps := s.End("b"); !cmp.Equal(gaps, []Range{{1, 1}}) || !strings.Contains(logs.String(), "lost events") {
+		t.Fatalf("End(b) = %v; logs:\n%s", gaps, logs)
+	}
+	if gaps := s.End("a"); gaps != nil {
+		t.Fatalf("End(a) = %v", gaps)
+	}
+}
+
+func TestInvalidAndStoreErrors(t *testing.T) {
+	s, _, _ := newSink()
+	for _, e := range []Event{{TaskID: "", Sequence: 0}, {TaskID: "t", Sequence: -1}} {
+		if _, err := s.Put(e); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Put(%+v) = %v, want ErrInvalid", e, err)
+		}
+	}
+	failing := NewSink(failStore{}, nil)
+	if _, err := failing.Put(ev("t", 0)); err == nil {
+		t.Fatal("store failure not reported")
+	}
+	// Not recorded as seen: a retry of the same event is stored.
+	ok := &MemoryStore{}
+	failing.store = ok
+	if out, err := failing.Put(ev("t", 0)); err != nil || out != Stored {
+		t.Fatalf("retry after store failure: %v, %v", out, err)
+	}
+}
+
+type failStore struct{}
+
+func (failStore) Append(Event) error { return errors.New("disk full") }
+
+func TestConcurrentDuplicatesStoredOnce(t *testing.T) {
+	s, st, _ := newSink()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for q := range int64(500) {
+				_, _ = s.Put(ev("t", q))
+			}
+		}()
+	}
+	wg.Wait()
+	if len(st.Events) != 500 || s.Missing("t") != nil {
+		t.Fatalf("stored %d events (want 500), missing %v", len(st.Events), s.Missing("t"))
+	}
+}
+
+func TestSubscribers(t *testing.T) {
+	s, _, _ := newSink()
+	fast := s.Subscribe("t", 100)
+	slow := s.Subscribe("t", 2)
+	other := s.Subscribe("u", 10)
+	for q := range int64(5) {
+		_, _ = s.Put(ev("t", q))
+	}
+	fast.Close()
+	var got []int64
+	for e := range fast.C {
+		got = append(got, e.Sequence)
+	}
+	if diff := cmp.Diff([]int64{0, 1, 2, 3, 4}, got); diff != "" {
+		t.Errorf("fast subscriber (-want +got):\n%s", diff)
+	}
+	n := 0
+	for range slow.C {
+		n++
+	}
+	if !slow.Lagged() || n != 2 {
+		t.Errorf("slow subscriber: lagged=%v after %d events, want cut off after 2", slow.Lagged(), n)
+	}
+	s.End("u")
+	if _, open := <-other.C; open || other.Lagged() {
+		t.Error("End did not close the task's subscription cleanly")
+	}
+}
