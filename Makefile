@@ -15,7 +15,7 @@ FUZZPKGS := ./internal/rpc ./internal/config ./internal/account
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test deps vet fuzz lint bench run clean
+.PHONY: all build test deps vet fuzz lint bench run clean man deb rpm test-systemd
 
 all: build
 
@@ -54,6 +54,20 @@ bench: build
 # agorctl, and leave it serving until Ctrl-C.
 run: build
 	@./test/run-demo.sh $(BIN)
+
+# Packages: one description (packaging/nfpm.yaml), nfpm pinned in tools/go.mod.
+PKG_VERSION ?= 0.1.0
+NFPM := $(GO) tool -modfile=tools/go.mod nfpm
+
+man:
+	@mkdir -p dist/man
+	gzip -9n -c packaging/man/agor-executor.8 > dist/man/agor-executor.8.gz
+	gzip -9n -c packaging/man/agorctl.1 > dist/man/agorctl.1.gz
+
+deb rpm: man
+	$(MAKE) build VERSION=$(PKG_VERSION)
+	sed $(if $(filter deb,$@),'/^license:/d',-n p) packaging/nfpm.yaml > dist/nfpm-$@.yaml
+	VERSION=$(PKG_VERSION) $(NFPM) package -f dist/nfpm-$@.yaml -p $@ -t dist/
 
 clean:
 	rm -rf $(BIN) dist
