@@ -69,5 +69,9 @@ deb rpm: man
 	sed $(if $(filter deb,$@),'/^license:/d',-n p) packaging/nfpm.yaml > dist/nfpm-$@.yaml
 	VERSION=$(PKG_VERSION) $(NFPM) package -f dist/nfpm-$@.yaml -p $@ -t dist/
 
+# test-systemd: the real-systemd suite (boots systemd in systemd-nspawn; root).
+test-systemd:
+	./test/systemd/run.sh
+
 clean:
 	rm -rf $(BIN) dist

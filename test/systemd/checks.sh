@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Runs inside the booted test container as root; prints PASS/FAIL per
+# check and a closing "N passed, M failed".
+set -uo pipefail
+T=/opt/tests
+pass=0
+fail=0
+
+# check NAME FUNC...: runs FUNC with errexit in force (not inside an if,
+# where bash would ignore it), so the first failing step fails the check.
+check() {
+	local name=$1 out rc
+	shift
+	out=$(set -e; "$@" 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "PASS $name"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $name"
+		fail=$((fail + 1))
+	fi
+	[ -z "$out" ] || echo "$out" | sed 's/^/     /'
+}
+
+as() { local u=$1; shift; setpriv --reuid="$u" --regid="$u" --init-groups "$@"; }
+ping_as() { as "$1" agorctl executor ping --socket "/run/agor/executors/$2.sock" --timeout 10s; }
+want() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
+
+# --- install -------------------------------------------------------------------
+install_pkg() {
+	dpkg -i $T/agor_0.1.0-1_amd64.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	id agor
+	want "$(stat -c '%U:%G %a' /run/agor/executors)" "root:agor 750"
+	want "$(stat -c '%U:%G %a' /var/lib/agor)" "agor:agor 750"
+	test -f /usr/share/polkit-1/rules.d/50-agor.rules
+}
+check "dpkg -i installs, creates the agor user and directories" install_pkg
+
+verify_units() {
+	# --man=no: the container has no man(1); the pages are checked below.
+	systemd-analyze verify --man=no agor-executor@alice.socket agor-executor@alice.service agor-executors.slice
+	test -f /usr/share/man/man8/agor-executor.8.gz
+	test -f /usr/share/man/man1/agorctl.1.gz
+}
+check "systemd-analyze verify: every unit" verify_units
+
+security_score() {
+	local score
+	score=$(systemd-analyze security agor-executor@alice.service --no-pager | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
+	echo "exposure score of agor-executor@alice.service: $score (target <= ${AGOR_EXPOSURE_TARGET:-2.0})"
+	awk -v s="$score" -v t="${AGOR_EXPOSURE_TARGET:-2.0}" 'BEGIN { exit !(s != "" && s <= t) }'
+}
+check "executor exposure score at or below target" security_score
+
+# --- socket and peers ------------------------------------------------------------
+start_socket() {
+	systemctl start agor-executor@alice.socket
+	want "$(stat -c '%U:%G %a %F' /run/agor/executors/alice.sock)" "root:agor 660 socket"
+}
+check "systemctl start agor-executor@alice.socket: root:agor 0660 socket" start_socket
+
+ping_alice() {
+	local out
+	out=$(ping_as agor alice) || { echo "$out"; return 1; }
+	echo "$out"
+	want "$(echo "$out" | sed -n 's/.*"uid":\([0-9]*\).*/\1/p')" "$(id -u alice)"
+	want "$(echo "$out" | sed -n 's/.*"user":"\([^"]*\)".*/\1/p')" alice
+	want "$(systemctl show -p User --value agor-executor@alice.service)" alice
+}
+check "agor connects, first connect activates, ping reports uid/user alice" ping_alice
+
+others_refused() {
+	for u in bob carol; do
+		if out=$(ping_as "$u" alice 2>&1); then echo "$u was served: $out"; return 1; fi
+		echo "$u: $out"
+	done
+}
+check "other ordinary users cannot connect" others_refused
+
+journal_fields() {
+	sleep 0.5
+	local n
+	n=$(journalctl -u agor-executor@alice.service AGOR_USER=alice -o cat --no-pager | wc -l)
+	journalctl -u agor-executor@alice.service AGOR_USER=alice --no-pager -o verbose -n 1 | grep -E 'AGOR_USER=alice|MESSAGE='
+	[ "$n" -gt 0 ]
+}
+check "journalctl -u agor-executor@alice.service AGOR_USER=alice" journal_fields
+
+# --- idle exit and re-activation -------------------------------------------------
+idle_cycles() {
+	mkdir -p /etc/systemd/system/agor-executor@bob.service.d
+	printf '[Service]\nEnvironment=AGOR_EXECUTOR_IDLE_TIMEOUT=50ms\n' >/etc/systemd/system/agor-executor@bob.service.d/idle.conf
+	systemctl daemon-reload
+	systemctl start agor-executor@bob.socket
+	local i
+	for i in $(seq 50); do
+		ping_as agor bob >/dev/null || { echo "cycle $i: ping failed"; systemctl status agor-executor@bob.socket agor-executor@bob.service --no-pager; return 1; }
+		for _ in $(seq 100); do
+			[ "$(systemctl is-active agor-executor@bob.service)" = inactive ] && break
+			sleep 0.02
+		done
+		want "$(systemctl is-active agor-executor@bob.service)" inactive || { echo "cycle $i: service did not exit when idle"; return 1; }
+	done
+	want "$(systemctl show -p ActiveState --value agor-executor@bob.socket)" active
+	want "$(systemctl show -p Result --value agor-executor@bob.socket)" success
+	want "$(systemctl show -p Result --value agor-executor@bob.service)" success
+	echo "50 idle exits and re-activations; socket active/success, service result success"
+}
+check "idle exit and re-activation 50 times, no failed or trigger-limit state" idle_cycles
+
+# --- polkit, as agor over D-Bus ---------------------------------------------------
+# dbus USER METHOD SIGNATURE ARGS...: a systemd Manager call as USER.
+dbus() {
+	local user=$1 method=$2
+	shift 2
+	as "$user" busctl call --allow-interactive-authorization=no org.freedesktop.systemd1 /org/freedesktop/systemd1 \
+		org.freedesktop.systemd1.Manager "$method" "$@" 2>&1
+}
+allowed() { local out; out=$(dbus "$@") || { echo "refused: $*: $out"; return 1; }; }
+refused() {
+	local out
+	if out=$(dbus "$@"); then echo "allowed: $*"; return 1; fi
+	echo "$out" | grep -qE 'InteractiveAuthorizationRequired|AccessDenied|Access denied|Interactive authentication required' ||
+		{ echo "$*: unexpected error: $out"; return 1; }
+}
+polkit_agor() {
+	allowed agor StartUnit ss agor-executor@bob.socket replace
+	allowed agor StopUnit ss agor-executor@bob.socket replace
+	allowed agor RestartUnit ss agor-executor@bob.socket replace
+	# systemd answers "not loaded" before it asks polkit, so reset-failed
+	# goes to a loaded unit.
+	allowed agor ResetFailedUnit s agor-executor@bob.socket
+	allowed agor StopUnit ss agor-executor@bob.socket replace
+	echo "agor: start, stop, restart, reset-failed of agor-executor@bob allowed"
+}
+check "polkit: agor may start/stop/restart/reset-failed agor-executor@bob" polkit_agor
+polkit_refusals() {
+	systemctl start agor-executor@bob.socket # loaded, so polkit is asked
+	refused agor StartUnit ss agor-executor@root.socket replace
+	refused agor StartUnit ss agor-executor@root.service replace
+	refused agor RestartUnit ss systemd-journald.service replace
+	refused agor StartUnit ss other@bob.service replace
+	refused agor StartUnit ss agor-executor@Bob.socket replace
+	refused agor ReloadUnit ss agor-executor@bob.socket replace
+	refused agor KillUnit ssi agor-executor@bob.socket all 9
+	refused carol StartUnit ss agor-executor@carol.socket replace
+	refused carol StopUnit ss agor-executor@alice.socket replace
+	echo "refused: @root, journald, other units, bad names, reload and kill; everything for carol"
+}
+check "polkit: everything else refused (AccessDenied or InteractiveAuthorizationRequired)" polkit_refusals
+
+# --- cold activation, and what hardening costs ----------------------------------------
+cold() { $T/coldbench -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n 21; }
+check "cold activation benchmark (unit as shipped)" cold
+
+# Each row switches directive groups off for carol's instance with a
+# drop-in, and measures exposure and cold activation.
+variant() {
+	local d=/etc/systemd/system/agor-executor@carol.service.d
+	mkdir -p $d
+	printf '[Service]\n%s\n' "$1" >$d/variant.conf
+	systemctl daemon-reload
+	systemctl start agor-executor@carol.socket
+	local score ms
+	score=$(systemd-analyze security agor-executor@carol.service --no-pager | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
+	ms=$($T/coldbench -socket /run/agor/executors/carol.sock -unit agor-executor@carol.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
+	printf '%-44s %8s %10s\n' "$2" "$score" "$ms"
+}
+KERNEL='ProtectKernelTunables=no
+ProtectKernelModules=no
+ProtectKernelLogs=no
+ProtectControlGroups=no
+ProtectProc=default'
+FS='ProtectSystem=no
+PrivateTmp=no
+PrivateDevices=no'
+UTS='ProtectHostname=no'
+SECCOMP='SystemCallFilter=
+SystemCallArchitectures='
+hardening_table() {
+	printf '%-44s %8s %10s\n' "directive set" exposure "cold ms"
+	variant "" "shipped"
+	variant "$UTS" "shipped - ProtectHostname"
+	variant "ProtectProc=default" "shipped - ProtectProc"
+	variant "ProtectKernelTunables=no" "shipped - ProtectKernelTunables"
+	variant "ProtectKernelLogs=no" "shipped - ProtectKernelLogs"
+	variant "ProtectControlGroups=no" "shipped - ProtectControlGroups"
+	variant "ProtectKernelModules=no" "shipped - ProtectKernelModules"
+	variant "$KERNEL" "shipped - kernel/cgroup/proc protections"
+	variant "$KERNEL
+$UTS" "shipped - kernel protections - hostname"
+	variant "$KERNEL
+$UTS
+$FS" "restrictions + seccomp only (no namespaces)"
+	variant "$KERNEL
+$UTS
+$FS
+$SECCOMP" "restrictions only"
+	rm -rf /etc/systemd/system/agor-executor@carol.service.d
+	systemctl daemon-reload
+}
+check "hardening table: directive set, exposure, cold activation median" hardening_table
+
+# --- package lifecycle ---------------------------------------------------------------
+upgrade() {
+	local before after
+	before=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	dpkg -i $T/agor_0.1.1-1_amd64.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
+	want "$(systemctl is-active agor-executor@alice.socket)" active
+	ping_as agor alice >/dev/null
+	echo "upgraded to 0.1.1-1; alice's socket kept listening (executor pid before: $before)"
+}
+check "upgrade: same package, higher version, over itself" upgrade
+remove() {
+	dpkg -r agor >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	want "$(systemctl is-active agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket | sort -u | tr '\n' ' ')" "inactive "
+	test ! -e /usr/libexec/agor/agor-executor
+	test ! -e /usr/lib/systemd/system/agor-executor@.service
+	test -f /etc/agor/executor.env # a conffile stays until purge
+	id agor >/dev/null
+	echo "removed: executors stopped, files gone, conffile and agor account kept"
+}
+check "remove stops every executor and removes the files" remove
+purge() {
+	dpkg -P agor >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	test ! -e /etc/agor/executor.env
+	test ! -e /var/lib/agor
+	echo "purged: conffile and /var/lib/agor gone"
+}
+check "purge removes configuration and state" purge
+
+lint() {
+	cat $T/lint.txt
+	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint.txt
+}
+check "lintian and rpmlint clean (overrides in-tree); rpm -qpl and --scripts" lint
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The real-systemd suite behind `make test-systemd`: boots Debian bookworm
+# with systemd as PID 1 (plus D-Bus, polkitd and journald) in
+# systemd-nspawn, installs the project's .deb with dpkg, and runs
+# checks.sh inside. Always tears down. Run as root.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+[ "$(id -u)" = 0 ] || { echo "test-systemd: run as root (it boots a container)" >&2; exit 1; }
+start=$(date +%s)
+
+# --- host tools -------------------------------------------------------------
+need=()
+for t in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd lintian:lintian rpmlint:rpmlint rpm:rpm; do
+	command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	echo "== installing ${need[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- packages -----------------------------------------------------------------
+echo "== building packages"
+make -s deb rpm PKG_VERSION=0.1.1 >/dev/null
+cp dist/agor_0.1.1-1_amd64.deb dist/agor-0.1.1-1.x86_64.rpm "$top/test/.cache/" 2>/dev/null || { mkdir -p test/.cache; cp dist/agor_0.1.1-1_amd64.deb dist/agor-0.1.1-1.x86_64.rpm test/.cache/; }
+make -s deb rpm PKG_VERSION=0.1.0 >/dev/null
+work=$(mktemp -d /tmp/agor-systemd.XXXXXX)
+mkdir -p "$work/opt" "$work/root"
+cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
+cp test/systemd/checks.sh "$work/opt/"
+CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
+
+# --- lint the packages on the host -------------------------------------------
+lint_out=$work/opt/lint.txt
+{
+	echo "# lintian"; lintian dist/agor_0.1.0-1_amd64.deb 2>&1 | grep -v '^running with root' || true
+	echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-0.1.0-1.x86_64.rpm 2>&1 | grep -E '^agor|badness' || true
+	echo "# rpm -qpl"; rpm -qpl dist/agor-0.1.0-1.x86_64.rpm
+	echo "# rpm -qp --scripts"; rpm -qp --scripts dist/agor-0.1.0-1.x86_64.rpm
+} >"$lint_out" 2>&1
+
+# --- root filesystem, cached by package list ---------------------------------
+pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux"
+key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
+tarball=test/.cache/rootfs-$key.tar.zst
+if [ ! -s "$tarball" ]; then
+	echo "== building root filesystem ($pkgs)"
+	mmdebstrap --quiet --variant=minbase --include="$pkgs" bookworm "$tarball.tmp.tar.zst"
+	mv "$tarball.tmp.tar.zst" "$tarball"
+fi
+
+# --- teardown, whatever happens ----------------------------------------------
+cg=agor-test-$$
+nspawn_pid=
+teardown() {
+	set +e
+	if [ -n "${leader:-}" ] && [ -d "/proc/$leader" ]; then
+		nsenter -t "$leader" -a systemctl poweroff --no-block >/dev/null 2>&1
+	fi
+	if [ -n "$nspawn_pid" ]; then
+		for _ in $(seq 50); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
+		kill -9 "$nspawn_pid" 2>/dev/null
+		wait "$nspawn_pid" 2>/dev/null
+	fi
+	for h in /sys/fs/cgroup/*/; do
+		[ -d "$h$cg" ] || continue
+		find "$h$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
+	umount "$work/root" 2>/dev/null
+	rm -rf "$work"
+}
+trap teardown EXIT
+
+echo "== unpacking root filesystem"
+mount -t tmpfs -o size=2G tmpfs "$work/root"
+tar -C "$work/root" --zstd -xf "$tarball"
+root=$work/root
+echo agortest >"$root/etc/hostname"
+for u in alice bob carol; do chroot "$root" useradd --create-home --shell /bin/bash "$u"; done
+systemctl --root="$root" mask console-getty.service apt-daily.timer apt-daily-upgrade.timer \
+	systemd-networkd-wait-online.service e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
+
+# --- boot ---------------------------------------------------------------------
+echo "== booting systemd in systemd-nspawn"
+join_cgroup() {
+	for h in /sys/fs/cgroup/*/; do
+		[ -w "$h" ] || continue
+		mkdir -p "$h$cg"
+		if [ -f "${h}cpuset.cpus" ]; then
+			cat "${h}cpuset.cpus" >"$h$cg/cpuset.cpus"
+			cat "${h}cpuset.mems" >"$h$cg/cpuset.mems"
+		fi
+		echo "$1" >"$h$cg/cgroup.procs"
+	done
+}
+(
+	join_cgroup "$BASHPID"
+	SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
+		--register=no --keep-unit --private-network --console=read-only \
+		--bind-ro="$work/opt:/opt/tests" </dev/null >"$work/boot.log" 2>&1
+) &
+nspawn_pid=$!
+leader=
+for _ in $(seq 100); do
+	leader=$(ps -o pid= --ppid "$nspawn_pid" | head -n1 | tr -d ' ' || true)
+	[ -n "$leader" ] && [ "$(readlink "/proc/$leader/exe" 2>/dev/null)" = /usr/lib/systemd/systemd ] && break
+	leader=
+	sleep 0.1
+done
+[ -n "$leader" ] || { echo "container did not start:"; cat "$work/boot.log"; exit 1; }
+for _ in $(seq 100); do [ -S "/proc/$leader/root/run/systemd/private" ] && break; sleep 0.1; done
+inside() { nsenter -t "$leader" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+state=$(inside timeout 60 systemctl is-system-running --wait || true)
+echo "== system state: $state"
+if [ "$state" != running ] && [ "$state" != degraded ]; then
+	inside systemctl --failed --no-pager || true
+	exit 1
+fi
+[ "$state" = running ] || inside systemctl --failed --no-pager --plain || true
+
+# --- checks -------------------------------------------------------------------
+rc=0
+inside bash /opt/tests/checks.sh || rc=$?
+echo "== suite took $(( $(date +%s) - start )) s"
+exit $rc
