@@ -188,7 +188,8 @@ func (s *Store) saveLocked() error {
 		return fmt.Errorf("credstore: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err == nil {
+	_, err = tmp.Write(b)
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
