@@ -167,8 +167,7 @@ variant() {
 	ms=$($T/coldbench -socket /run/agor/executors/carol.sock -unit agor-executor@carol.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
 	printf '%-44s %8s %10s\n' "$2" "$score" "$ms"
 }
-KERNEL='ProtectKernelTunables=no
-ProtectKernelModules=no
+KERNEL='ProtectKernelModules=no
 ProtectKernelLogs=no
 ProtectControlGroups=no
 ProtectProc=default'
@@ -183,7 +182,7 @@ hardening_table() {
 	variant "" "shipped"
 	variant "$UTS" "shipped - ProtectHostname"
 	variant "ProtectProc=default" "shipped - ProtectProc"
-	variant "ProtectKernelTunables=no" "shipped - ProtectKernelTunables"
+	variant "ProtectKernelTunables=yes" "shipped + ProtectKernelTunables"
 	variant "ProtectKernelLogs=no" "shipped - ProtectKernelLogs"
 	variant "ProtectControlGroups=no" "shipped - ProtectControlGroups"
 	variant "ProtectKernelModules=no" "shipped - ProtectKernelModules"
