@@ -9,3 +9,5 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.49.0
 )
+
+require github.com/godbus/dbus/v5 v5.2.4 // indirect

@@ -1,0 +1,241 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agor-sh/agor/internal/executor"
+)
+
+// Direct runs executors itself, for development and hosts without
+// systemd. It makes each user's listening socket and starts the executor
+// with it exactly as systemd passes one (fd 3, LISTEN_FDS=1,
+// LISTEN_FDNAMES=executor, LISTEN_PID of the executor), so the executor
+// has one code path. Only as root can it run an executor as its user;
+// otherwise executors run as the daemon's own account, and it says so.
+type Direct struct {
+	Policy      Policy
+	Binary      string        // path of agor-executor
+	IdleTimeout time.Duration // passed to executors; 0 keeps their default
+	Log         *slog.Logger
+
+	mu     sync.Mutex
+	execs  map[string]*directExec
+	warned bool
+	wg     sync.WaitGroup
+}
+
+var _ Backend = (*Direct)(nil)
+
+type directExec struct {
+	ln   *net.UnixListener
+	file *os.File // the listening socket, handed to each executor started
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+}
+
+func (e *directExec) running() bool {
+	if e.cmd == nil {
+		return false
+	}
+	select {
+	case <-e.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Ensure makes user's socket if needed and starts an executor on it when
+// none runs (the last one may have exited when idle).
+func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
+	ex, err := d.Policy.Check(name)
+	if err != nil {
+		return Executor{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.execs == nil {
+		d.execs = map[string]*directExec{}
+	}
+	e := d.execs[name]
+	if e == nil {
+		if e, err = listen(ex.Socket); err != nil {
+			return Executor{}, err
+		}
+		d.execs[name] = e
+	}
+	if !e.running() {
+		if err := d.spawn(e, name); err != nil {
+			return Executor{}, err
+		}
+	}
+	return ex, nil
+}
+
+func listen(path string) (*directExec, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	ln, err := executor.ListenPath(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ln.File()
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	return &directExec{ln: ln, file: f}, nil
+}
+
+// spawn starts an executor for name on e's socket.
+func (d *Direct) spawn(e *directExec, name string) error {
+	cred, env, err := d.identity(name)
+	if err != nil {
+		return err
+	}
+	args := []string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, d.Binary, "--daemon-user", strconv.Itoa(os.Getuid())}
+	if d.IdleTimeout > 0 {
+		args = append(args, "--idle-timeout", d.IdleTimeout.String())
+	}
+	cmd := exec.Command("/bin/sh", args...)
+	cmd.Env = append(env, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor")
+	cmd.ExtraFiles = []*os.File{e.file}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start executor for %s: %w", name, err)
+	}
+	e.cmd, e.done = cmd, make(chan struct{})
+	d.wg.Add(1)
+	go func(done chan struct{}) {
+		defer d.wg.Done()
+		_ = cmd.Wait()
+		close(done)
+	}(e.done)
+	d.log().Info("executor started", "user", name, "pid", cmd.Process.Pid, "backend", "direct")
+	return nil
+}
+
+// identity is who the executor runs as and the environment User= would
+// give it (HOME, USER, LOGNAME, SHELL).
+func (d *Direct) identity(name string) (*syscall.Credential, []string, error) {
+	target := name
+	if os.Geteuid() != 0 {
+		self, err := user.Current()
+		if err != nil {
+			return nil, nil, err
+		}
+		target = self.Username
+		if !d.warned {
+			d.log().Warn("not running as root: direct backend runs every executor as the daemon's own user", "user", target)
+			d.warned = true
+		}
+	}
+	u, err := user.Lookup(target)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %q", ErrNoSuchUser, target)
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username, "SHELL=" + shell(u.Username)}
+	if os.Geteuid() != 0 {
+		return nil, env, nil
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	gids, _ := u.GroupIds()
+	for _, g := range gids {
+		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+			cred.Groups = append(cred.Groups, uint32(n))
+		}
+	}
+	return cred, env, nil
+}
+
+// Stop ends user's executor (SIGTERM, then SIGKILL after 10 s) and its socket.
+func (d *Direct) Stop(ctx context.Context, name string) error {
+	d.mu.Lock()
+	e := d.execs[name]
+	delete(d.execs, name)
+	d.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	if e.running() {
+		_ = e.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-e.done:
+		case <-time.After(10 * time.Second):
+			_ = e.cmd.Process.Kill()
+			<-e.done
+		case <-ctx.Done():
+			_ = e.cmd.Process.Kill()
+			<-e.done
+		}
+	}
+	e.file.Close()
+	return e.ln.Close() // unlinks the socket
+}
+
+// List reports the sockets this daemon holds.
+func (d *Direct) List(context.Context) ([]Status, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Status, 0, len(d.execs))
+	for name, e := range d.execs {
+		st := Status{User: name, Socket: "active", Service: "inactive"}
+		if e.running() {
+			st.Service = "active"
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Close stops every executor and waits for them.
+func (d *Direct) Close() {
+	d.mu.Lock()
+	names := make([]string, 0, len(d.execs))
+	for n := range d.execs {
+		names = append(names, n)
+	}
+	d.mu.Unlock()
+	for _, n := range names {
+		_ = d.Stop(context.Background(), n)
+	}
+	d.wg.Wait()
+}
+
+func (d *Direct) log() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
+}
+
+// shell is the user's login shell from the password database.
+func shell(name string) string {
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return "/bin/sh"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 7 && f[0] == name && f[6] != "" {
+			return f[6]
+		}
+	}
+	return "/bin/sh"
+}

@@ -1,0 +1,177 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agor-lifecycle")
+	if err != nil {
+		panic(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	binary = filepath.Join(dir, "agor-executor")
+	build := exec.Command("go", "build", "-o", binary, "../../cmd/agor-executor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		panic("build agor-executor: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// target is the user the executor runs as: nobody under root (root's
+// own executors are refused), else this user.
+func target(t *testing.T) (name string, uid int) {
+	if os.Geteuid() == 0 {
+		return "nobody", 65534
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Username, os.Getuid()
+}
+
+func TestPolicy(t *testing.T) {
+	name, uid := target(t)
+	tests := []struct {
+		pol  Policy
+		user string
+		want error
+	}{
+		{Policy{MinUID: 1}, name, nil},
+		{Policy{MinUID: 1}, "root", ErrNotAllowed},
+		{Policy{MinUID: uid + 1}, name, ErrNotAllowed},
+		{Policy{MinUID: 1}, "no-such-user-xyz", ErrNoSuchUser},
+		{Policy{MinUID: 1}, "Bad/Name", ErrInvalidUser},
+		{Policy{MinUID: 1}, "../etc", ErrInvalidUser},
+		{Policy{MinUID: 1, AllowedUsers: []string{"someone-else"}}, name, ErrNotAllowed},
+		{Policy{MinUID: 1, AllowedUsers: []string{name}}, name, nil},
+	}
+	for _, tc := range tests {
+		_, err := tc.pol.Check(tc.user)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%+v Check(%q) = %v, want %v", tc.pol, tc.user, err, tc.want)
+		}
+	}
+}
+
+func direct(t *testing.T, idle time.Duration) (*Direct, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agor-direct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := &Direct{
+		Policy:      Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "executors", "{user}.sock")},
+		Binary:      binary,
+		IdleTimeout: idle,
+	}
+	t.Cleanup(d.Close)
+	return d, dir
+}
+
+func ping(t *testing.T, sock string) executor.PingResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rpc.Dial(ctx, sock, nil, rpc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var res executor.PingResult
+	if err := c.Call(ctx, "ping", nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// The direct backend starts the executor as the user, on a socket handed
+// over as systemd would, and starts it again after it exits when idle.
+func TestDirectEnsureAndReactivate(t *testing.T) {
+	name, uid := target(t)
+	d, _ := direct(t, 200*time.Millisecond)
+	ex, err := d.Ensure(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ping(t, ex.Socket)
+	if first.UID != uid || first.User != name {
+		t.Fatalf("ping = %+v, want uid %d user %s", first, uid, name)
+	}
+	waitStopped(t, d, name)
+	if _, err := d.Ensure(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	second := ping(t, ex.Socket)
+	if second.PID == first.PID {
+		t.Fatalf("same executor pid %d after idle exit", first.PID)
+	}
+	if err := d.Stop(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ex.Socket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left after Stop: %v", err)
+	}
+}
+
+func TestDirectRefusesBeforeStarting(t *testing.T) {
+	d, dir := direct(t, 0)
+	for _, u := range []string{"root", "no-such-user-xyz", "x/y"} {
+		if _, err := d.Ensure(context.Background(), u); err == nil {
+			t.Errorf("Ensure(%q) succeeded", u)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "executors")); len(entries) != 0 {
+		t.Fatalf("refused users left sockets: %v", entries)
+	}
+	if list, _ := d.List(context.Background()); len(list) != 0 {
+		t.Fatalf("List after refusals = %v", list)
+	}
+}
+
+func waitStopped(t *testing.T, d *Direct, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, _ := d.List(context.Background())
+		if len(list) == 1 && list[0].Service == "inactive" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("executor for %s did not exit when idle: %+v", name, list)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestParseUnit(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"agor-executor@alice.socket":  {"alice", "socket"},
+		"agor-executor@bob-2.service": {"bob-2", "service"},
+	} {
+		u, k, ok := parseUnit(in)
+		if !ok || u != want[0] || k != want[1] {
+			t.Errorf("parseUnit(%q) = %q %q %v", in, u, k, ok)
+		}
+	}
+	if _, _, ok := parseUnit("other@x.service"); ok {
+		t.Error("parsed a foreign unit")
+	}
+}
