@@ -22,21 +22,39 @@ const manual = `NAME
 
 SYNOPSIS
     agorctl executor ping --socket PATH [--timeout DURATION]
+    agorctl executor ensure [OPTIONS] USER...
+    agorctl executor stop [OPTIONS] USER...
+    agorctl executor list [OPTIONS] [--json]
     agorctl version
 
 COMMANDS
-    executor ping   Connect to an executor's socket as this process's user, send
-                    "ping", and print its reply (pid, uid, user, version, uptime)
-                    as JSON. Only root and the daemon's account are served, so run
-                    it as one of those. Under systemd the first connection starts
-                    the user's executor (agor-executor@USER.socket).
-    version         Print agorctl's version.
+    executor ping    Connect to an executor's socket as this process's user, send
+                     "ping", and print its reply (pid, uid, user, version, uptime)
+                     as JSON. Only root and the daemon's account are served, so run
+                     it as one of those. Under systemd the first connection starts
+                     the user's executor (agor-executor@USER.socket).
+    executor ensure  Bring up each USER's executor, all at once, the way the daemon
+                     does: check the user against the configuration (an existing
+                     account, not root, uid >= min_uid, allowed users/groups), start
+                     agor-executor@USER.socket over D-Bus (backend systemd, allowed
+                     for user agor by the polkit rule) or start the executor itself
+                     (backend direct), then ping it. Prints "USER {ping reply}".
+    executor stop    Stop each USER's executor socket and service.
+    executor list    List executors with their socket and service state.
+    version          Print agorctl's version.
+
+OPTIONS of ensure, stop and list
+    --config FILE     daemon configuration (default /etc/agor/config.yaml; missing: defaults)
+    --backend NAME    systemd or direct (default: the configuration's execution.backend)
+    --executor PATH   agor-executor, for the direct backend (default /usr/libexec/agor/agor-executor)
+    --timeout D       give up after D (default 30s)
 
 EXIT STATUS
     0 success; 1 the operation failed (refused, closed, timed out); 2 usage error.
 
 EXAMPLES
     sudo -u agor agorctl executor ping --socket /run/agor/executors/alice.sock
+    sudo -u agor agorctl executor ensure alice bob
 `
 
 func main() {
@@ -59,11 +77,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case args[0] == "version":
 		fmt.Fprintln(stdout, "agorctl", version.Version)
 		return 0
-	case args[0] == "executor" && len(args) > 1 && args[1] == "ping":
-		return executorPing(ctx, args[2:], stdout, stderr)
+	case args[0] == "executor" && len(args) > 1:
+		if cmd, ok := executorCommands[args[1]]; ok {
+			return cmd(ctx, args[2:], stdout, stderr)
+		}
 	}
 	fmt.Fprintf(stderr, "agorctl: unknown command %q (see agorctl --help)\n", args[0])
 	return 2
+}
+
+var executorCommands = map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+	"ping":   executorPing,
+	"ensure": executorEnsure,
+	"stop":   executorStop,
+	"list":   executorList,
 }
 
 func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "help" }
