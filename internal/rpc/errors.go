@@ -21,6 +21,7 @@ const (
 	CodeLimitReached        = -32003 // too many requests, executors, terminals; message too large
 	CodeTaskNotFound        = -32004
 	CodeExecutorUnavailable = -32005 // unit failed, user not allowed, executor crashed
+	CodeNotFound            = -32006 // a file, terminal or watch that does not exist
 )
 
 // Error is a JSON-RPC error object. Data carries a machine-readable reason:

@@ -1,0 +1,255 @@
+package files
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// WriteParams writes Content at Offset of an atomic write of Path. With
+// Final (the default) the file is complete and replaces the old one.
+type WriteParams struct {
+	Path    string  `json:"path"`
+	Content []byte  `json:"content"` // base64 on the wire
+	Mode    *uint32 `json:"mode,omitempty"`
+	Offset  int64   `json:"offset"`
+	Final   *bool   `json:"final,omitempty"`
+}
+
+// Validate checks the fields.
+func (p WriteParams) Validate() error {
+	switch {
+	case p.Path == "":
+		return rpc.InvalidParams("path", "required")
+	case p.Offset < 0:
+		return rpc.InvalidParams("offset", "must not be negative")
+	case p.Mode != nil && *p.Mode > 0o7777:
+		return rpc.InvalidParams("mode", "must be a permission mode up to 07777")
+	}
+	return nil
+}
+
+func (p WriteParams) final() bool { return p.Final == nil || *p.Final }
+
+// WriteResult reports the bytes written so far and whether the file was
+// put in place.
+type WriteResult struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	Committed bool   `json:"committed"`
+}
+
+type upload struct {
+	dir     *os.File
+	tmp     string
+	base    string
+	f       *os.File
+	written int64
+	mode    uint32
+}
+
+func (s *Service) write(_ context.Context, p WriteParams) (WriteResult, error) {
+	if len(p.Content) > s.chunk {
+		e := rpc.Errorf(rpc.CodeLimitReached, "chunk_too_large",
+			"content of %d bytes exceeds the %d-byte chunk limit: send it in chunks with offset and final=false", len(p.Content), s.chunk)
+		e.Data["limit"] = s.chunk
+		return WriteResult{}, e
+	}
+	u, err := s.uploadFor(p)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	if _, err := u.f.Write(p.Content); err != nil {
+		s.drop(p.Path)
+		return WriteResult{}, fileErr(err)
+	}
+	u.written += int64(len(p.Content))
+	res := WriteResult{Path: p.Path, Size: u.written}
+	if !p.final() {
+		return res, nil
+	}
+	s.forget(p.Path)
+	if err := u.commit(); err != nil {
+		return WriteResult{}, fileErr(err)
+	}
+	res.Committed = true
+	return res, nil
+}
+
+// uploadFor starts a write at offset 0, or finds the one it continues.
+func (s *Service) uploadFor(p WriteParams) (*upload, error) {
+	key := path.Clean(p.Path)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.uploads[key]; old != nil && p.Offset == 0 {
+		old.abort() // a fresh start replaces an abandoned one
+		delete(s.uploads, key)
+	}
+	if p.Offset > 0 {
+		u := s.uploads[key]
+		if u == nil || u.written != p.Offset {
+			have := int64(0)
+			if u != nil {
+				have = u.written
+			}
+			return nil, rpc.InvalidParams("offset", fmt.Sprintf("write of %s continues at %d, not %d", p.Path, have, p.Offset))
+		}
+		return u, nil
+	}
+	if len(s.uploads) >= maxUploads {
+		return nil, rpc.Errorf(rpc.CodeLimitReached, "too_many_uploads", "%d chunked writes already in progress", maxUploads)
+	}
+	u, err := s.begin(p)
+	if err != nil {
+		return nil, err
+	}
+	if !p.final() {
+		s.uploads[key] = u
+	}
+	return u, nil
+}
+
+func (s *Service) forget(p string) {
+	s.mu.Lock()
+	delete(s.uploads, path.Clean(p))
+	s.mu.Unlock()
+}
+
+func (s *Service) drop(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u := s.uploads[path.Clean(p)]; u != nil {
+		u.abort()
+		delete(s.uploads, path.Clean(p))
+	}
+}
+
+// begin opens the target's directory beneath the root and creates the
+// temporary file in it, by name, relative to that directory.
+func (s *Service) begin(p WriteParams) (*upload, error) {
+	dirPath, base, err := split(p.Path)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := s.root.OpenDir(dirPath)
+	if err != nil {
+		return nil, fileErr(err)
+	}
+	mode := uint32(0o644)
+	var st unix.Stat_t
+	if unix.Fstatat(int(dir.Fd()), base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			dir.Close()
+			return nil, rpc.InvalidParams("path", p.Path+" is a directory")
+		}
+		mode = st.Mode & 0o7777
+	}
+	if p.Mode != nil {
+		mode = *p.Mode
+	}
+	u := &upload{dir: dir, base: base, mode: mode, tmp: "." + base + ".agor-" + randomSuffix()}
+	fd, err := unix.Openat(int(dir.Fd()), u.tmp, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		dir.Close()
+		return nil, fileErr(err)
+	}
+	u.f = os.NewFile(uintptr(fd), u.tmp)
+	return u, nil
+}
+
+// commit makes the file durable and puts it in place in one rename.
+func (u *upload) commit() error {
+	defer u.dir.Close()
+	err := u.f.Chmod(os.FileMode(u.mode & 0o777))
+	if err == nil && u.mode&0o7000 != 0 {
+		err = unix.Fchmod(int(u.f.Fd()), u.mode)
+	}
+	if err == nil {
+		err = u.f.Sync()
+	}
+	if cerr := u.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(int(u.dir.Fd()), u.tmp, int(u.dir.Fd()), u.base)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(int(u.dir.Fd()), u.tmp, 0)
+	}
+	return err
+}
+
+func (u *upload) abort() {
+	u.f.Close()
+	_ = unix.Unlinkat(int(u.dir.Fd()), u.tmp, 0)
+	u.dir.Close()
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// WriteManyParams writes several whole files, each atomically.
+type WriteManyParams struct {
+	Files []WriteParams `json:"files"`
+}
+
+// Validate checks the fields.
+func (p WriteManyParams) Validate() error {
+	if len(p.Files) == 0 {
+		return rpc.InvalidParams("files", "required")
+	}
+	for i, f := range p.Files {
+		if f.Offset != 0 || !f.final() {
+			return rpc.InvalidParams(fmt.Sprintf("files[%d]", i), "write_files takes whole files; use write_file for chunks")
+		}
+		if err := f.Validate(); err != nil {
+			return rpc.InvalidParams(fmt.Sprintf("files[%d]", i), err.Error())
+		}
+	}
+	return nil
+}
+
+// FileResult is one file's outcome.
+type FileResult struct {
+	Path  string     `json:"path"`
+	Size  int64      `json:"size,omitempty"`
+	Error *rpc.Error `json:"error,omitempty"`
+}
+
+// WriteManyResult has one result per file, in order.
+type WriteManyResult struct {
+	Results []FileResult `json:"results"`
+	Written int          `json:"written"`
+}
+
+func (s *Service) writeMany(ctx context.Context, p WriteManyParams) (WriteManyResult, error) {
+	var out WriteManyResult
+	for _, f := range p.Files {
+		r, err := s.write(ctx, f)
+		fr := FileResult{Path: f.Path, Size: r.Size}
+		if err != nil {
+			fr.Error = asRPC(err)
+		} else {
+			out.Written++
+		}
+		out.Results = append(out.Results, fr)
+	}
+	return out, nil
+}
+
+func asRPC(err error) *rpc.Error {
+	if e, ok := err.(*rpc.Error); ok {
+		return e
+	}
+	return rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
+}
