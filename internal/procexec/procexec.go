@@ -1,0 +1,219 @@
+// Package procexec serves the executor's exec method: run an argv as the
+// executor's user, without a shell, stream its output as ordered
+// exec_output notifications, and kill its whole process group on timeout
+// or cancellation.
+package procexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agor-sh/agor/internal/childenv"
+	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// ChunkSize bounds one exec_output notification's data: a slow daemon
+// blocks the sender, which stops reading the pipe, which stalls the
+// process - no buffer grows without bound.
+const ChunkSize = 32 << 10
+
+// KillGrace is how long a process group has between SIGTERM and SIGKILL.
+const KillGrace = 2 * time.Second
+
+// Holder keeps the executor alive while a process runs (executor.Server).
+type Holder interface {
+	Hold() (release func())
+}
+
+// Service runs processes with working directories beneath root.
+type Service struct {
+	Root *fsroot.Root
+	Hold Holder
+}
+
+// Register adds exec to m.
+func (s *Service) Register(m *rpc.Mux) { m.Register("exec", s.handle) }
+
+// Params of exec. ExecID, chosen by the caller, tags the exec_output
+// notifications so concurrent execs can be told apart.
+type Params struct {
+	SessionToken string            `json:"session_token"`
+	ExecID       string            `json:"exec_id"`
+	Argv         []string          `json:"argv"`
+	Cwd          string            `json:"cwd"`
+	Env          map[string]string `json:"env,omitempty"`
+	Stdin        []byte            `json:"stdin,omitempty"` // base64 on the wire
+	TimeoutMS    int64             `json:"timeout_ms"`
+}
+
+// Validate checks the fields.
+func (p Params) Validate() error {
+	switch {
+	case len(p.Argv) == 0 || p.Argv[0] == "":
+		return rpc.InvalidParams("argv", "needs at least the program")
+	case p.TimeoutMS < 0:
+		return rpc.InvalidParams("timeout_ms", "must not be negative")
+	}
+	return nil
+}
+
+// Result of exec: the exit code, or the signal that ended the process.
+type Result struct {
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+}
+
+// Output is one exec_output notification.
+type Output struct {
+	ExecID string `json:"exec_id"`
+	Stream string `json:"stream"` // stdout or stderr
+	Seq    int64  `json:"seq"`
+	Data   []byte `json:"data"` // base64 on the wire
+}
+
+func (s *Service) handle(ctx context.Context, r *rpc.Request) (any, error) {
+	var p Params
+	if err := rpc.Bind(r.Params, &p); err != nil {
+		return nil, err
+	}
+	return s.run(ctx, r.Conn, p)
+}
+
+func (s *Service) run(ctx context.Context, conn *rpc.Conn, p Params) (Result, error) {
+	if s.Hold != nil {
+		defer s.Hold.Hold()()
+	}
+	dir, err := s.Root.OpenDir(p.Cwd)
+	if err != nil {
+		return Result{}, cwdErr(err)
+	}
+	defer dir.Close()
+	if p.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	cmd, outs, err := start(p, dir)
+	if err != nil {
+		return Result{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "start %s: %v", p.Argv[0], err)
+	}
+	stopKiller := killOnDone(ctx, cmd)
+	streamOutputs(conn, p.ExecID, outs)
+	waitErr := cmd.Wait()
+	stopKiller()
+	return result(ctx, cmd, waitErr)
+}
+
+// start runs argv in the directory opened beneath the root: the child
+// changes into it through its /proc/self/fd link before exec, so no path
+// is looked up twice.
+func start(p Params, dir *os.File) (*exec.Cmd, [2]io.ReadCloser, error) {
+	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
+	cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
+	cmd.Env = childenv.Build(os.Environ(), p.Env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = KillGrace // a grandchild holding the pipes cannot hold up Wait
+	if p.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(p.Stdin)
+	}
+	var outs [2]io.ReadCloser
+	var err error
+	if outs[0], err = cmd.StdoutPipe(); err != nil {
+		return nil, outs, err
+	}
+	if outs[1], err = cmd.StderrPipe(); err != nil {
+		return nil, outs, err
+	}
+	return cmd, outs, cmd.Start()
+}
+
+// killOnDone ends the whole process group when ctx ends: SIGTERM, then
+// SIGKILL after KillGrace. The returned func stops watching.
+func killOnDone(ctx context.Context, cmd *exec.Cmd) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(KillGrace):
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // also any straggler in the group
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// streamOutputs sends both pipes as ordered notifications until both end.
+func streamOutputs(conn *rpc.Conn, id string, outs [2]io.ReadCloser) {
+	var mu sync.Mutex // one sequence across both streams, in send order
+	var seq int64
+	var wg sync.WaitGroup
+	for i, name := range []string{"stdout", "stderr"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, ChunkSize)
+			for {
+				n, err := outs[i].Read(buf)
+				if n > 0 {
+					mu.Lock()
+					_ = conn.Notify("exec_output", Output{ExecID: id, Stream: name, Seq: seq, Data: buf[:n]})
+					seq++
+					mu.Unlock()
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func result(ctx context.Context, cmd *exec.Cmd, waitErr error) (Result, error) {
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return Result{}, fmt.Errorf("wait: %w", waitErr)
+	}
+	st, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	res := Result{ExitCode: st.ExitStatus()}
+	if st.Signaled() {
+		res.ExitCode, res.Signal = -1, st.Signal().String()
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.TimedOut = true
+	case errors.Is(ctx.Err(), context.Canceled):
+		return res, ctx.Err() // answered as "request cancelled"
+	}
+	return res, nil
+}
+
+func cwdErr(err error) error {
+	if errors.Is(err, fsroot.ErrEscape) {
+		return rpc.Errorf(rpc.CodePermissionDenied, "path_escape", "cwd: %v", err)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return rpc.Errorf(rpc.CodeNotFound, "not_found", "cwd: %v", err)
+	}
+	return rpc.InvalidParams("cwd", err.Error())
+}
