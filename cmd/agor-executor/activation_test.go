@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 }
 
 type activated struct {
+	home   string
 	cmd    *exec.Cmd
 	sock   string
 	notify *net.UnixConn
@@ -101,7 +102,11 @@ func activate(t *testing.T, extraArgs ...string) *activated {
 	args := append([]string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, binary,
 		"--daemon-user", strconv.Itoa(os.Getuid()), "--log-level", "debug"}, extraArgs...)
 	a.cmd = exec.Command("/bin/sh", args...)
-	a.cmd.Env = []string{"PATH=/usr/bin:/bin", "LISTEN_FDS=1", "LISTEN_FDNAMES=executor", "NOTIFY_SOCKET=" + notifyPath}
+	home := filepath.Join(dir, "home")
+	_ = os.Mkdir(home, 0o755)
+	_ = os.Chmod(home, 0o777) // the executor may run as nobody
+	a.home = home
+	a.cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor", "NOTIFY_SOCKET=" + notifyPath}
 	a.cmd.ExtraFiles = []*os.File{lnFile} // fd 3
 	a.cmd.Stderr = a.stderr
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -378,4 +383,50 @@ func goBinary() string {
 		return p
 	}
 	return "/usr/local/go/bin/go"
+}
+
+// The primitives work through the real binary, as its user, in $HOME.
+func TestPrimitivesThroughBinary(t *testing.T) {
+	a := activate(t, "--idle-timeout", "0")
+	a.waitNotify(t, "READY=1")
+	c, err := net.Dial("unix", a.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	send := func(line string) string {
+		if _, err := c.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(l, `"id":`) { // skip exec_output notifications
+				return l
+			}
+		}
+	}
+	want := "nobody"
+	if os.Geteuid() != 0 {
+		want = os.Getenv("USER")
+	}
+	out := send(`{"jsonrpc":"2.0","id":1,"method":"exec","params":{"argv":["sh","-c","id -un > who.txt"]}}`)
+	if !strings.Contains(out, `"exit_code":0`) {
+		t.Fatalf("exec: %s", out)
+	}
+	out = send(`{"jsonrpc":"2.0","id":2,"method":"read_file","params":{"path":"who.txt"}}`)
+	var reply struct {
+		Result struct{ Content []byte } `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &reply); err != nil || strings.TrimSpace(string(reply.Result.Content)) != want {
+		t.Fatalf("who.txt via read_file = %q (%v), want %q: %s", reply.Result.Content, err, want, out)
+	}
+	out = send(`{"jsonrpc":"2.0","id":3,"method":"read_file","params":{"path":"../../etc/passwd"}}`)
+	if !strings.Contains(out, `"code":-32002`) {
+		t.Fatalf("escape not refused: %s", out)
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/flagenv"
+	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/version"
@@ -41,6 +42,8 @@ func main() {
 }
 
 type options struct {
+	root        string
+	rootGiven   bool
 	listen      string
 	socketName  string
 	daemonUser  string
@@ -57,6 +60,7 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	o := &options{}
 	fs := flag.NewFlagSet("agor-executor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.StringVar(&o.root, "root", os.Getenv("HOME"), "directory every file, exec and watch path resolves beneath (default: $HOME, which User= sets)")
 	fs.StringVar(&o.listen, "listen", "", "listen on this Unix socket `path` (made 0660) instead of the socket systemd passes")
 	fs.StringVar(&o.socketName, "socket-name", "executor", "`name` of the activated socket (FileDescriptorName= of the .socket unit)")
 	fs.StringVar(&o.daemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served; its primary group is served too")
@@ -77,6 +81,10 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 			return nil, exitOK
 		}
 		return nil, exitUsage
+	}
+	fs.Visit(func(f *flag.Flag) { o.rootGiven = o.rootGiven || f.Name == "root" })
+	if _, ok := os.LookupEnv(flagenv.Name(envPrefix, "root")); ok {
+		o.rootGiven = true
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agor-executor: unexpected argument %q (see --help)\n", fs.Arg(0))
@@ -110,12 +118,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitUsage
 	}
+	root, err := openRoot(o.root)
+	if err != nil && o.rootGiven {
+		log.Error(err.Error())
+		return exitUsage
+	}
+	if err != nil {
+		// An account without a home still gets an executor (ping, and
+		// later agents): only the file and exec methods are off.
+		log.Warn("file and exec methods disabled", "err", err)
+	} else {
+		defer root.Close()
+	}
 	ln, err := listener(o)
 	if err != nil {
 		log.Error(err.Error())
 		return exitFailure
 	}
-	return serve(ctx, cfg, ln, log)
+	return serve(ctx, cfg, root, ln, log)
+}
+
+func openRoot(dir string) (*fsroot.Root, error) {
+	if dir == "" {
+		return nil, errors.New("no --root and no $HOME: name the directory file and exec paths resolve beneath")
+	}
+	return fsroot.Open(dir)
 }
 
 func newLogger(o *options, stderr io.Writer) (*slog.Logger, error) {
@@ -152,8 +179,10 @@ func listener(o *options) (*net.UnixListener, error) {
 	return executor.Activated(o.socketName)
 }
 
-func serve(ctx context.Context, cfg executor.Config, ln *net.UnixListener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, ln *net.UnixListener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
+	closePrimitives := registerPrimitives(srv, root)
+	defer closePrimitives()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)

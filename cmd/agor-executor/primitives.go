@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+
+	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/files"
+	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/procexec"
+	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/watch"
+)
+
+// registerPrimitives adds the environment primitives (exec, files,
+// watching) to srv; the returned func releases what they hold.
+func registerPrimitives(srv *executor.Server, root *fsroot.Root) (closeAll func()) {
+	if root == nil {
+		for _, m := range []string{"exec", "read_file", "write_file", "write_files", "list_files", "watch", "unwatch"} {
+			srv.Mux().Register(m, unavailable)
+		}
+		return func() {}
+	}
+	f := files.New(root)
+	f.Register(srv.Mux())
+	(&procexec.Service{Root: root, Hold: srv}).Register(srv.Mux())
+	w := &watch.Service{Root: root}
+	w.Register(srv.Mux())
+	return func() {
+		w.Close()
+		w.Wait()
+		f.Close()
+	}
+}
+
+// unavailable answers the primitives when no root directory could be
+// opened (e.g. an account whose home does not exist).
+func unavailable(context.Context, *rpc.Request) (any, error) {
+	return nil, rpc.Errorf(rpc.CodeExecutorUnavailable, "no_root", "this executor has no root directory (the user's home is missing; see --root)")
+}
