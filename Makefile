@@ -49,6 +49,8 @@ lint: vet
 
 bench: build
 	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/files
+	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/procexec
 
 # run: build and start an executor by hand on a private socket, ping it with
 # agorctl, and leave it serving until Ctrl-C.

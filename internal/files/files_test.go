@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/rpc"
@@ -23,7 +24,7 @@ type env struct {
 	svc  *Service
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	base := t.TempDir()
 	root := filepath.Join(base, "home")
@@ -228,4 +229,38 @@ func must(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkReadWrite64MiB moves a 64 MiB file through the protocol in
+// chunks, written atomically then read back, and reports MB/s for each.
+func BenchmarkReadWrite64MiB(b *testing.B) {
+	e := setup(b)
+	data := bytes.Repeat([]byte("agor-64MiB-bench"), 64<<20/16)
+	var wsec, rsec float64
+	for b.Loop() {
+		t0 := time.Now()
+		for off := 0; off < len(data); off += DefaultChunk {
+			end := min(off+DefaultChunk, len(data))
+			must(b, e.call("write_file", map[string]any{"path": "big", "content": data[off:end], "offset": off, "final": end == len(data)}, nil))
+		}
+		t1 := time.Now()
+		var n int64
+		for off := int64(0); ; {
+			var r ReadResult
+			must(b, e.call("read_file", map[string]any{"path": "big", "offset": off}, &r))
+			n += int64(len(r.Content))
+			off += int64(len(r.Content))
+			if r.EOF {
+				break
+			}
+		}
+		if n != int64(len(data)) {
+			b.Fatalf("read %d bytes", n)
+		}
+		wsec += t1.Sub(t0).Seconds()
+		rsec += time.Since(t1).Seconds()
+	}
+	mb := float64(len(data)) / 1e6 * float64(b.N)
+	b.ReportMetric(mb/wsec, "write-MB/s")
+	b.ReportMetric(mb/rsec, "read-MB/s")
 }
