@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 )
 
 type client struct {
+	mux  *swappable
 	c    *rpc.Conn
 	root string
 	mu   sync.Mutex
@@ -61,7 +63,8 @@ func setup(t testing.TB) *client {
 		return c
 	}
 	sc := rpc.NewConn(conn(fds[0]), server, rpc.Options{})
-	cl.c = rpc.NewConn(conn(fds[1]), mux, rpc.Options{})
+	cl.mux = &swappable{h: mux}
+	cl.c = rpc.NewConn(conn(fds[1]), cl.mux, rpc.Options{})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = sc.Serve(context.Background()) }()
@@ -263,4 +266,71 @@ func BenchmarkExecTrue(b *testing.B) {
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+}
+
+// Backpressure: while the daemon side does not take exec_output, the
+// process blocks on its pipe instead of its output piling up in memory;
+// once taken, all of it arrives.
+func TestBackpressure(t *testing.T) {
+	cl := setup(t)
+	gate := make(chan struct{})
+	var got atomic.Int64
+	mux := rpc.NewMux()
+	mux.Register("exec_output", func(_ context.Context, req *rpc.Request) (any, error) {
+		<-gate
+		var o Output
+		_ = json.Unmarshal(req.Params, &o)
+		got.Add(int64(len(o.Data)))
+		return nil, nil
+	})
+	cl.swapHandler(t, mux)
+	pidFile := filepath.Join(cl.root, "work", "writer.pid")
+	const total = 64 << 20 // past what the receiver queues (1024 x 32 KiB) and the socket holds
+	done := make(chan error, 1)
+	go func() {
+		var res Result
+		done <- cl.c.Call(context.Background(), "exec", Params{
+			Argv: []string{"sh", "-c", "echo $$ > writer.pid; exec head -c 67108864 /dev/zero"}, Cwd: "work"}, &res)
+	}()
+	pid := readPid(t, pidFile)
+	time.Sleep(500 * time.Millisecond) // 64 MB would be written in far less, unhindered
+	if !alive(pid) {
+		t.Fatal("the writer finished while nothing was read: its output was buffered without bound")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("exec returned while its output was not taken: %v", err)
+	default:
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for got.Load() != total && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got.Load() != total {
+		t.Fatalf("received %d of %d bytes", got.Load(), total)
+	}
+}
+
+// swappable lets a test replace the client's handler mid-test.
+type swappable struct {
+	mu sync.Mutex
+	h  rpc.Handler
+}
+
+func (s *swappable) Handle(ctx context.Context, r *rpc.Request) (any, error) {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	return h.Handle(ctx, r)
+}
+
+func (cl *client) swapHandler(t *testing.T, h rpc.Handler) {
+	t.Helper()
+	cl.mux.mu.Lock()
+	cl.mux.h = h
+	cl.mux.mu.Unlock()
 }
