@@ -20,6 +20,13 @@ const DefaultPath = "/etc/agor/config.yaml"
 // Config is the whole file.
 type Config struct {
 	Execution Execution `yaml:"execution"`
+	API       API       `yaml:"api"`
+}
+
+// API is the daemon's client socket.
+type API struct {
+	SocketPath string `yaml:"socket_path"` // used when the socket is not activated
+	AdminGroup string `yaml:"admin_group"` // members may act for any user; root always may
 }
 
 // Execution is how and where user work runs. Every default is in Default.
@@ -52,7 +59,7 @@ func Default() Config {
 		SessionTokenExpirationMS: 24 * 60 * 60 * 1000,
 		SessionTokenMaxUses:      10_000,
 		MinUID:                   1000,
-	}}
+	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins"}}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

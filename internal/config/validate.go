@@ -32,6 +32,14 @@ func (c Config) Validate() error {
 			return fmt.Errorf("execution.%s: %s", ch.key, ch.err)
 		}
 	}
+	if !filepath.IsAbs(c.API.SocketPath) {
+		return fmt.Errorf("api.socket_path: %q is not an absolute path", c.API.SocketPath)
+	}
+	if c.API.AdminGroup != "" {
+		if err := account.ValidName(c.API.AdminGroup); err != nil {
+			return fmt.Errorf("api.admin_group: %v", err)
+		}
+	}
 	return nil
 }
 

@@ -28,6 +28,7 @@ type Direct struct {
 	Policy      Policy
 	Binary      string        // path of agor-executor
 	IdleTimeout time.Duration // passed to executors; 0 keeps their default
+	Root        string        // passed as --root; "" leaves executors on the user's home
 	Log         *slog.Logger
 
 	mu     sync.Mutex
@@ -109,6 +110,9 @@ func (d *Direct) spawn(e *directExec, name string) error {
 	args := []string{"-c", `LISTEN_PID=$$ exec "$0" "$@"`, d.Binary, "--daemon-user", strconv.Itoa(os.Getuid())}
 	if d.IdleTimeout > 0 {
 		args = append(args, "--idle-timeout", d.IdleTimeout.String())
+	}
+	if d.Root != "" {
+		args = append(args, "--root", d.Root)
 	}
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Env = append(env, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor")

@@ -1,0 +1,222 @@
+// Command agor-daemon manages per-user executors through systemd (or
+// directly) and serves the client API on a Unix socket.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/agor-sh/agor/internal/api"
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/flagenv"
+	"github.com/agor-sh/agor/internal/lifecycle"
+	"github.com/agor-sh/agor/internal/logging"
+	"github.com/agor-sh/agor/internal/pool"
+	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/version"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	context.AfterFunc(ctx, stop) // a second signal kills
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type options struct {
+	config, listen, executor, logFormat, logLevel string
+	showVersion                                   bool
+}
+
+const usageText = `NAME
+    agor-daemon - manage per-user agor executors and serve the client API
+
+SYNOPSIS
+    agor-daemon [--config FILE] [--listen PATH] [--executor PATH]
+
+DESCRIPTION
+    Runs as the agor user (agor-daemon.service). Brings up a user's executor on
+    first use: with execution.backend systemd it starts agor-executor@USER.socket
+    over D-Bus, which the polkit rule allows the agor user and nothing more; with
+    backend direct it starts the executor itself. It serves HTTP and JSON on the
+    socket systemd passes (agor-daemon.socket, FileDescriptorName=api) or on
+    --listen, and knows every caller by SO_PEERCRED: users act as themselves,
+    root and the admin group (api.admin_group) for anyone. On start it reattaches
+    to executors that kept running. READY=1 is sent once all of that is up.
+
+OPTIONS
+`
+
+func parse(args []string, stdout, stderr io.Writer) (*options, int) {
+	o := &options{}
+	fs := flag.NewFlagSet("agor-daemon", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", config.DefaultPath, "configuration `file`; missing means defaults")
+	fs.StringVar(&o.listen, "listen", "", "serve the API on this Unix socket `path` instead of the activated one (default: api.socket_path)")
+	fs.StringVar(&o.executor, "executor", "/usr/libexec/agor/agor-executor", "agor-executor `path`, for backend direct")
+	fs.StringVar(&o.logFormat, "log-format", "auto", "auto, journal or text")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprint(stdout, usageText)
+		fs.VisitAll(func(f *flag.Flag) {
+			name, text := flag.UnquoteUsage(f)
+			fmt.Fprintf(stdout, "    --%s %s\n        %s (default %q; environment %s)\n", f.Name, name, text, f.DefValue, flagenv.Name("AGOR_DAEMON", f.Name))
+		})
+	}
+	if err := flagenv.Apply(fs, "AGOR_DAEMON"); err != nil {
+		fmt.Fprintln(stderr, "agor-daemon:", err)
+		return nil, 2
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, 2
+	}
+	return o, -1
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, code := parse(args, stdout, stderr)
+	if o == nil {
+		return code
+	}
+	if o.showVersion {
+		fmt.Fprintln(stdout, "agor-daemon", version.Version)
+		return 0
+	}
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "agor-daemon:", err)
+		return 2
+	}
+	cfg, err := config.Load(o.config)
+	if err != nil {
+		log.Error(err.Error())
+		return 2
+	}
+	if err := serve(ctx, o, cfg, log); err != nil {
+		log.Error(err.Error())
+		return 1
+	}
+	return 0
+}
+
+func newLogger(o *options, stderr io.Writer) (*slog.Logger, error) {
+	f, err := logging.ParseFormat(o.logFormat)
+	if err != nil {
+		return nil, err
+	}
+	lvl, err := logging.ParseLevel(o.logLevel)
+	if err != nil {
+		return nil, err
+	}
+	return logging.New("agor-daemon", f, lvl, stderr), nil
+}
+
+func backendFor(o *options, cfg config.Config, log *slog.Logger) (lifecycle.Backend, func(), error) {
+	e := cfg.Execution
+	pol := lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
+	switch e.Backend {
+	case "systemd":
+		s := &lifecycle.Systemd{Policy: pol, Log: log}
+		return s, s.Close, nil
+	case "direct":
+		d := &lifecycle.Direct{Policy: pol, Binary: o.executor, IdleTimeout: time.Duration(e.IdleTimeoutMS) * time.Millisecond, Log: log}
+		return d, d.Close, nil
+	}
+	return nil, nil, fmt.Errorf("execution.backend %q", e.Backend)
+}
+
+func serve(ctx context.Context, o *options, cfg config.Config, log *slog.Logger) error {
+	backend, closeBackend, err := backendFor(o, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeBackend()
+	p := &pool.Pool{Backend: backend, Handler: rpc.NewMux(), Log: log, Max: cfg.Execution.MaxExecutors}
+	defer p.Close()
+	reattach(ctx, backend, p, log)
+
+	ln, err := apiListener(o.listen, cfg.API.SocketPath)
+	if err != nil {
+		return err
+	}
+	srv := api.NewHTTPServer((&api.Server{Pool: p, Backend: backend, AdminGroup: cfg.API.AdminGroup, Log: log}).Handler())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving", "socket", ln.Addr().String(), "backend", cfg.Execution.Backend, "version", version.Version)
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("api: %w", err)
+	}
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	<-served
+	log.Info("stopped")
+	return nil
+}
+
+// reattach connects to executors that kept running while the daemon was
+// away; their processes are left as they are.
+func reattach(ctx context.Context, backend lifecycle.Backend, p *pool.Pool, log *slog.Logger) {
+	list, err := backend.List(ctx)
+	if err != nil {
+		log.Warn("cannot list executors to reattach", "err", err)
+		return
+	}
+	for _, st := range list {
+		if st.Service != "active" {
+			continue
+		}
+		if _, ping, err := p.Get(ctx, st.User); err != nil {
+			log.Warn("reattach failed", "user", st.User, "err", err)
+		} else {
+			log.Info("reattached", "user", st.User, "executor_pid", ping.PID)
+		}
+	}
+}
+
+// apiListener takes the activated socket named "api", else listens on
+// path (mode 0666: access is decided per request by SO_PEERCRED).
+func apiListener(flagPath, cfgPath string) (net.Listener, error) {
+	if flagPath == "" {
+		byName, err := activation.ListenersWithNames()
+		if err != nil {
+			return nil, fmt.Errorf("activated sockets: %w", err)
+		}
+		if l := byName["api"]; len(l) == 1 {
+			return l[0], nil
+		}
+		flagPath = cfgPath
+	}
+	ln, err := executor.ListenPath(flagPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(flagPath, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}

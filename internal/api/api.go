@@ -1,0 +1,238 @@
+// Package api is the daemon's client API: HTTP/1.1 and JSON on a Unix
+// socket, where every caller is known by SO_PEERCRED. A local user acts
+// as themselves only; root and members of the admin group may act for
+// anyone. This first part serves executors; sessions, prompts, events
+// and terminals join it.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/user"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/lifecycle"
+	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/pool"
+	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/version"
+)
+
+// MaxBody bounds a request body.
+const MaxBody = 1 << 20
+
+// Server holds what the handlers use.
+type Server struct {
+	Pool       *pool.Pool
+	Backend    lifecycle.Backend
+	AdminGroup string
+	Log        *slog.Logger
+}
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/health", s.health)
+	m.HandleFunc("GET /v1/executors", s.admin(s.listExecutors))
+	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
+	m.HandleFunc("DELETE /v1/executors/{user}", s.admin(s.stopExecutor))
+	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.exec))
+	return m
+}
+
+// ConnContext puts the peer's credentials in every request's context.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if cred, err := peer.Of(c); err == nil {
+		return peer.NewContext(ctx, cred)
+	}
+	return ctx
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version})
+}
+
+// caller is who is asking, and whether they may act for others.
+func (s *Server) caller(r *http.Request) (peer.Cred, bool, bool) {
+	cred, ok := peer.FromContext(r.Context())
+	if !ok {
+		return cred, false, false
+	}
+	return cred, true, cred.UID == 0 || s.inAdminGroup(cred.UID)
+}
+
+func (s *Server) inAdminGroup(uid uint32) bool {
+	if s.AdminGroup == "" {
+		return false
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return false
+	}
+	g, err := user.LookupGroup(s.AdminGroup)
+	if err != nil {
+		return false
+	}
+	gids, _ := u.GroupIds()
+	return slices.Contains(gids, g.Gid)
+}
+
+// admin lets root and the admin group through.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok, admin := s.caller(r); !ok || !admin {
+			writeError(w, rpc.Errorf(rpc.CodePermissionDenied, "admin_only", "only root and members of %q may do this", s.AdminGroup))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// forUser lets a user act on their own {user}, and admins on anyone's.
+func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cred, ok, admin := s.caller(r)
+		name := r.PathValue("user")
+		if err := account.ValidName(name); err != nil {
+			writeError(w, rpc.InvalidParams("user", err.Error()))
+			return
+		}
+		if !ok || (!admin && !isUser(cred.UID, name)) {
+			writeError(w, rpc.Errorf(rpc.CodePermissionDenied, "not_yourself", "you may act only as yourself"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+func isUser(uid uint32, name string) bool {
+	u, err := user.Lookup(name)
+	return err == nil && u.Uid == strconv.FormatUint(uint64(uid), 10)
+}
+
+// ExecutorInfo is an executor as the API shows it.
+type ExecutorInfo struct {
+	User      string               `json:"user"`
+	Socket    string               `json:"socket_state,omitempty"`
+	Service   string               `json:"service_state,omitempty"`
+	Connected bool                 `json:"connected"`
+	Ping      *executor.PingResult `json:"ping,omitempty"`
+}
+
+func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
+	list, err := s.Backend.List(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	live := s.Pool.Live()
+	out := make([]ExecutorInfo, 0, len(list))
+	for _, st := range list {
+		out = append(out, ExecutorInfo{User: st.User, Socket: st.Socket, Service: st.Service, Connected: slices.Contains(live, st.User)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"executors": out})
+}
+
+func (s *Server) ensureExecutor(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("user")
+	_, ping, err := s.Pool.Get(r.Context(), name)
+	if err != nil {
+		s.log().Warn("executor refused", "user", name, "err", err)
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ExecutorInfo{User: name, Connected: true, Ping: &ping})
+}
+
+func (s *Server) stopExecutor(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("user")
+	if err := s.Backend.Stop(r.Context(), name); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.log().Info("executor stopped", "user", name)
+	writeJSON(w, http.StatusOK, map[string]any{"user": name, "stopped": true})
+}
+
+// exec runs a command in the user's executor and returns its status
+// (output streaming to clients comes with the event stream).
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+	var params map[string]any
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&params); err != nil {
+		writeError(w, rpc.InvalidParams("body", err.Error()))
+		return
+	}
+	var res json.RawMessage
+	if err := s.Pool.Call(r.Context(), r.PathValue("user"), "exec", params, &res); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(res, '\n'))
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+// ErrorBody is every error's JSON: a stable code, the reason, a message.
+type ErrorBody struct {
+	Error struct {
+		Code    int    `json:"code"`
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *rpc.Error
+	if !errors.As(err, &e) {
+		e = rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
+	}
+	var body ErrorBody
+	body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
+	writeJSON(w, status(e.Code), body)
+}
+
+func status(code int) int {
+	switch code {
+	case rpc.CodeInvalidParams, rpc.CodeInvalidRequest:
+		return http.StatusBadRequest
+	case rpc.CodePermissionDenied, rpc.CodeTokenInvalid:
+		return http.StatusForbidden
+	case rpc.CodeNotFound, rpc.CodeTaskNotFound:
+		return http.StatusNotFound
+	case rpc.CodeLimitReached:
+		return http.StatusTooManyRequests
+	case rpc.CodeExecutorUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// NewHTTPServer wraps h with the timeouts a local API wants.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ConnContext:       ConnContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

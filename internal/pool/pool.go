@@ -1,0 +1,172 @@
+// Package pool keeps the daemon's connections to executors: the first use
+// for a user brings the executor up through the backend, connects and
+// pings; later uses share the connection; when an executor dies, calls in
+// flight on it fail at once as "executor crashed" and the next use
+// starts it again.
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/lifecycle"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// Pool is safe for concurrent use.
+type Pool struct {
+	Backend lifecycle.Backend
+	Handler rpc.Handler // serves the executors' requests to the daemon
+	Log     *slog.Logger
+	Max     int // live connections at most; 0: no limit
+
+	mu    sync.Mutex
+	conns map[string]*entry
+	wg    sync.WaitGroup // one watcher per connection, ended by Close
+}
+
+type entry struct {
+	ready  chan struct{} // closed once client or err is set
+	client *rpc.Client
+	err    error
+	ping   executor.PingResult
+}
+
+// Get returns a live connection to user's executor, starting it if need be.
+func (p *Pool) Get(ctx context.Context, user string) (*rpc.Client, executor.PingResult, error) {
+	p.mu.Lock()
+	if p.conns == nil {
+		p.conns = map[string]*entry{}
+	}
+	e := p.conns[user]
+	if e != nil && e.live() {
+		p.mu.Unlock()
+		<-e.ready
+		return e.client, e.ping, e.err
+	}
+	if e == nil && p.Max > 0 && len(p.conns) >= p.Max {
+		p.mu.Unlock()
+		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeLimitReached, "too_many_executors",
+			"max_executors (%d) live executors already; stop one or raise the limit", p.Max)
+	}
+	e = &entry{ready: make(chan struct{})}
+	p.conns[user] = e
+	p.mu.Unlock()
+
+	e.client, e.ping, e.err = p.connect(ctx, user)
+	close(e.ready)
+	if e.err != nil {
+		p.drop(user, e)
+		return nil, executor.PingResult{}, e.err
+	}
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); <-e.client.Done(); p.drop(user, e) }()
+	return e.client, e.ping, nil
+}
+
+// live: still connecting, or connected and open.
+func (e *entry) live() bool {
+	select {
+	case <-e.ready:
+		return e.err == nil && e.client != nil && e.client.Err() == nil
+	default:
+		return true
+	}
+}
+
+func (p *Pool) drop(user string, e *entry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns[user] == e {
+		delete(p.conns, user)
+	}
+}
+
+func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, executor.PingResult, error) {
+	ex, err := p.Backend.Ensure(ctx, user)
+	if err != nil {
+		return nil, executor.PingResult{}, unavailable(err)
+	}
+	c, err := rpc.Dial(ctx, ex.Socket, p.Handler, rpc.Options{Logger: p.log().With("user", user)})
+	if err != nil {
+		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeExecutorUnavailable, "connect_failed", "executor of %s: %v", user, err)
+	}
+	var ping executor.PingResult
+	if err := c.Call(ctx, "ping", nil, &ping); err != nil {
+		c.Close()
+		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeExecutorUnavailable, "ping_failed", "executor of %s: %v", user, err)
+	}
+	if ping.User != user && ping.UID != ex.UID {
+		p.log().Warn("executor runs as another user (direct backend, daemon not root)", "user", user, "executor_user", ping.User)
+	}
+	return c, ping, nil
+}
+
+// Call runs method on user's executor. A connection that ends under the
+// call is reported as the executor crashing.
+func (p *Pool) Call(ctx context.Context, user, method string, params, result any) error {
+	c, _, err := p.Get(ctx, user)
+	if err != nil {
+		return err
+	}
+	err = c.Call(ctx, method, params, result)
+	if errors.Is(err, rpc.ErrClosed) {
+		return rpc.Errorf(rpc.CodeExecutorUnavailable, "executor_crashed", "executor of %s ended during %s: %v", user, method, err)
+	}
+	return err
+}
+
+// Live lists users with an open connection.
+func (p *Pool) Live() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.conns))
+	for u := range p.conns {
+		out = append(out, u)
+	}
+	return out
+}
+
+// Close ends every connection.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	es := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, e := range es {
+		<-e.ready
+		if e.client != nil {
+			e.client.Close()
+		}
+	}
+	p.wg.Wait()
+}
+
+func (p *Pool) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.Default()
+}
+
+// unavailable maps a backend refusal to the protocol's error with a reason.
+func unavailable(err error) error {
+	reason := "start_failed"
+	switch {
+	case errors.Is(err, lifecycle.ErrInvalidUser):
+		reason = "invalid_user"
+	case errors.Is(err, lifecycle.ErrNoSuchUser):
+		reason = "no_such_user"
+	case errors.Is(err, lifecycle.ErrNotAllowed):
+		reason = "user_not_allowed"
+	case errors.Is(err, lifecycle.ErrNotAuthorized):
+		reason = "not_authorized"
+	case errors.Is(err, lifecycle.ErrUnitFailed):
+		reason = "unit_failed"
+	}
+	return rpc.Errorf(rpc.CodeExecutorUnavailable, reason, "%v", fmt.Errorf("executor unavailable: %w", err))
+}
