@@ -6,7 +6,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null | sed 's/^v
 PKG      := github.com/agor-sh/agor
 LDFLAGS  := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 BIN      := bin
-CMDS     := agor-executor agorctl
+CMDS     := agor-executor agorctl agor-daemon
 # An execution count, not a duration: go1.26's fuzz coordinator can fail a
 # clean run with "context deadline exceeded" at a duration's end
 # (go.dev/issue/75804, fixed in Go 1.27). 100000 runs is 2-10 s per target here.
@@ -65,6 +65,7 @@ man:
 	@mkdir -p dist/man
 	gzip -9n -c packaging/man/agor-executor.8 > dist/man/agor-executor.8.gz
 	gzip -9n -c packaging/man/agorctl.1 > dist/man/agorctl.1.gz
+	gzip -9n -c packaging/man/agor-daemon.8 > dist/man/agor-daemon.8.gz
 
 deb rpm: man
 	$(MAKE) build VERSION=$(PKG_VERSION)

@@ -10,4 +10,7 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require github.com/godbus/dbus/v5 v5.2.4 // indirect
+require (
+	github.com/godbus/dbus/v5 v5.2.4 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)

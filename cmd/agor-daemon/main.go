@@ -13,19 +13,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
-	"github.com/coreos/go-systemd/v22/daemon"
 
-	"github.com/agor-sh/agor/internal/api"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/daemon"
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/flagenv"
-	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/logging"
-	"github.com/agor-sh/agor/internal/pool"
-	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/version"
 )
 
@@ -38,7 +34,7 @@ func main() {
 }
 
 type options struct {
-	config, listen, executor, logFormat, logLevel string
+	config, listen, executor, masterKey, logFormat, logLevel string
 	showVersion                                   bool
 }
 
@@ -68,6 +64,7 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.config, "config", config.DefaultPath, "configuration `file`; missing means defaults")
 	fs.StringVar(&o.listen, "listen", "", "serve the API on this Unix socket `path` instead of the activated one (default: api.socket_path)")
 	fs.StringVar(&o.executor, "executor", "/usr/libexec/agor/agor-executor", "agor-executor `path`, for backend direct")
+	fs.StringVar(&o.masterKey, "master-key", "", "credential store key `file`, made if missing, for running off systemd (default: the master-key credential from $CREDENTIALS_DIRECTORY)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "auto, journal or text")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -129,72 +126,35 @@ func newLogger(o *options, stderr io.Writer) (*slog.Logger, error) {
 	return logging.New("agor-daemon", f, lvl, stderr), nil
 }
 
-func backendFor(o *options, cfg config.Config, log *slog.Logger) (lifecycle.Backend, func(), error) {
-	e := cfg.Execution
-	pol := lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
-	switch e.Backend {
-	case "systemd":
-		s := &lifecycle.Systemd{Policy: pol, Log: log}
-		return s, s.Close, nil
-	case "direct":
-		d := &lifecycle.Direct{Policy: pol, Binary: o.executor, IdleTimeout: time.Duration(e.IdleTimeoutMS) * time.Millisecond, Log: log}
-		return d, d.Close, nil
+// masterKey comes from systemd's credential (LoadCredential=master-key)
+// or, off systemd, from --master-key, made on first use.
+func masterKey(path string) ([]byte, error) {
+	if path == "" {
+		return credstore.LoadMasterKey("master-key")
 	}
-	return nil, nil, fmt.Errorf("execution.backend %q", e.Backend)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := credstore.GenerateMasterKey(path); err != nil {
+			return nil, err
+		}
+	}
+	return credstore.ReadMasterKey(path)
 }
 
 func serve(ctx context.Context, o *options, cfg config.Config, log *slog.Logger) error {
-	backend, closeBackend, err := backendFor(o, cfg, log)
+	key, err := masterKey(o.masterKey)
 	if err != nil {
 		return err
 	}
-	defer closeBackend()
-	p := &pool.Pool{Backend: backend, Handler: rpc.NewMux(), Log: log, Max: cfg.Execution.MaxExecutors}
-	defer p.Close()
-	reattach(ctx, backend, p, log)
-
 	ln, err := apiListener(o.listen, cfg.API.SocketPath)
 	if err != nil {
 		return err
 	}
-	srv := api.NewHTTPServer((&api.Server{Pool: p, Backend: backend, AdminGroup: cfg.API.AdminGroup, Log: log}).Handler())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "socket", ln.Addr().String(), "backend", cfg.Execution.Backend, "version", version.Version)
-	_, _ = daemon.SdNotify(false, daemon.SdNotifyReady)
-
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		return fmt.Errorf("api: %w", err)
-	}
-	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
-	<-served
-	log.Info("stopped")
-	return nil
-}
-
-// reattach connects to executors that kept running while the daemon was
-// away; their processes are left as they are.
-func reattach(ctx context.Context, backend lifecycle.Backend, p *pool.Pool, log *slog.Logger) {
-	list, err := backend.List(ctx)
+	d, err := daemon.New(daemon.Options{Config: cfg, Executor: o.executor, MasterKey: key, Listener: ln, Log: log})
 	if err != nil {
-		log.Warn("cannot list executors to reattach", "err", err)
-		return
+		ln.Close()
+		return err
 	}
-	for _, st := range list {
-		if st.Service != "active" {
-			continue
-		}
-		if _, ping, err := p.Get(ctx, st.User); err != nil {
-			log.Warn("reattach failed", "user", st.User, "err", err)
-		} else {
-			log.Info("reattached", "user", st.User, "executor_pid", ping.PID)
-		}
-	}
+	return d.Run(ctx)
 }
 
 // apiListener takes the activated socket named "api", else listens on

@@ -23,6 +23,7 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sdnotify"
 	"github.com/agor-sh/agor/internal/version"
 )
 
@@ -187,7 +188,7 @@ func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, ln *net.
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); srv.RunStatus(ctx, 5*time.Second) }()
-	go func() { defer wg.Done(); watchdog(ctx, log) }()
+	go func() { defer wg.Done(); sdnotify.Watchdog(ctx, log) }()
 	log.Info("serving", "socket", ln.Addr().String(), "version", version.Version)
 	err := srv.Serve(ctx, ln)
 	cancel()
@@ -199,27 +200,6 @@ func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, ln *net.
 	default:
 		log.Error("serve failed", "err", err)
 		return exitFailure
-	}
-}
-
-// watchdog pings systemd at half the WatchdogSec= interval.
-func watchdog(ctx context.Context, log *slog.Logger) {
-	every, err := daemon.SdWatchdogEnabled(false)
-	if err != nil {
-		log.Warn("watchdog settings invalid", "err", err)
-	}
-	if every <= 0 {
-		return
-	}
-	t := time.NewTicker(every / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
-		}
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/audit"
+	"github.com/agor-sh/agor/internal/broker"
+	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/peer"
@@ -33,6 +36,9 @@ const MaxBody = 1 << 20
 type Server struct {
 	Pool       *pool.Pool
 	Backend    lifecycle.Backend
+	Broker     *broker.Broker  // permission requests; nil: not served
+	Creds      *credstore.Store // nil: not served
+	Audit      *audit.Logger    // nil: not served
 	AdminGroup string
 	Log        *slog.Logger
 }
@@ -45,6 +51,17 @@ func (s *Server) Handler() http.Handler {
 	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
 	m.HandleFunc("DELETE /v1/executors/{user}", s.admin(s.stopExecutor))
 	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.exec))
+	if s.Creds != nil {
+		m.HandleFunc("PUT /v1/credentials/{name}", s.setCredential)
+		m.HandleFunc("DELETE /v1/credentials/{name}", s.deleteCredential)
+	}
+	if s.Audit != nil {
+		m.HandleFunc("GET /v1/audit", s.queryAudit)
+	}
+	if s.Broker != nil {
+		m.HandleFunc("GET /v1/permissions", s.listPermissions)
+		m.HandleFunc("POST /v1/permissions/{id}", s.decidePermission)
+	}
 	return m
 }
 

@@ -55,11 +55,12 @@ func daemon(t *testing.T) *http.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	_ = os.Chmod(dir, 0o755) // the executor may run as nobody
 	work := filepath.Join(dir, "work")
 	_ = os.Mkdir(work, 0o755)
 	_ = os.Chmod(work, 0o777) // the executor may run as nobody, whose home does not exist
 	backend := &lifecycle.Direct{Policy: lifecycle.Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "x", "{user}.sock")}, Binary: binary, Root: work}
-	p := &pool.Pool{Backend: backend, Handler: rpc.NewMux()}
+	p := &pool.Pool{Backend: backend, Handler: rpc.NewMux(), Timeout: 10 * time.Second}
 	sock := filepath.Join(dir, "api.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

@@ -21,6 +21,16 @@ const DefaultPath = "/etc/agor/config.yaml"
 type Config struct {
 	Execution Execution `yaml:"execution"`
 	API       API       `yaml:"api"`
+	Daemon    Daemon    `yaml:"daemon"`
+}
+
+// Daemon is what the daemon keeps and how it guards itself against its
+// executors.
+type Daemon struct {
+	StateDir             string  `yaml:"state_dir"`              // credentials.json and audit.jsonl
+	PermissionTimeoutMS  int64   `yaml:"permission_timeout_ms"`  // no decision in time: deny
+	ExecutorRequestRate  float64 `yaml:"executor_request_rate"`  // get_api_key and request_permission per second, per executor
+	ExecutorRequestBurst int     `yaml:"executor_request_burst"` // allowed above the rate at once
 }
 
 // API is the daemon's client socket.
@@ -59,7 +69,8 @@ func Default() Config {
 		SessionTokenExpirationMS: 24 * 60 * 60 * 1000,
 		SessionTokenMaxUses:      10_000,
 		MinUID:                   1000,
-	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins"}}
+	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins"},
+		Daemon: Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

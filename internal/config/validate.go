@@ -40,7 +40,32 @@ func (c Config) Validate() error {
 			return fmt.Errorf("api.admin_group: %v", err)
 		}
 	}
+	return c.Daemon.validate()
+}
+
+func (d Daemon) validate() error {
+	checks := []struct {
+		key string
+		err string
+	}{
+		{"state_dir", absolute(d.StateDir)},
+		{"permission_timeout_ms", positive(d.PermissionTimeoutMS)},
+		{"executor_request_rate", positive(int64(d.ExecutorRequestRate * 1000))},
+		{"executor_request_burst", positive(int64(d.ExecutorRequestBurst))},
+	}
+	for _, ch := range checks {
+		if ch.err != "" {
+			return fmt.Errorf("daemon.%s: %s", ch.key, ch.err)
+		}
+	}
 	return nil
+}
+
+func absolute(p string) string {
+	if !filepath.IsAbs(p) {
+		return fmt.Sprintf("%q is not an absolute path", p)
+	}
+	return ""
 }
 
 func oneOf(v string, allowed ...string) string {

@@ -31,10 +31,11 @@ type Direct struct {
 	Root        string        // passed as --root; "" leaves executors on the user's home
 	Log         *slog.Logger
 
-	mu     sync.Mutex
-	execs  map[string]*directExec
-	warned bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	execs    map[string]*directExec
+	warned   bool
+	wg       sync.WaitGroup
+	watchers map[*func(Event)]struct{}
 }
 
 var _ Backend = (*Direct)(nil)
@@ -126,11 +127,42 @@ func (d *Direct) spawn(e *directExec, name string) error {
 	d.wg.Add(1)
 	go func(done chan struct{}) {
 		defer d.wg.Done()
-		_ = cmd.Wait()
+		ev := Event{User: name, Kind: "service", State: "inactive", Sub: "dead"}
+		if err := cmd.Wait(); err != nil {
+			ev.State, ev.Sub = "failed", "failed"
+		}
 		close(done)
+		d.mu.Lock()
+		d.emit(ev)
+		d.mu.Unlock()
 	}(e.done)
 	d.log().Info("executor started", "user", name, "pid", cmd.Process.Pid, "backend", "direct")
+	d.emit(Event{User: name, Kind: "service", State: "active", Sub: "running"})
 	return nil
+}
+
+// Watch calls fn each time an executor this backend started begins or
+// ends, until ctx ends. fn runs with the backend locked: it must not call
+// the backend.
+func (d *Direct) Watch(ctx context.Context, fn func(Event)) error {
+	d.mu.Lock()
+	if d.watchers == nil {
+		d.watchers = map[*func(Event)]struct{}{}
+	}
+	d.watchers[&fn] = struct{}{}
+	d.mu.Unlock()
+	<-ctx.Done()
+	d.mu.Lock()
+	delete(d.watchers, &fn)
+	d.mu.Unlock()
+	return nil
+}
+
+// emit runs with d.mu held.
+func (d *Direct) emit(ev Event) {
+	for fn := range d.watchers {
+		(*fn)(ev)
+	}
 }
 
 // identity is who the executor runs as and the environment User= would

@@ -21,6 +21,8 @@ type Backend interface {
 	Ensure(ctx context.Context, user string) (Executor, error)
 	Stop(ctx context.Context, user string) error
 	List(ctx context.Context) ([]Status, error)
+	// Watch reports executor state changes to fn until ctx ends.
+	Watch(ctx context.Context, fn func(Event)) error
 }
 
 // Executor is where a user's executor listens.

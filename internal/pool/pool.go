@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/lifecycle"
@@ -20,9 +23,17 @@ import (
 // Pool is safe for concurrent use.
 type Pool struct {
 	Backend lifecycle.Backend
-	Handler rpc.Handler // serves the executors' requests to the daemon
+	// Handler returns what serves the requests of user's executor to the
+	// daemon; each connection gets its own, which knows whose it is.
+	Handler func(user string) rpc.Handler
 	Log     *slog.Logger
 	Max     int // live connections at most; 0: no limit
+	// Timeout bounds start, connect and the first ping (connection_timeout_ms):
+	// an executor that dies before serving must not hang its callers.
+	Timeout time.Duration
+	// IdleClose lets go of a connection unused this long, so that its
+	// executor can exit when idle; 0 keeps connections open.
+	IdleClose time.Duration
 
 	mu    sync.Mutex
 	conns map[string]*entry
@@ -34,6 +45,8 @@ type entry struct {
 	client *rpc.Client
 	err    error
 	ping   executor.PingResult
+	busy   int       // calls in flight through Call; guarded by Pool.mu
+	used   time.Time // last Get or Call; guarded by Pool.mu
 }
 
 // Get returns a live connection to user's executor, starting it if need be.
@@ -44,6 +57,7 @@ func (p *Pool) Get(ctx context.Context, user string) (*rpc.Client, executor.Ping
 	}
 	e := p.conns[user]
 	if e != nil && e.live() {
+		e.used = time.Now()
 		p.mu.Unlock()
 		<-e.ready
 		return e.client, e.ping, e.err
@@ -53,7 +67,7 @@ func (p *Pool) Get(ctx context.Context, user string) (*rpc.Client, executor.Ping
 		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeLimitReached, "too_many_executors",
 			"max_executors (%d) live executors already; stop one or raise the limit", p.Max)
 	}
-	e = &entry{ready: make(chan struct{})}
+	e = &entry{ready: make(chan struct{}), used: time.Now()}
 	p.conns[user] = e
 	p.mu.Unlock()
 
@@ -78,6 +92,16 @@ func (e *entry) live() bool {
 	}
 }
 
+// connected: done connecting, successfully.
+func (e *entry) connected() bool {
+	select {
+	case <-e.ready:
+		return e.err == nil
+	default:
+		return false
+	}
+}
+
 func (p *Pool) drop(user string, e *entry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -87,11 +111,20 @@ func (p *Pool) drop(user string, e *entry) {
 }
 
 func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, executor.PingResult, error) {
+	if p.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
+		defer cancel()
+	}
 	ex, err := p.Backend.Ensure(ctx, user)
 	if err != nil {
 		return nil, executor.PingResult{}, unavailable(err)
 	}
-	c, err := rpc.Dial(ctx, ex.Socket, p.Handler, rpc.Options{Logger: p.log().With("user", user)})
+	var h rpc.Handler
+	if p.Handler != nil {
+		h = p.Handler(user)
+	}
+	c, err := rpc.Dial(ctx, ex.Socket, h, rpc.Options{Logger: p.log().With("user", user)})
 	if err != nil {
 		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeExecutorUnavailable, "connect_failed", "executor of %s: %v", user, err)
 	}
@@ -113,11 +146,91 @@ func (p *Pool) Call(ctx context.Context, user, method string, params, result any
 	if err != nil {
 		return err
 	}
+	defer p.hold(user, c)()
 	err = c.Call(ctx, method, params, result)
 	if errors.Is(err, rpc.ErrClosed) {
 		return rpc.Errorf(rpc.CodeExecutorUnavailable, "executor_crashed", "executor of %s ended during %s: %v", user, method, err)
 	}
 	return err
+}
+
+// ForgetDead closes user's connection when its executor process is gone,
+// failing the calls in flight on it at once. The backend saw an executor
+// end; the connection may already be to the next one, which is kept.
+func (p *Pool) ForgetDead(user string) {
+	p.mu.Lock()
+	e := p.conns[user]
+	if e == nil || !e.connected() || processExists(e.ping.PID) {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.conns, user)
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		<-e.ready
+		if e.client != nil {
+			e.client.Close()
+		}
+	}()
+}
+
+// hold marks user's connection busy until the returned func is called, so
+// Reap leaves it open.
+func (p *Pool) hold(user string, c *rpc.Client) func() {
+	p.mu.Lock()
+	e := p.conns[user]
+	if e == nil || e.client != c {
+		p.mu.Unlock()
+		return func() {}
+	}
+	e.busy++
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		e.busy--
+		e.used = time.Now()
+		p.mu.Unlock()
+	}
+}
+
+// Reap closes connections idle for IdleClose until ctx ends.
+func (p *Pool) Reap(ctx context.Context) {
+	if p.IdleClose <= 0 {
+		return
+	}
+	t := time.NewTicker(max(p.IdleClose/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, c := range p.idle(time.Now().Add(-p.IdleClose)) {
+				c.Close()
+			}
+		}
+	}
+}
+
+// idle takes out the connections unused since before.
+func (p *Pool) idle(before time.Time) []*rpc.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*rpc.Client
+	for user, e := range p.conns {
+		if e.connected() && e.busy == 0 && e.used.Before(before) {
+			delete(p.conns, user)
+			out = append(out, e.client)
+		}
+	}
+	return out
+}
+
+func processExists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }
 
 // Live lists users with an open connection.

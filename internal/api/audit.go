@@ -1,0 +1,113 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os/user"
+	"strconv"
+	"time"
+
+	"github.com/agor-sh/agor/internal/audit"
+	"github.com/agor-sh/agor/internal/broker"
+	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// callerName is the caller's user name, and whether they are an admin.
+func (s *Server) callerName(r *http.Request) (string, bool, error) {
+	cred, ok, admin := s.caller(r)
+	if !ok {
+		return "", false, rpc.Errorf(rpc.CodePermissionDenied, "unknown_caller", "caller's credentials unknown")
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(cred.UID), 10))
+	if err != nil {
+		return "", admin, nil // an account-less uid still sees only its own (none)
+	}
+	return u.Username, admin, nil
+}
+
+// queryAudit returns the trail: admins everything (or ?user=), users
+// their own records only.
+func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	f := audit.Filter{User: q.Get("user"), Task: q.Get("task"), Action: audit.Action(q.Get("action"))}
+	if !admin {
+		f.User = name
+	}
+	if v := q.Get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 0 {
+			writeError(w, rpc.InvalidParams("limit", "must be a non-negative integer"))
+			return
+		}
+	}
+	if v := q.Get("since"); v != "" {
+		if f.Since, err = time.Parse(time.RFC3339, v); err != nil {
+			writeError(w, rpc.InvalidParams("since", "must be an RFC 3339 time"))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"records": s.Audit.Query(f)})
+}
+
+// listPermissions shows open permission requests: a user's own, or all
+// for an admin.
+func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := []broker.PermissionRequest{}
+	for _, p := range s.Broker.Pending() {
+		if admin || p.User == name {
+			out = append(out, p)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"permissions": out})
+}
+
+func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	if !admin && !s.ownsPermission(id, name) {
+		writeError(w, rpc.Errorf(rpc.CodeNotFound, "not_found", "no open permission request %q of yours", id))
+		return
+	}
+	var d broker.Decision
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&d); err != nil {
+		writeError(w, rpc.InvalidParams("body", err.Error()))
+		return
+	}
+	if err := s.Broker.Decide(id, d.Approved, d.Reason, d.Scope); err != nil {
+		writeError(w, notFound(err, "not_pending"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "approved": d.Approved})
+}
+
+func (s *Server) ownsPermission(id, name string) bool {
+	for _, p := range s.Broker.Pending() {
+		if p.ID == id {
+			return p.User == name
+		}
+	}
+	return false
+}
+
+// notFound turns the stores' "not there" errors into the API's not found.
+func notFound(err error, reason string) error {
+	if errors.Is(err, credstore.ErrNotFound) || errors.Is(err, broker.ErrNotPending) {
+		return rpc.Errorf(rpc.CodeNotFound, reason, "%v", err)
+	}
+	return err
+}

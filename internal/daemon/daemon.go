@@ -1,0 +1,216 @@
+// Package daemon is agor-daemon: it brings executors up and down through a
+// lifecycle backend, keeps one connection to each, serves the executors'
+// requests through the broker, records an audit trail, and serves the
+// client API, until its context ends.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/agor-sh/agor/internal/api"
+	"github.com/agor-sh/agor/internal/audit"
+	"github.com/agor-sh/agor/internal/broker"
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/lifecycle"
+	"github.com/agor-sh/agor/internal/pool"
+	"github.com/agor-sh/agor/internal/sdnotify"
+	"github.com/agor-sh/agor/internal/token"
+	"github.com/agor-sh/agor/internal/version"
+)
+
+// Options are what main hands the daemon.
+type Options struct {
+	Config    config.Config
+	Executor  string       // agor-executor, for the direct backend
+	MasterKey []byte       // the credential store's key
+	Listener  net.Listener // the client API's socket
+	Log       *slog.Logger
+}
+
+// Daemon holds the running pieces.
+type Daemon struct {
+	cfg     config.Config
+	log     *slog.Logger
+	ln      net.Listener
+	backend lifecycle.Backend
+	closeBE func()
+	pool    *pool.Pool
+	tokens  *token.Service
+	broker  *broker.Broker
+	audit   *audit.Logger
+	api     *http.Server
+}
+
+// New builds the daemon; nothing runs until Run.
+func New(o Options) (*Daemon, error) {
+	d := &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener}
+	var err error
+	if d.backend, d.closeBE, err = newBackend(o); err != nil {
+		return nil, err
+	}
+	state := o.Config.Daemon.StateDir
+	creds, err := credstore.Open(filepath.Join(state, "credentials.json"), o.MasterKey)
+	if err != nil {
+		d.closeBE()
+		return nil, err
+	}
+	if d.audit, err = audit.Open(audit.Options{Path: filepath.Join(state, "audit.jsonl"), Log: o.Log}); err != nil {
+		d.closeBE()
+		return nil, err
+	}
+	d.build(creds)
+	return d, nil
+}
+
+// build connects the pieces that cannot fail.
+func (d *Daemon) build(creds *credstore.Store) {
+	e, dc := d.cfg.Execution, d.cfg.Daemon
+	d.tokens = token.New(ms(e.SessionTokenExpirationMS), e.SessionTokenMaxUses)
+	d.broker = broker.New(broker.Config{
+		Tokens: d.tokens,
+		Keys:   creds,
+		Sink:   events.NewSink(events.NewMemoryStore(), d.log),
+		Audit:  d.audit,
+		Log:    d.log,
+		Limits: broker.Limits{
+			Rate:              rate.Limit(dc.ExecutorRequestRate),
+			Burst:             dc.ExecutorRequestBurst,
+			PermissionTimeout: ms(dc.PermissionTimeoutMS),
+		},
+	})
+	d.pool = &pool.Pool{
+		Backend: d.backend,
+		Handler: d.broker.Handler,
+		Log:     d.log,
+		Max:     e.MaxExecutors,
+		Timeout: ms(e.ConnectionTimeoutMS),
+		// Let go of an unused executor before its own idle timeout, or the
+		// daemon's connection alone would keep it running.
+		IdleClose: ms(e.IdleTimeoutMS) / 2,
+	}
+	srv := &api.Server{Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	d.api = api.NewHTTPServer(srv.Handler())
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func newBackend(o Options) (lifecycle.Backend, func(), error) {
+	e := o.Config.Execution
+	pol := lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
+	switch e.Backend {
+	case "systemd":
+		s := &lifecycle.Systemd{Policy: pol, Log: o.Log}
+		return s, s.Close, nil
+	case "direct":
+		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
+		return dr, dr.Close, nil
+	}
+	return nil, nil, fmt.Errorf("execution.backend %q is not systemd or direct", e.Backend)
+}
+
+// Run reattaches to running executors, serves until ctx ends, then shuts
+// down in order: stop taking requests, close executor connections, flush
+// the audit trail.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.close()
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.backend.Watch(ctx, d.unitChanged) })
+	d.reattach(ctx)
+	g.Go(func() error { return d.serveAPI(ctx) })
+	g.Go(func() error { d.pool.Reap(ctx); return nil })
+	g.Go(func() error { d.sweepTokens(ctx); return nil })
+	g.Go(func() error { sdnotify.Watchdog(ctx, d.log); return nil })
+	d.log.Info("serving", "socket", d.ln.Addr().String(), "backend", d.cfg.Execution.Backend, "version", version.Version)
+	sdnotify.Send(d.log, "READY=1\nSTATUS=serving")
+	err := g.Wait()
+	sdnotify.Send(d.log, "STOPPING=1")
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func (d *Daemon) serveAPI(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- d.api.Serve(d.ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("api: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.api.Shutdown(shutdown)
+	<-done
+	return nil
+}
+
+func (d *Daemon) close() {
+	d.pool.Close()
+	d.closeBE()
+	if err := d.audit.Close(); err != nil {
+		d.log.Warn("audit trail: close", "err", err)
+	}
+	d.log.Info("stopped")
+}
+
+// reattach connects to executors that kept running while the daemon was
+// away, leaving their processes as they are.
+func (d *Daemon) reattach(ctx context.Context) {
+	list, err := d.backend.List(ctx)
+	if err != nil {
+		d.log.Warn("cannot list executors to reattach", "err", err)
+		return
+	}
+	for _, st := range list {
+		if st.Service != "active" {
+			continue
+		}
+		if _, ping, err := d.pool.Get(ctx, st.User); err != nil {
+			d.log.Warn("reattach failed", "user", st.User, "err", err)
+		} else {
+			d.log.Info("reattached", "user", st.User, "executor_pid", ping.PID)
+		}
+	}
+}
+
+// unitChanged follows executor services: a service that ended takes its
+// connection (and the calls in flight on it) with it at once, unless the
+// connection is to a newer executor already.
+func (d *Daemon) unitChanged(ev lifecycle.Event) {
+	if ev.Kind != "service" {
+		return
+	}
+	switch {
+	case ev.Ended():
+		d.pool.ForgetDead(ev.User)
+		d.audit.Log(audit.Record{Action: audit.ExecutorStopped, User: ev.User, Reason: ev.State + "/" + ev.Sub})
+	case ev.State == "active":
+		d.audit.Log(audit.Record{Action: audit.ExecutorStarted, User: ev.User})
+	}
+}
+
+func (d *Daemon) sweepTokens(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.tokens.Sweep()
+		}
+	}
+}

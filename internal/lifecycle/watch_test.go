@@ -1,0 +1,55 @@
+package lifecycle
+
+import (
+	"testing"
+
+	godbus "github.com/godbus/dbus/v5"
+)
+
+func TestUnitEvent(t *testing.T) {
+	t.Parallel()
+	changed := func(active, sub string) []any {
+		m := map[string]godbus.Variant{"ActiveState": godbus.MakeVariant(active)}
+		if sub != "" {
+			m["SubState"] = godbus.MakeVariant(sub)
+		}
+		return []any{unitInterface, m, []string{}}
+	}
+	tests := []struct {
+		path string
+		body []any
+		want Event
+		ok   bool
+	}{
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", changed("failed", "failed"), Event{"alice", "service", "failed", "failed"}, true},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_2dx_2esocket", changed("active", ""), Event{"j.doe-x", "socket", "active", ""}, true},
+		{"/org/freedesktop/systemd1/unit/ssh_2eservice", changed("active", "running"), Event{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface, map[string]godbus.Variant{"SubState": godbus.MakeVariant("x")}, []string{}}, Event{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2", changed("active", ""), Event{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_zz", changed("active", ""), Event{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface}, Event{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := unitEvent(&godbus.Signal{Path: godbus.ObjectPath(tc.path), Body: tc.body})
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("%s: got %+v %v, want %+v %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestEventEnded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		ev   Event
+		want bool
+	}{
+		{Event{Kind: "service", State: "failed"}, true},
+		{Event{Kind: "service", State: "inactive"}, true},
+		{Event{Kind: "service", State: "active"}, false},
+		{Event{Kind: "socket", State: "failed"}, false},
+	} {
+		if got := tc.ev.Ended(); got != tc.want {
+			t.Errorf("%+v: Ended %v, want %v", tc.ev, got, tc.want)
+		}
+	}
+}
