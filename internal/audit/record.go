@@ -1,0 +1,95 @@
+// Package audit keeps the trail of what the daemon does on a user's behalf:
+// each record goes to the journal as structured fields, to an append-only
+// JSON-lines file, and to a bounded in-memory window the client API queries.
+package audit
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Action names what happened. The values are stable: operators filter on
+// them (`journalctl AGOR_AUDIT_ACTION=api_key_refused`).
+type Action string
+
+// Actions recorded by the daemon.
+const (
+	ExecutorStarted   Action = "executor_started"
+	ExecutorStopped   Action = "executor_stopped"
+	TaskStarted       Action = "task_started"
+	TaskEnded         Action = "task_ended"
+	APIKeyIssued      Action = "api_key_issued"
+	APIKeyRefused     Action = "api_key_refused"
+	PermissionAsked   Action = "permission_requested"
+	PermissionDecided Action = "permission_decided"
+	EventRefused      Action = "event_refused"
+	RateLimited       Action = "rate_limited"
+)
+
+// Record is one entry of the trail. It names a credential, never its
+// value: there is deliberately no field a secret could go in.
+type Record struct {
+	Time       time.Time `json:"time"`
+	Action     Action    `json:"action"`
+	User       string    `json:"user,omitempty"`
+	Session    string    `json:"session,omitempty"`
+	Task       string    `json:"task,omitempty"`
+	Credential string    `json:"credential,omitempty"`
+	Tool       string    `json:"tool,omitempty"`
+	Mode       string    `json:"mode,omitempty"`
+	Decision   string    `json:"decision,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	// Count is how many occurrences one aggregated record stands for
+	// (0 or 1 for a single event).
+	Count int `json:"count,omitempty"`
+}
+
+// attrs are the record's slog attributes. The keys follow the rest of the
+// daemon ("user", "task") so the journal handler makes them AGOR_USER,
+// AGOR_TASK, and one journalctl filter finds both logs and audit entries.
+func (r Record) attrs() []slog.Attr {
+	out := []slog.Attr{slog.String("audit_action", string(r.Action))}
+	add := func(k, v string) {
+		if v != "" {
+			out = append(out, slog.String(k, v))
+		}
+	}
+	add("user", r.User)
+	add("session", r.Session)
+	add("task", r.Task)
+	add("credential", r.Credential)
+	add("tool", r.Tool)
+	add("mode", r.Mode)
+	add("decision", r.Decision)
+	add("reason", r.Reason)
+	if r.Count > 1 {
+		out = append(out, slog.Int("count", r.Count))
+	}
+	return out
+}
+
+// level puts refusals and floods at warning level, the rest at info.
+func (r Record) level() slog.Level {
+	switch r.Action {
+	case APIKeyRefused, EventRefused, RateLimited:
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// Filter selects records for Query. Empty fields match everything. The
+// client API sets User to the caller unless the caller is an admin.
+type Filter struct {
+	User   string
+	Task   string
+	Action Action
+	Since  time.Time
+	Limit  int // newest Limit records; 0 means all kept
+}
+
+func (f Filter) match(r Record) bool {
+	return (f.User == "" || f.User == r.User) &&
+		(f.Task == "" || f.Task == r.Task) &&
+		(f.Action == "" || f.Action == r.Action) &&
+		(f.Since.IsZero() || !r.Time.Before(f.Since))
+}
