@@ -17,7 +17,6 @@ import (
 
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/pool"
-	"github.com/agor-sh/agor/internal/rpc"
 )
 
 var binary string
@@ -60,7 +59,7 @@ func daemon(t *testing.T) *http.Client {
 	_ = os.Mkdir(work, 0o755)
 	_ = os.Chmod(work, 0o777) // the executor may run as nobody, whose home does not exist
 	backend := &lifecycle.Direct{Policy: lifecycle.Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "x", "{user}.sock")}, Binary: binary, Root: work}
-	p := &pool.Pool{Backend: backend, Handler: rpc.NewMux(), Timeout: 10 * time.Second}
+	p := &pool.Pool{Backend: backend, Timeout: 10 * time.Second}
 	sock := filepath.Join(dir, "api.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

@@ -81,7 +81,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 	d.broker = broker.New(broker.Config{
 		Tokens: d.tokens,
 		Keys:   creds,
-		Sink:   events.NewSink(events.NewMemoryStore(), d.log),
+		Sink:   events.NewSink(&events.MemoryStore{}, d.log),
 		Audit:  d.audit,
 		Log:    d.log,
 		Limits: broker.Limits{

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,17 @@ type directExec struct {
 	done chan struct{} // closed when cmd has exited
 }
 
+// dying reports whether the executor is a zombie (or gone) that Wait has
+// not reaped yet.
+func (e *directExec) dying() bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(e.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
 func (e *directExec) running() bool {
 	if e.cmd == nil {
 		return false
@@ -77,6 +89,9 @@ func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
 			return Executor{}, err
 		}
 		d.execs[name] = e
+	}
+	if e.running() && e.dying() {
+		<-e.done // killed but not yet reaped: its socket would never be served
 	}
 	if !e.running() {
 		if err := d.spawn(e, name); err != nil {
@@ -131,6 +146,7 @@ func (d *Direct) spawn(e *directExec, name string) error {
 		if err := cmd.Wait(); err != nil {
 			ev.State, ev.Sub = "failed", "failed"
 		}
+		d.log().Info("executor exited", "user", name, "pid", cmd.Process.Pid, "status", cmd.ProcessState.String())
 		close(done)
 		d.mu.Lock()
 		d.emit(ev)
