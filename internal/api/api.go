@@ -36,7 +36,7 @@ const MaxBody = 1 << 20
 type Server struct {
 	Pool       *pool.Pool
 	Backend    lifecycle.Backend
-	Broker     *broker.Broker  // permission requests; nil: not served
+	Broker     *broker.Broker   // permission requests; nil: not served
 	Creds      *credstore.Store // nil: not served
 	Audit      *audit.Logger    // nil: not served
 	AdminGroup string
