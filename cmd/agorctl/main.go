@@ -25,6 +25,11 @@ SYNOPSIS
     agorctl executor ensure [OPTIONS] USER...
     agorctl executor stop [OPTIONS] USER...
     agorctl executor list [OPTIONS] [--json]
+    agorctl executors [list] | start USER... | stop USER...   [--api PATH]
+    agorctl exec [--cwd DIR] [--limit D] USER -- COMMAND [ARG...]
+    agorctl creds set|delete NAME [--daemon]
+    agorctl permissions [list] | approve ID | deny ID [--reason R]
+    agorctl audit [--user U] [--action A] [--task T] [--limit N]
     agorctl version
 
 COMMANDS
@@ -43,7 +48,28 @@ COMMANDS
     executor list    List executors with their socket and service state.
     version          Print agorctl's version.
 
-OPTIONS of ensure, stop and list
+  Through the daemon (agor-daemon's API socket, /run/agor/daemon.sock; the
+  daemon knows you by your Unix account: you act as yourself, root and
+  members of the admin group for anyone):
+    executors        List executors with their unit state (admins), or start and
+                     stop USERs' executors through the daemon; start prints
+                     "USER {ping reply}".
+    exec             Run COMMAND (no shell) as USER in their executor, in --cwd
+                     beneath their home; prints its output and exits with its status.
+    creds set        Store an API key (e.g. ANTHROPIC_API_KEY), read from standard
+                     input so it never appears in ps or history; encrypted at rest,
+                     never shown again. --daemon sets the key every user falls back to.
+    creds delete     Remove one.
+    permissions      List agents' open permission requests; approve or deny one.
+    audit            Print the audit trail as JSON lines: executors started and
+                     stopped, keys handed out (never their values), permission
+                     decisions, throttling. Users see their own records.
+
+OPTIONS of the daemon commands
+    --api PATH        the daemon's socket (default /run/agor/daemon.sock; environment AGOR_SOCKET)
+    --timeout D       give up after D (default 60s)
+
+OPTIONS of executor ensure, stop and list
     --config FILE     daemon configuration (default /etc/agor/config.yaml; missing: defaults)
     --backend NAME    systemd or direct (default: the configuration's execution.backend)
     --executor PATH   agor-executor, for the direct backend (default /usr/libexec/agor/agor-executor)
@@ -51,10 +77,14 @@ OPTIONS of ensure, stop and list
 
 EXIT STATUS
     0 success; 1 the operation failed (refused, closed, timed out); 2 usage error.
+    exec exits with the command's own status (128+9 when it was killed).
 
 EXAMPLES
+    agorctl executors start alice
+    agorctl exec alice -- id -un
+    printf '%s\n' "$KEY" | agorctl creds set ANTHROPIC_API_KEY
+    agorctl audit --action api_key_issued
     sudo -u agor agorctl executor ping --socket /run/agor/executors/alice.sock
-    sudo -u agor agorctl executor ensure alice bob
 `
 
 func main() {
@@ -67,7 +97,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprint(stdout, manual)
+		io.WriteString(stdout, manual)
 		if len(args) == 0 {
 			return 2
 		}
@@ -77,6 +107,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case args[0] == "version":
 		fmt.Fprintln(stdout, "agorctl", version.Version)
 		return 0
+	case args[0] == "executors":
+		return executorsCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "exec":
+		return execCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "creds":
+		return credsCmd(ctx, args[1:], os.Stdin, stdout, stderr)
+	case args[0] == "permissions":
+		return permissionsCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "audit":
+		return auditCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "executor" && len(args) > 1:
 		if cmd, ok := executorCommands[args[1]]; ok {
 			return cmd(ctx, args[2:], stdout, stderr)

@@ -39,6 +39,7 @@ type Server struct {
 	Broker     *broker.Broker   // permission requests; nil: not served
 	Creds      *credstore.Store // nil: not served
 	Audit      *audit.Logger    // nil: not served
+	Outputs    *Outputs         // exec output for exec calls; the pool's handlers must route to it
 	AdminGroup string
 	Log        *slog.Logger
 }
@@ -177,23 +178,6 @@ func (s *Server) stopExecutor(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log().Info("executor stopped", "user", name)
 	writeJSON(w, http.StatusOK, map[string]any{"user": name, "stopped": true})
-}
-
-// exec runs a command in the user's executor and returns its status
-// (output streaming to clients comes with the event stream).
-func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	var params map[string]any
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&params); err != nil {
-		writeError(w, rpc.InvalidParams("body", err.Error()))
-		return
-	}
-	var res json.RawMessage
-	if err := s.Pool.Call(r.Context(), r.PathValue("user"), "exec", params, &res); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(res, '\n'))
 }
 
 func (s *Server) log() *slog.Logger {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/pool"
+	"github.com/agor-sh/agor/internal/rpc"
 )
 
 var binary string
@@ -65,7 +66,9 @@ func daemon(t *testing.T) *http.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewHTTPServer((&Server{Pool: p, Backend: backend}).Handler())
+	out := &Outputs{}
+	p.Handler = func(string) rpc.Handler { return out.Handler(nil) }
+	srv := NewHTTPServer((&Server{Pool: p, Backend: backend, Outputs: out}).Handler())
 	done := make(chan struct{})
 	go func() { _ = srv.Serve(ln); close(done) }()
 	t.Cleanup(func() { srv.Close(); <-done; p.Close(); backend.Close() })

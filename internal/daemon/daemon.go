@@ -25,6 +25,7 @@ import (
 	"github.com/agor-sh/agor/internal/events"
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/pool"
+	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/sdnotify"
 	"github.com/agor-sh/agor/internal/token"
 	"github.com/agor-sh/agor/internal/version"
@@ -34,6 +35,7 @@ import (
 type Options struct {
 	Config    config.Config
 	Executor  string       // agor-executor, for the direct backend
+	Root      string       // the direct backend's executors' --root ("" : each user's home)
 	MasterKey []byte       // the credential store's key
 	Listener  net.Listener // the client API's socket
 	Log       *slog.Logger
@@ -90,9 +92,10 @@ func (d *Daemon) build(creds *credstore.Store) {
 			PermissionTimeout: ms(dc.PermissionTimeoutMS),
 		},
 	})
+	outputs := &api.Outputs{}
 	d.pool = &pool.Pool{
 		Backend: d.backend,
-		Handler: d.broker.Handler,
+		Handler: func(user string) rpc.Handler { return outputs.Handler(d.broker.Handler(user)) },
 		Log:     d.log,
 		Max:     e.MaxExecutors,
 		Timeout: ms(e.ConnectionTimeoutMS),
@@ -100,7 +103,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		// daemon's connection alone would keep it running.
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
-	srv := &api.Server{Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	srv := &api.Server{Outputs: outputs, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.api = api.NewHTTPServer(srv.Handler())
 }
 
@@ -114,7 +117,7 @@ func newBackend(o Options) (lifecycle.Backend, func(), error) {
 		s := &lifecycle.Systemd{Policy: pol, Log: o.Log}
 		return s, s.Close, nil
 	case "direct":
-		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
+		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, Root: o.Root, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
 		return dr, dr.Close, nil
 	}
 	return nil, nil, fmt.Errorf("execution.backend %q is not systemd or direct", e.Backend)

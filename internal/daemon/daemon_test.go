@@ -1,0 +1,208 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/logging"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agor-daemon-test")
+	if err != nil {
+		panic(err)
+	}
+	_ = os.Chmod(dir, 0o755)
+	binary = filepath.Join(dir, "agor-executor")
+	build := exec.Command("go", "build", "-o", binary, "../../cmd/agor-executor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// target is whom executors run as: nobody under root, else this user.
+func target(t *testing.T) (string, int) {
+	if os.Geteuid() == 0 {
+		return "nobody", 65534
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Username, os.Getuid()
+}
+
+type harness struct {
+	client *http.Client
+	state  string
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// start runs the daemon with the direct backend on a private socket.
+func start(t *testing.T) *harness {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agor-daemon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	_ = os.Chmod(dir, 0o755)
+	work := filepath.Join(dir, "work")
+	_ = os.Mkdir(work, 0o777)
+	_ = os.Chmod(work, 0o777)
+	cfg := config.Default()
+	cfg.Execution.Backend = "direct"
+	cfg.Execution.MinUID = 1
+	cfg.Execution.SocketPathTemplate = filepath.Join(dir, "x", "{user}.sock")
+	cfg.Daemon.StateDir = filepath.Join(dir, "state")
+	_ = os.Mkdir(cfg.Daemon.StateDir, 0o700)
+	keyPath := filepath.Join(dir, "master.key")
+	if err := credstore.GenerateMasterKey(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	key, err := credstore.ReadMasterKey(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, os.Stderr)
+	d, err := New(Options{Config: cfg, Executor: binary, Root: work, MasterKey: key, Listener: ln, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(h.stop)
+	h.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	return h
+}
+
+func (h *harness) stop() {
+	h.once.Do(func() {
+		h.cancel()
+		if err := <-h.done; err != nil {
+			panic(err)
+		}
+	})
+}
+
+func (h *harness) do(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, "http://agor"+path, bytes.NewReader(b))
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, out
+}
+
+// The whole daemon path: first use starts the executor as the user, exec
+// runs there and its output comes back, a key is stored sealed, and the
+// audit trail records it all without the key's value.
+func TestDaemonEndToEnd(t *testing.T) {
+	h := start(t)
+	name, uid := target(t)
+	code, out := h.do(t, "PUT", "/v1/executors/"+name, nil)
+	ping, _ := out["ping"].(map[string]any)
+	if code != 200 || ping["uid"] != float64(uid) || ping["user"] != name {
+		t.Fatalf("PUT executor: %d %v", code, out)
+	}
+	code, out = h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": []string{"sh", "-c", "id -un; echo oops >&2; exit 3"}, "cwd": "."})
+	if code != 200 || out["stdout"] != name+"\n" || out["stderr"] != "oops\n" || out["exit_code"] != float64(3) {
+		t.Fatalf("exec: %d %v", code, out)
+	}
+	const secret = "sk-test-0123456789abcdef"
+	if code, out = h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": secret}); code != 200 {
+		t.Fatalf("set credential: %d %v", code, out)
+	}
+	if code, out = h.do(t, "PUT", "/v1/credentials/bad-name", map[string]any{"value": "x"}); code != 400 {
+		t.Fatalf("bad credential name: %d %v", code, out)
+	}
+	_, out = h.do(t, "GET", "/v1/audit", nil)
+	got := fmt.Sprint(out["records"])
+	for _, want := range []string{"executor_started", "credential_set", "ANTHROPIC_API_KEY"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("audit trail lacks %s: %s", want, got)
+		}
+	}
+	h.stop()
+	for _, f := range []string{"audit.jsonl", "credentials.json"} {
+		b, err := os.ReadFile(filepath.Join(h.state, f))
+		if err != nil || bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s: err %v, or it holds the key in clear", f, err)
+		}
+	}
+}
+
+// An executor killed under a running request fails the request as
+// "executor crashed" promptly, and the next request starts a new one.
+func TestDaemonExecutorCrash(t *testing.T) {
+	h := start(t)
+	name, _ := target(t)
+	_, out := h.do(t, "PUT", "/v1/executors/"+name, nil)
+	pid := int(out["ping"].(map[string]any)["pid"].(float64))
+	type result struct {
+		code int
+		out  map[string]any
+	}
+	res := make(chan result, 1)
+	go func() {
+		code, out := h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": []string{"sleep", "30"}, "cwd": "."})
+		res <- result{code, out}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	killed := time.Now()
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Kill()
+	}
+	select {
+	case r := <-res:
+		e, _ := r.out["error"].(map[string]any)
+		if r.code != 503 || e["reason"] != "executor_crashed" {
+			t.Fatalf("after kill -9: %d %v", r.code, r.out)
+		}
+		t.Logf("in-flight request failed %s after kill -9", time.Since(killed).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("in-flight request did not fail after kill -9")
+	}
+	_, out = h.do(t, "PUT", "/v1/executors/"+name, nil)
+	if p, _ := out["ping"].(map[string]any); p == nil || int(p["pid"].(float64)) == pid {
+		t.Fatalf("no new executor after the crash: %v", out)
+	}
+}
