@@ -30,6 +30,7 @@ mkdir -p "$work/opt" "$work/root"
 cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
 cp test/systemd/checks.sh "$work/opt/"
 CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
+CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench
 
 # --- lint the packages on the host -------------------------------------------
 lint_out=$work/opt/lint.txt
@@ -77,7 +78,14 @@ mount -t tmpfs -o size=2G tmpfs "$work/root"
 tar -C "$work/root" --zstd -xf "$tarball"
 root=$work/root
 echo agortest >"$root/etc/hostname"
+chroot "$root" groupadd agorusers # allowed by the daemon checks' config; carol is not in it
 for u in alice bob carol; do chroot "$root" useradd --create-home --shell /bin/bash "$u"; done
+chroot "$root" usermod -a -G agorusers alice
+chroot "$root" usermod -a -G agorusers bob
+# 20 users for the concurrency checks, 100 for the daemon's memory benchmark.
+for u in $(seq -f 'user%02g' 1 20) $(seq -f 'u%03g' 1 100); do
+	chroot "$root" useradd --create-home --groups agorusers "$u"
+done
 systemctl --root="$root" mask console-getty.service apt-daily.timer apt-daily-upgrade.timer \
 	systemd-networkd-wait-online.service e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
 
