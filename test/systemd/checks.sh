@@ -278,7 +278,9 @@ daemon_restart() {
 	local u
 	for u in alice bob; do
 		test -n "$(journalctl -u agor-daemon.service --since "$since" MESSAGE=reattached AGOR_USER=$u -o cat --no-pager)" ||
-			{ echo "no 'reattached' journal entry with AGOR_USER=$u"; return 1; }
+			{ echo "no 'reattached' journal entry with AGOR_USER=$u; the daemon's journal since the restart:"
+			  journalctl -u agor-daemon.service --since "$since" -o json --no-pager | grep -o '"MESSAGE":"[^"]*"\|"AGOR_USER":"[^"]*"\|"AGOR_ERR":"[^"]*"' | paste -sd' '
+			  systemctl list-units --all --no-legend 'agor-executor@bob*'; return 1; }
 	done
 	want "$(api exec alice -- id -un)" alice
 	want "$(systemctl show -p MainPID --value agor-executor@alice.service)" "$a"
