@@ -107,6 +107,8 @@ idle_cycles() {
 	want "$(systemctl show -p ActiveState --value agor-executor@bob.socket)" active
 	want "$(systemctl show -p Result --value agor-executor@bob.socket)" success
 	want "$(systemctl show -p Result --value agor-executor@bob.service)" success
+	rm -r /etc/systemd/system/agor-executor@bob.service.d # later checks want bob's default idle time
+	systemctl daemon-reload
 	echo "50 idle exits and re-activations; socket active/success, service result success"
 }
 check "idle exit and re-activation 50 times, no failed or trigger-limit state" idle_cycles
