@@ -126,11 +126,6 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	return 1
 }
 
-func printJSON(w io.Writer, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintln(w, string(b))
-}
-
 // executorsCmd: agorctl executors [list] | start USER... | stop USER...
 func executorsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	verb := "list"
