@@ -8,14 +8,16 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/procexec"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/terminal"
 	"github.com/agor-sh/agor/internal/watch"
 )
 
 // registerPrimitives adds the environment primitives (exec, files,
-// watching) to srv; the returned func releases what they hold.
+// watching, terminals) to srv; the returned func releases what they hold.
 func registerPrimitives(srv *executor.Server, root *fsroot.Root) (closeAll func()) {
 	if root == nil {
-		for _, m := range []string{"exec", "read_file", "write_file", "write_files", "list_files", "watch", "unwatch"} {
+		for _, m := range []string{"exec", "read_file", "write_file", "write_files", "list_files", "watch", "unwatch",
+			"spawn_terminal", "attach_terminal", "resize_terminal", "terminate_terminal", "list_terminals"} {
 			srv.Mux().Register(m, unavailable)
 		}
 		return func() {}
@@ -25,7 +27,10 @@ func registerPrimitives(srv *executor.Server, root *fsroot.Root) (closeAll func(
 	(&procexec.Service{Root: root, Hold: srv}).Register(srv.Mux())
 	w := &watch.Service{Root: root}
 	w.Register(srv.Mux())
+	terms := terminal.New(terminal.Config{Root: root, Hold: srv})
+	terms.Register(srv.Mux())
 	return func() {
+		terms.Close()
 		w.Close()
 		w.Wait()
 		f.Close()

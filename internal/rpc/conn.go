@@ -68,6 +68,20 @@ type Conn struct {
 	closed   bool
 	closeErr error
 
+	// The reader role (see role.go): rd is held by whoever reads lr.
+	rd          sync.Mutex
+	lr          *lineReader
+	rdErr       error           // why reading ended; guarded by rd
+	serveCtx    context.Context // handlers' context; set by Serve, guarded by rd
+	rdl         readDeadliner   // rwc's read deadline, when it has one
+	rdC         chan struct{}   // wakes the loop to take the role
+	rdTimer     *time.Timer     // wakes it after a quiet spell
+	holder      atomic.Pointer[roleHolder]
+	responded   atomic.Bool  // a response was delivered since the loop last looked
+	freedAt     atomic.Int64 // when the role was last given up (Unix ns)
+	armed       atomic.Bool  // rdTimer is running
+	callerReads atomic.Bool  // a caller holds the role
+
 	queue   chan func() // ordered deliveries
 	queued  atomic.Int64
 	slots   chan struct{} // in-flight request bound
@@ -81,7 +95,7 @@ func NewConn(rwc io.ReadWriteCloser, h Handler, opts Options) *Conn {
 	if h == nil {
 		h = NewMux()
 	}
-	return &Conn{
+	c := &Conn{
 		rwc:      rwc,
 		handler:  h,
 		opts:     opts,
@@ -93,7 +107,14 @@ func NewConn(rwc io.ReadWriteCloser, h Handler, opts Options) *Conn {
 		slots:    make(chan struct{}, opts.MaxInFlight),
 		done:     make(chan struct{}),
 		flushC:   make(chan struct{}, 1),
+		rdC:      make(chan struct{}, 1),
 	}
+	c.rdl, _ = rwc.(readDeadliner)
+	c.lr = newLineReader(connReader{c}, opts.MaxLine)
+	c.rdTimer = time.AfterFunc(time.Hour, c.quiet)
+	c.rdTimer.Stop()
+	c.rd.Lock() // the role is Serve's until it first gives it up
+	return c
 }
 
 // Serve reads and dispatches until the connection ends, then fails every
@@ -109,7 +130,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 	go func() { defer ordered.Done(); c.deliver() }()
 	go func() { defer ordered.Done(); c.flusher() }()
 
+	c.serveCtx = ctx
 	err := c.readLoop(ctx)
+	c.rdTimer.Stop()
 	c.shutdown(err)
 	cancel()
 	close(c.queue)
@@ -188,23 +211,6 @@ func (c *Conn) shutdown(cause error) {
 	}
 	for _, ch := range pending {
 		close(ch) // a closed channel tells the caller the connection ended
-	}
-}
-
-func (c *Conn) readLoop(ctx context.Context) error {
-	lr := newLineReader(c.rwc, c.opts.MaxLine)
-	for {
-		line, err := lr.next()
-		switch {
-		case errors.Is(err, errLineTooLong):
-			c.rejectLong(lr.prefix())
-		case err != nil:
-			return err
-		case line[0] == '[':
-			c.readBatch(ctx, line)
-		default:
-			c.readOne(ctx, line)
-		}
 	}
 }
 
@@ -398,6 +404,7 @@ func (c *Conn) complete(m *message) {
 	ch := c.pending[key]
 	delete(c.pending, key)
 	c.mu.Unlock()
+	c.responded.Store(true)
 	if ch == nil {
 		c.log.Debug("response to no pending call", "id", key)
 		return
@@ -560,30 +567,40 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		c.forget(key)
 		return fmt.Errorf("call %s: %w", method, err)
 	}
+	if c.rd.TryLock() {
+		if m, ok, got := c.readFor(ctx, ch); got {
+			return c.result(method, m, ok, result)
+		}
+	}
 	return c.wait(ctx, method, id, ch, result)
 }
 
 func (c *Conn) wait(ctx context.Context, method string, id json.RawMessage, ch chan *message, result any) error {
 	select {
 	case m, ok := <-ch:
-		if !ok {
-			return fmt.Errorf("call %s: %w", method, c.endErr())
-		}
-		if m.Error != nil {
-			return m.Error
-		}
-		if result == nil {
-			return nil
-		}
-		if err := json.Unmarshal(m.Result, result); err != nil {
-			return fmt.Errorf("call %s: decode result: %w", method, err)
-		}
-		return nil
+		return c.result(method, m, ok, result)
 	case <-ctx.Done():
 		c.forget(idKey(id))
 		_ = c.Notify(cancelMethod, map[string]json.RawMessage{"id": id})
 		return ctx.Err()
 	}
+}
+
+// result decodes a response received from ch (ok false: ch was closed).
+func (c *Conn) result(method string, m *message, ok bool, result any) error {
+	if !ok {
+		return fmt.Errorf("call %s: %w", method, c.endErr())
+	}
+	if m.Error != nil {
+		return m.Error
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(m.Result, result); err != nil {
+		return fmt.Errorf("call %s: decode result: %w", method, err)
+	}
+	return nil
 }
 
 func (c *Conn) forget(key string) {

@@ -25,6 +25,9 @@ type lineReader struct {
 	max  int
 	buf  []byte // assembles lines longer than br's buffer
 	long []byte // prefix of the last over-long line
+	// inLine is set while part of a line has been consumed: reading must
+	// not be interrupted then (see connReader).
+	inLine bool
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
@@ -65,6 +68,8 @@ func (lr *lineReader) readLine() ([]byte, error) {
 		}
 		return nil, err
 	}
+	lr.inLine = true
+	defer func() { lr.inLine = false }()
 	lr.buf = append(lr.buf[:0], chunk...)
 	return lr.assemble()
 }

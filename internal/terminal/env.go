@@ -1,0 +1,106 @@
+package terminal
+
+import (
+	"bufio"
+	"os"
+	"os/user"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agor-sh/agor/internal/childenv"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// passthrough names the executor's own variables a terminal inherits.
+// Everything else stays behind: a service's environment may hold
+// configuration and secrets (API keys) that are not the shell's business.
+func passthrough(name string) bool {
+	switch name {
+	case "PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_RUNTIME_DIR":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkEnv refuses names that are not variable names, and those a child
+// never receives (socket activation, notify, watchdog, agor's own).
+func checkEnv(env map[string]string) error {
+	for k, v := range env {
+		if !envName.MatchString(k) {
+			return rpc.InvalidParams("env", "invalid variable name "+strconv.Quote(k))
+		}
+		if strings.ContainsRune(v, 0) {
+			return rpc.InvalidParams("env", "value of "+k+" contains NUL")
+		}
+		if len(childenv.Build(nil, map[string]string{k: v})) == 0 {
+			return rpc.InvalidParams("env", k+" may not be set")
+		}
+	}
+	return nil
+}
+
+// account is the executor's user, as a terminal's environment names it.
+type account struct {
+	name, home, shell string
+}
+
+// currentAccount reads the executor's user from the password database;
+// HOME and USER (which systemd's User= sets) fill in what it lacks.
+func currentAccount() account {
+	a := account{name: os.Getenv("USER"), home: os.Getenv("HOME")}
+	if u, err := user.Current(); err == nil {
+		a.name, a.home = u.Username, u.HomeDir
+	}
+	a.shell = loginShell("/etc/passwd", a.name)
+	return a
+}
+
+// loginShell is name's shell in the passwd file at path, else /bin/sh.
+func loginShell(path, name string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "/bin/sh"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) >= 7 && fields[0] == name && fields[6] != "" {
+			return fields[6]
+		}
+	}
+	return "/bin/sh"
+}
+
+// buildEnv is a terminal's environment: the pass-through part of base,
+// the login variables, defaults for TERM, LANG and PATH, then extra
+// (already checked), all through childenv so nothing blocked slips in.
+func buildEnv(base []string, a account, shell string, extra map[string]string) []string {
+	kept := make([]string, 0, 8)
+	for _, kv := range base {
+		if k, _, ok := strings.Cut(kv, "="); ok && passthrough(k) {
+			kept = append(kept, kv)
+		}
+	}
+	set := map[string]string{
+		"TERM": "xterm-256color", "HOME": a.home, "USER": a.name, "LOGNAME": a.name, "SHELL": shell,
+	}
+	have := map[string]bool{}
+	for _, kv := range kept {
+		k, _, _ := strings.Cut(kv, "=")
+		have[k] = true
+	}
+	if !have["LANG"] {
+		set["LANG"] = "C.UTF-8"
+	}
+	if !have["PATH"] {
+		set["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+	}
+	for k, v := range extra {
+		set[k] = v
+	}
+	return childenv.Build(kept, set)
+}

@@ -1,0 +1,384 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// term is one running terminal. Its reader goroutine owns the output:
+// every chunk goes into the scrollback ring and, when a connection is
+// attached, out as the next terminal_output. Nothing else sends on its
+// behalf, so output and the final terminal_exit stay in order.
+type term struct {
+	id     string
+	cfg    *Config
+	cmd    *exec.Cmd
+	master *os.File // non-blocking, so Close and deadlines interrupt it
+	inputC chan []byte
+
+	exited   chan struct{} // the shell has been waited for
+	hupC     chan struct{} // closed by terminate
+	readDone chan struct{} // the reader has seen the end of the output
+	done     chan struct{} // terminal_exit sent; helpers return
+	hupOnce  sync.Once
+	wg       sync.WaitGroup // waiter, writer, killer, connection watchers
+
+	mu       sync.Mutex
+	conn     *rpc.Conn     // attached connection, nil while detached
+	gate     chan struct{} // closed once conn's attach reply has gone out
+	seq      int64         // of the next chunk
+	ring     *ring
+	cols     int
+	rows     int
+	grace    *time.Timer // running while detached
+	finished bool
+}
+
+// start opens the PTY and starts the shell on it, in its own session
+// with the PTY as controlling terminal, in p.Cwd beneath the root.
+func (s *Service) start(id string, p SpawnParams) (*term, error) {
+	dir, err := s.cfg.Root.OpenDir(p.Cwd)
+	if err != nil {
+		return nil, cwdErr(err)
+	}
+	defer dir.Close()
+	shell := p.Shell
+	if shell == "" {
+		shell = s.acct.shell
+	}
+	cmd := exec.Command(shell)
+	cmd.Args[0] = "-" + filepath.Base(shell) // a login shell, as ssh starts it
+	cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
+	cmd.Env = buildEnv(environ(), s.acct, shell, p.Env)
+	master, err := startPTY(cmd, p.Cols, p.Rows)
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "start %s: %v", shell, err)
+	}
+	s.cfg.Logger.Info("terminal started", "terminal_id", id, "pid", cmd.Process.Pid, "shell", shell)
+	return &term{
+		id: id, cfg: &s.cfg, cmd: cmd, master: master,
+		inputC: make(chan []byte, 64),
+		exited: make(chan struct{}), hupC: make(chan struct{}),
+		readDone: make(chan struct{}), done: make(chan struct{}),
+		ring: newRing(s.cfg.Scrollback), cols: p.Cols, rows: p.Rows,
+	}, nil
+}
+
+// startPTY starts cmd on a new PTY of the given size and returns the
+// master side, made pollable: creack/pty hands it back in blocking mode,
+// where a pending Read could never be interrupted.
+func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
+	ws := &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
+	f, err := pty.StartWithAttrs(cmd, ws, &syscall.SysProcAttr{Setsid: true, Setctty: true})
+	if err != nil {
+		return nil, err
+	}
+	master, err := pollable(f)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	return master, nil
+}
+
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
+}
+
+func cwdErr(err error) error {
+	if errors.Is(err, fsroot.ErrEscape) {
+		return rpc.Errorf(rpc.CodePermissionDenied, "path_escape", "cwd: %v", err)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return rpc.Errorf(rpc.CodeNotFound, "not_found", "cwd: %v", err)
+	}
+	return rpc.InvalidParams("cwd", err.Error())
+}
+
+// run starts the terminal's goroutines. unlist runs just before
+// terminal_exit is sent, gone once everything the terminal started has
+// returned.
+func (t *term) run(hold Holder, unlist, gone func()) {
+	release := func() {}
+	if hold != nil {
+		release = hold.Hold()
+	}
+	t.wg.Add(3)
+	go t.wait()
+	go t.write()
+	go t.killer()
+	go func() {
+		t.read()
+		t.finish(unlist)
+		t.wg.Wait()
+		release()
+		gone()
+	}()
+}
+
+// wait reaps the shell, then hangs up what it left behind in its
+// session, as closing a terminal does. The reader gets until SIGKILL (and
+// a second more) to see the end of the output.
+func (t *term) wait() {
+	defer t.wg.Done()
+	_ = t.cmd.Wait()
+	close(t.exited)
+	t.terminate()
+	_ = t.master.SetReadDeadline(time.Now().Add(t.cfg.KillGrace + time.Second))
+}
+
+// terminate sends SIGHUP to every process in the terminal's session;
+// the killer sends SIGKILL after KillGrace to whatever is left.
+func (t *term) terminate() {
+	t.hupOnce.Do(func() {
+		signalSession(t.cmd.Process.Pid, syscall.SIGHUP)
+		close(t.hupC)
+	})
+}
+
+func (t *term) killer() {
+	defer t.wg.Done()
+	select {
+	case <-t.hupC:
+	case <-t.readDone:
+		return
+	}
+	timer := time.NewTimer(t.cfg.KillGrace)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		signalSession(t.cmd.Process.Pid, syscall.SIGKILL)
+	case <-t.readDone:
+	}
+}
+
+// write passes input to the program, in order.
+func (t *term) write() {
+	defer t.wg.Done()
+	for {
+		select {
+		case b := <-t.inputC:
+			_, _ = t.master.Write(b)
+		case <-t.done:
+			return
+		}
+	}
+}
+
+// input queues data for the program; it waits only while the queue is
+// full, which pushes back on the sender.
+func (t *term) input(data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	select {
+	case t.inputC <- data:
+	case <-t.done:
+	}
+}
+
+// read forwards output until the PTY reports that every process has
+// closed it (EIO), or the deadline set after the shell's exit passes.
+func (t *term) read() {
+	defer close(t.readDone)
+	buf := make([]byte, ChunkSize)
+	for {
+		n, err := t.master.Read(buf)
+		if n > 0 {
+			t.emit(buf[:n])
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.drain(buf)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain takes what is already buffered when the deadline passed (a
+// process that left the session may still hold the PTY open).
+func (t *term) drain(buf []byte) {
+	for range 64 {
+		_ = t.master.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		n, err := t.master.Read(buf)
+		if n > 0 {
+			t.emit(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// emit keeps a chunk in the scrollback and sends it to the attached
+// connection, once that connection's attach reply has gone out.
+func (t *term) emit(data []byte) {
+	t.mu.Lock()
+	t.ring.Write(data)
+	seq := t.seq
+	t.seq++
+	conn, gate := t.conn, t.gate
+	t.mu.Unlock()
+	if conn == nil || !opened(gate, conn) {
+		return
+	}
+	_ = conn.Notify("terminal_output", Output{TerminalID: t.id, Seq: seq, Data: data})
+}
+
+// opened waits for gate; false when conn ended first.
+func opened(gate chan struct{}, conn *rpc.Conn) bool {
+	select {
+	case <-gate:
+		return true
+	case <-conn.Done():
+		return false
+	}
+}
+
+// finish reports the exit after the last output and stops the helpers.
+func (t *term) finish(unlist func()) {
+	<-t.exited
+	t.mu.Lock()
+	t.finished = true
+	conn, gate := t.conn, t.gate
+	if t.grace != nil {
+		t.grace.Stop()
+	}
+	t.mu.Unlock()
+	_ = t.master.Close() // after finished is set: setSize holds mu while it uses the master
+	ex := exitOf(t.id, t.cmd.ProcessState)
+	t.cfg.Logger.Info("terminal exited", "terminal_id", t.id, "exit_code", ex.ExitCode, "signal", ex.Signal)
+	unlist()
+	if conn != nil && opened(gate, conn) {
+		_ = conn.Notify("terminal_exit", ex)
+	}
+	close(t.done)
+}
+
+func exitOf(id string, ps *os.ProcessState) Exit {
+	ex := Exit{TerminalID: id, ExitCode: -1}
+	if ps == nil {
+		return ex
+	}
+	st, _ := ps.Sys().(syscall.WaitStatus)
+	ex.ExitCode = st.ExitStatus()
+	if st.Signaled() {
+		ex.ExitCode, ex.Signal = -1, st.Signal().String()
+	}
+	return ex
+}
+
+// attachTo makes conn the terminal's connection. Output from Seq on goes
+// to conn, but only after ctx (the attaching request's) ends: the rpc
+// package ends a handler's context once its reply is written, so the
+// reply, with the scrollback up to Seq, leaves before any live output.
+func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (AttachResult, error) {
+	gate := make(chan struct{})
+	t.mu.Lock()
+	if t.finished {
+		t.mu.Unlock()
+		return AttachResult{}, rpc.Errorf(rpc.CodeNotFound, "not_found", "terminal %q has exited", t.id)
+	}
+	if t.grace != nil {
+		t.grace.Stop()
+		t.grace = nil
+	}
+	t.conn, t.gate = conn, gate
+	res := AttachResult{
+		TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows,
+		Scrollback: t.ring.Bytes(), Seq: t.seq,
+	}
+	t.wg.Add(1) // under mu with finished false: before finish's Wait
+	t.mu.Unlock()
+	context.AfterFunc(ctx, func() { close(gate) })
+	go t.watch(conn)
+	return res, nil
+}
+
+// watch detaches conn when it ends.
+func (t *term) watch(conn *rpc.Conn) {
+	defer t.wg.Done()
+	select {
+	case <-conn.Done():
+		t.detach(conn)
+	case <-t.done:
+	}
+}
+
+// detach leaves the terminal running with output going only to the
+// scrollback; unattached for DetachGrace, it is terminated.
+func (t *term) detach(conn *rpc.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished || t.conn != conn {
+		return
+	}
+	t.conn, t.gate = nil, nil
+	t.grace = time.AfterFunc(t.cfg.DetachGrace, t.abandon)
+	t.cfg.Logger.Info("terminal detached", "terminal_id", t.id, "grace", t.cfg.DetachGrace)
+}
+
+func (t *term) abandon() {
+	t.mu.Lock()
+	idle := t.conn == nil && !t.finished
+	t.mu.Unlock()
+	if idle {
+		t.cfg.Logger.Info("terminal abandoned", "terminal_id", t.id)
+		t.terminate()
+	}
+}
+
+func (t *term) setSize(cols, rows int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.finished { // the master is closed
+		return rpc.Errorf(rpc.CodeNotFound, "not_found", "terminal %q has exited", t.id)
+	}
+	sc, err := t.master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioErr error
+	err = sc.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		return err
+	}
+	t.cols, t.rows = cols, rows
+	return nil
+}
+
+func (t *term) info() Info {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Info{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil}
+}
