@@ -13,3 +13,5 @@ require (
 	golang.org/x/sys v0.49.0
 	golang.org/x/time v0.16.0
 )
+
+require golang.org/x/term v0.47.0

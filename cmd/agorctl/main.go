@@ -27,6 +27,7 @@ SYNOPSIS
     agorctl executor list [OPTIONS] [--json]
     agorctl executors [list] | start USER... | stop USER...   [--api PATH]
     agorctl exec [--cwd DIR] [--limit D] USER -- COMMAND [ARG...]
+    agorctl terminal [--cwd DIR] [--shell PATH] [--attach ID] [USER]
     agorctl creds set|delete NAME [--daemon]
     agorctl permissions [list] | approve ID | deny ID [--reason R]
     agorctl audit [--user U] [--action A] [--task T] [--limit N]
@@ -56,6 +57,11 @@ COMMANDS
                      "USER {ping reply}".
     exec             Run COMMAND (no shell) as USER in their executor, in --cwd
                      beneath their home; prints its output and exits with its status.
+    terminal         Open a shell as USER (default: you) on a terminal in their
+                     executor and attach this terminal to it, in raw mode; the window
+                     size follows yours (SIGWINCH). Ctrl-] detaches and leaves the
+                     shell running (for 5 minutes unattached); --attach ID comes
+                     back to it with its recent output. Exits with the shell's status.
     creds set        Store an API key (e.g. ANTHROPIC_API_KEY), read from standard
                      input so it never appears in ps or history; encrypted at rest,
                      never shown again. --daemon sets the key every user falls back to.
@@ -111,6 +117,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return executorsCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "exec":
 		return execCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "terminal":
+		return terminalCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "creds":
 		return credsCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "permissions":

@@ -40,6 +40,7 @@ type Server struct {
 	Creds      *credstore.Store // nil: not served
 	Audit      *audit.Logger    // nil: not served
 	Outputs    *Outputs         // exec output for exec calls; the pool's handlers must route to it
+	Terminals  *Terminals       // terminal output to attached clients; likewise
 	AdminGroup string
 	Log        *slog.Logger
 }
@@ -52,6 +53,11 @@ func (s *Server) Handler() http.Handler {
 	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
 	m.HandleFunc("DELETE /v1/executors/{user}", s.admin(s.stopExecutor))
 	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.exec))
+	if s.Terminals != nil {
+		m.HandleFunc("POST /v1/executors/{user}/terminals", s.forUser(s.spawnTerminal))
+		m.HandleFunc("GET /v1/executors/{user}/terminals", s.forUser(s.listTerminals))
+		m.HandleFunc("GET /v1/executors/{user}/terminals/{id}/attach", s.forUser(s.attachTerminal))
+	}
 	if s.Creds != nil {
 		m.HandleFunc("PUT /v1/credentials/{name}", s.setCredential)
 		m.HandleFunc("DELETE /v1/credentials/{name}", s.deleteCredential)

@@ -92,10 +92,12 @@ func (d *Daemon) build(creds *credstore.Store) {
 			PermissionTimeout: ms(dc.PermissionTimeoutMS),
 		},
 	})
-	outputs := &api.Outputs{}
+	outputs, terms := &api.Outputs{}, &api.Terminals{}
 	d.pool = &pool.Pool{
 		Backend: d.backend,
-		Handler: func(user string) rpc.Handler { return outputs.Handler(d.broker.Handler(user)) },
+		Handler: func(user string) rpc.Handler {
+			return terms.Handler(user, outputs.Handler(d.broker.Handler(user)))
+		},
 		Log:     d.log,
 		Max:     e.MaxExecutors,
 		Timeout: ms(e.ConnectionTimeoutMS),
@@ -103,7 +105,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		// daemon's connection alone would keep it running.
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
-	srv := &api.Server{Outputs: outputs, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	srv := &api.Server{Outputs: outputs, Terminals: terms, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.api = api.NewHTTPServer(srv.Handler())
 }
 

@@ -1,10 +1,13 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,6 +58,7 @@ func target(t *testing.T) (string, int) {
 
 type harness struct {
 	client *http.Client
+	sock   string
 	state  string
 	cancel context.CancelFunc
 	done   chan error
@@ -98,7 +102,7 @@ func start(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{sock: sock, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()
 	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -204,5 +208,100 @@ func TestDaemonExecutorCrash(t *testing.T) {
 	_, out = h.do(t, "PUT", "/v1/executors/"+name, nil)
 	if p, _ := out["ping"].(map[string]any); p == nil || int(p["pid"].(float64)) == pid {
 		t.Fatalf("no new executor after the crash: %v", out)
+	}
+}
+
+// A terminal through the daemon: spawned as the user, attached over the
+// upgraded stream, input reaches the shell, output and the exit status
+// come back; a second attach after a detach replays recent output.
+func TestDaemonTerminal(t *testing.T) {
+	h := start(t)
+	name, _ := target(t)
+	code, out := h.do(t, "POST", "/v1/executors/"+name+"/terminals", map[string]any{"cwd": ".", "shell": "/bin/sh", "cols": 80, "rows": 24})
+	id, _ := out["terminal_id"].(string)
+	if code != 200 || id == "" {
+		t.Fatalf("spawn: %d %v", code, out)
+	}
+	s := h.attach(t, name, id)
+	s.send(t, `{"input":"`+b64("echo first-$((40+2)); id -un\n")+`"}`)
+	s.waitFor(t, "first-42")
+	s.send(t, `{"detach":true}`)
+	s.close()
+
+	s = h.attach(t, name, id)
+	s.waitFor(t, "first-42") // replayed from the scrollback
+	s.send(t, `{"resize":[100,30]}`)
+	s.send(t, `{"input":"`+b64("stty size; exit 3\n")+`"}`)
+	s.waitFor(t, "30 100")
+	if got := s.exitCode(t); got != 3 {
+		t.Fatalf("exit status %d, want 3", got)
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+type stream struct {
+	conn net.Conn
+	dec  *json.Decoder
+	seen strings.Builder
+}
+
+func (h *harness) attach(t *testing.T, name, id string) *stream {
+	t.Helper()
+	conn, err := net.Dial("unix", h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /v1/executors/%s/terminals/%s/attach HTTP/1.1\r\nHost: agor\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n", name, id)
+	rd := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(rd, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("attach: %v %v", resp, err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	return &stream{conn: conn, dec: json.NewDecoder(rd)}
+}
+
+func (s *stream) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(s.conn, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *stream) close() { s.conn.Close() }
+
+// next returns the next frame's output, or its exit.
+func (s *stream) next(t *testing.T) ([]byte, map[string]any) {
+	t.Helper()
+	var f struct {
+		Output []byte         `json:"output"`
+		Exit   map[string]any `json:"exit"`
+	}
+	if err := s.dec.Decode(&f); err != nil {
+		t.Fatalf("read frame (seen %q): %v", s.seen.String(), err)
+	}
+	return f.Output, f.Exit
+}
+
+func (s *stream) waitFor(t *testing.T, want string) {
+	t.Helper()
+	for !strings.Contains(s.seen.String(), want) {
+		out, exit := s.next(t)
+		if exit != nil {
+			t.Fatalf("exited %v before %q appeared in %q", exit, want, s.seen.String())
+		}
+		s.seen.Write(out)
+	}
+}
+
+func (s *stream) exitCode(t *testing.T) int {
+	t.Helper()
+	for {
+		out, exit := s.next(t)
+		if exit != nil {
+			return int(exit["exit_code"].(float64))
+		}
+		s.seen.Write(out)
 	}
 }

@@ -176,6 +176,16 @@ func (p *Pool) ForgetDead(user string) {
 	}()
 }
 
+// Acquire returns user's connection marked busy until release is called,
+// for long-lived use (an attached terminal) that Reap must not cut.
+func (p *Pool) Acquire(ctx context.Context, user string) (*rpc.Client, func(), error) {
+	c, _, err := p.Get(ctx, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p.hold(user, c), nil
+}
+
 // hold marks user's connection busy until the returned func is called, so
 // Reap leaves it open.
 func (p *Pool) hold(user string, c *rpc.Client) func() {

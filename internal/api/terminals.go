@@ -1,0 +1,243 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/terminal"
+)
+
+// Terminals routes executors' terminal_output and terminal_exit to the
+// client attached to each terminal through the API.
+type Terminals struct {
+	mu      sync.Mutex
+	clients map[string]*termClient // by user + "/" + terminal_id
+}
+
+// Frame is one line of the attach stream, both ways (NDJSON): the daemon
+// sends Output and Exit; the client sends Input, Resize, Detach or
+// Terminate.
+type Frame struct {
+	Output    []byte         `json:"output,omitempty"`
+	Exit      *terminal.Exit `json:"exit,omitempty"`
+	Input     []byte         `json:"input,omitempty"`
+	Resize    *[2]int        `json:"resize,omitempty"` // cols, rows
+	Detach    bool           `json:"detach,omitempty"`
+	Terminate bool           `json:"terminate,omitempty"`
+}
+
+// termClient is one attached client. Until the attach reply (scrollback)
+// is written, output is held back so nothing arrives out of order.
+type termClient struct {
+	mu      sync.Mutex
+	enc     *json.Encoder
+	flush   func() error
+	ready   bool
+	from    int64 // first seq not in the scrollback
+	pending []terminal.Output
+	done    chan struct{} // closed on exit
+	once    sync.Once
+}
+
+func key(user, id string) string { return user + "/" + id }
+
+// Handler serves terminal_output and terminal_exit from user's executor and
+// passes everything else to next.
+func (t *Terminals) Handler(user string, next rpc.Handler) rpc.Handler {
+	return rpc.HandlerFunc(func(ctx context.Context, r *rpc.Request) (any, error) {
+		switch r.Method {
+		case "terminal_output":
+			var o terminal.Output
+			if err := json.Unmarshal(r.Params, &o); err != nil {
+				return nil, rpc.InvalidParams("params", err.Error())
+			}
+			if c := t.client(user, o.TerminalID); c != nil {
+				c.output(o)
+			}
+			return nil, nil
+		case "terminal_exit":
+			var e terminal.Exit
+			if err := json.Unmarshal(r.Params, &e); err != nil {
+				return nil, rpc.InvalidParams("params", err.Error())
+			}
+			if c := t.client(user, e.TerminalID); c != nil {
+				c.exit(e)
+			}
+			return nil, nil
+		}
+		return next.Handle(ctx, r)
+	})
+}
+
+func (t *Terminals) client(user, id string) *termClient {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.clients[key(user, id)]
+}
+
+// attach makes c the terminal's client, replacing any earlier one.
+func (t *Terminals) attach(user, id string, c *termClient) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.clients == nil {
+		t.clients = map[string]*termClient{}
+	}
+	t.clients[key(user, id)] = c
+}
+
+func (t *Terminals) detach(user, id string, c *termClient) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.clients[key(user, id)] == c {
+		delete(t.clients, key(user, id))
+	}
+}
+
+func (c *termClient) output(o terminal.Output) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ready {
+		c.pending = append(c.pending, o)
+		return
+	}
+	if o.Seq >= c.from {
+		c.write(Frame{Output: o.Data})
+	}
+}
+
+func (c *termClient) exit(e terminal.Exit) {
+	c.mu.Lock()
+	c.write(Frame{Exit: &e})
+	c.mu.Unlock()
+	c.once.Do(func() { close(c.done) })
+}
+
+// start writes the scrollback, then whatever output came meanwhile.
+func (c *termClient) start(a terminal.AttachResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ready, c.from = true, a.Seq
+	if len(a.Scrollback) > 0 {
+		c.write(Frame{Output: a.Scrollback})
+	}
+	for _, o := range c.pending {
+		if o.Seq >= c.from {
+			c.write(Frame{Output: o.Data})
+		}
+	}
+	c.pending = nil
+}
+
+// write sends one frame; the client's pace holds back the executor's
+// notifications (backpressure), a failed client is simply skipped.
+func (c *termClient) write(f Frame) {
+	if c.enc.Encode(f) == nil {
+		_ = c.flush()
+	}
+}
+
+// spawnTerminal starts a shell in user's executor: {cwd, shell, env, cols, rows}.
+func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
+	var p terminal.SpawnParams
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&p); err != nil {
+		writeError(w, rpc.InvalidParams("body", err.Error()))
+		return
+	}
+	var res json.RawMessage
+	if err := s.Pool.Call(r.Context(), r.PathValue("user"), "spawn_terminal", p, &res); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.log().Info("terminal spawned", "user", r.PathValue("user"), "terminal", string(res))
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(res, '\n'))
+}
+
+func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) {
+	var res json.RawMessage
+	if err := s.Pool.Call(r.Context(), r.PathValue("user"), "list_terminals", struct{}{}, &res); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(res, '\n'))
+}
+
+// attachTerminal upgrades the request to a two-way NDJSON stream of
+// Frames (Upgrade: agor-terminal) for one terminal of user's.
+func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
+	user, id := r.PathValue("user"), r.PathValue("id")
+	if r.Header.Get("Upgrade") != "agor-terminal" {
+		writeError(w, rpc.InvalidParams("Upgrade", `must be "agor-terminal"`))
+		return
+	}
+	client, release, err := s.Pool.Acquire(r.Context(), user)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer conn.Close()
+	_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n")
+	c := &termClient{enc: json.NewEncoder(rw), flush: rw.Flush, done: make(chan struct{})}
+	s.Terminals.attach(user, id, c)
+	defer s.Terminals.detach(user, id, c)
+	var a terminal.AttachResult
+	if err := client.Call(r.Context(), "attach_terminal", terminal.IDParams{TerminalID: id}, &a); err != nil {
+		c.mu.Lock()
+		_ = c.enc.Encode(map[string]any{"error": err.Error()})
+		_ = rw.Flush()
+		c.mu.Unlock()
+		return
+	}
+	c.start(a)
+	s.pump(r.Context(), client, id, rw.Reader, c, conn)
+}
+
+// pump carries the client's frames to the executor until the client
+// detaches or goes, or the shell exits.
+func (s *Server) pump(ctx context.Context, exe *rpc.Client, id string, rd *bufio.Reader, c *termClient, conn net.Conn) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-c.done: // the shell exited: end the client's side too
+			if cr, ok := conn.(interface{ CloseRead() error }); ok {
+				_ = cr.CloseRead()
+			}
+		case <-stop:
+		}
+	}()
+	dec := json.NewDecoder(rd)
+	for {
+		var f Frame
+		if err := dec.Decode(&f); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.log().Debug("terminal client ended", "terminal", id, "err", err)
+			}
+			return
+		}
+		switch {
+		case f.Detach:
+			return
+		case f.Terminate:
+			_ = exe.Call(ctx, "terminate_terminal", terminal.IDParams{TerminalID: id}, nil)
+		case f.Resize != nil:
+			_ = exe.Call(ctx, "resize_terminal", terminal.ResizeParams{TerminalID: id, Cols: f.Resize[0], Rows: f.Resize[1]}, nil)
+		case len(f.Input) > 0:
+			_ = exe.Notify("terminal_input", terminal.InputParams{TerminalID: id, Data: f.Input})
+		}
+	}
+}
