@@ -42,7 +42,7 @@ lint_out=$work/opt/lint.txt
 } >"$lint_out" 2>&1
 
 # --- root filesystem, cached by package list ---------------------------------
-pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux"
+pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less"
 key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
 tarball=test/.cache/rootfs-$key.tar.zst
 if [ ! -s "$tarball" ]; then
