@@ -200,18 +200,34 @@ func (t *term) input(data []byte) {
 	}
 }
 
+// pipeDepth is how many PTY reads may wait for the sender: reading goes
+// on while a chunk is encoded and sent, and bounded, so a stalled
+// connection still stops the program.
+const pipeDepth = 8
+
 // read forwards output until the PTY reports that every process has
 // closed it (EIO), or the deadline set after the shell's exit passes.
+// One goroutine reads, another (send) encodes and sends, so the program
+// is not held up by the encoding of its last write.
 func (t *term) read() {
-	defer close(t.readDone)
-	buf := make([]byte, ChunkSize)
+	chunks := make(chan []byte, pipeDepth)
+	free := make(chan []byte, pipeDepth)
+	for range pipeDepth {
+		free <- make([]byte, ChunkSize)
+	}
+	sent := make(chan struct{})
+	go func() { defer close(sent); t.send(chunks, free) }()
+	defer func() { close(chunks); <-sent; close(t.readDone) }()
 	for {
+		buf := <-free
 		n, err := t.master.Read(buf)
 		if n > 0 {
-			t.emit(buf[:n])
+			chunks <- buf[:n]
+		} else {
+			free <- buf
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			t.drain(buf)
+			t.drain(chunks, free)
 			return
 		}
 		if err != nil {
@@ -222,16 +238,47 @@ func (t *term) read() {
 
 // drain takes what is already buffered when the deadline passed (a
 // process that left the session may still hold the PTY open).
-func (t *term) drain(buf []byte) {
+func (t *term) drain(chunks, free chan []byte) {
 	for range 64 {
 		_ = t.master.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		buf := <-free
 		n, err := t.master.Read(buf)
 		if n > 0 {
-			t.emit(buf[:n])
+			chunks <- buf[:n]
+		} else {
+			free <- buf
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// send emits the reads in order, joining those already waiting into
+// chunks of up to ChunkSize: fewer, larger notifications.
+func (t *term) send(chunks <-chan []byte, free chan<- []byte) {
+	out := make([]byte, 0, ChunkSize)
+	for c := range chunks {
+		out = append(out[:0], c...)
+		free <- c[:cap(c)]
+	more:
+		for len(out) < ChunkSize {
+			select {
+			case c, ok := <-chunks:
+				if !ok {
+					break more
+				}
+				if len(out)+len(c) > ChunkSize {
+					t.emit(out)
+					out = out[:0]
+				}
+				out = append(out, c...)
+				free <- c[:cap(c)]
+			default:
+				break more
+			}
+		}
+		t.emit(out)
 	}
 }
 

@@ -57,7 +57,11 @@ func newFixture(t testing.TB, cfg Config) *fixture {
 }
 
 // connect makes a connection pair over a socketpair, like the daemon's.
-func (f *fixture) connect(t testing.TB) *peer {
+func (f *fixture) connect(t testing.TB) *peer { return f.connectWith(t, nil) }
+
+// connectWith is connect with h, when given, handling what the
+// executor sends instead of the peer's own collecting handlers.
+func (f *fixture) connectWith(t testing.TB, h rpc.Handler) *peer {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -70,11 +74,14 @@ func (f *fixture) connect(t testing.TB) *peer {
 		return c
 	}
 	p := &peer{outs: map[string]*bytes.Buffer{}, seqs: map[string]int64{}, exits: map[string]Exit{}, wake: make(chan struct{}, 1)}
-	cm := rpc.NewMux()
-	cm.Register("terminal_output", p.onOutput)
-	cm.Register("terminal_exit", p.onExit)
+	if h == nil {
+		cm := rpc.NewMux()
+		cm.Register("terminal_output", p.onOutput)
+		cm.Register("terminal_exit", p.onExit)
+		h = cm
+	}
 	sc := rpc.NewConn(conn(fds[0]), f.sc, rpc.Options{})
-	p.c = rpc.NewConn(conn(fds[1]), cm, rpc.Options{})
+	p.c = rpc.NewConn(conn(fds[1]), h, rpc.Options{})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = sc.Serve(context.Background()) }()
@@ -341,15 +348,8 @@ func TestTerminateKillsSession(t *testing.T) {
 	if e.Signal == "" {
 		t.Errorf("exit %+v: want a signal", e)
 	}
-	for _, pid := range []int{bg, fg} {
-		deadline := time.Now().Add(5 * time.Second)
-		for alive(pid) { // it may still be exiting when the PTY closes
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d survived terminate", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitGone(t, bg)
+	waitGone(t, fg)
 }
 
 func readPid(t *testing.T, path string) int {
@@ -379,4 +379,17 @@ func alive(pid int) bool {
 	}
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
+}
+
+// waitGone waits for pid to end: it may still be exiting when the PTY
+// reports its end.
+func waitGone(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still running", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
