@@ -108,7 +108,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p Params) (Result, er
 	if err != nil {
 		return Result{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "start %s: %v", p.Argv[0], err)
 	}
-	stopKiller := killOnDone(ctx, cmd)
+	stopKiller := KillOnDone(ctx, cmd)
 	streamOutputs(conn, p.ExecID, outs)
 	waitErr := cmd.Wait()
 	stopKiller()
@@ -138,9 +138,9 @@ func start(p Params, dir *os.File) (*exec.Cmd, [2]io.ReadCloser, error) {
 	return cmd, outs, cmd.Start()
 }
 
-// killOnDone ends the whole process group when ctx ends: SIGTERM, then
+// KillOnDone ends the whole process group when ctx ends: SIGTERM, then
 // SIGKILL after KillGrace. The returned func stops watching.
-func killOnDone(ctx context.Context, cmd *exec.Cmd) (stop func()) {
+func KillOnDone(ctx context.Context, cmd *exec.Cmd) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

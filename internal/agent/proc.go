@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/agor-sh/agor/internal/procexec"
+)
+
+// MaxLine bounds one line of an agent's output (a big tool result).
+const MaxLine = 16 << 20
+
+// Proc is a running agent CLI speaking a line protocol on stdin/stdout.
+type Proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  *bufio.Scanner
+	stderr tail
+	wmu    sync.Mutex
+	stop   func()
+}
+
+// Start runs req.Binary with args in req.Cwd and req.Env, in a process
+// group of its own, killed (SIGTERM, then SIGKILL) when ctx ends. A
+// missing binary is CodeAgentMissing with install advice.
+func Start(ctx context.Context, req Request, install string, args ...string) (*Proc, error) {
+	if _, err := os.Stat(req.Binary); err != nil {
+		return nil, &Error{Code: CodeAgentMissing, Message: fmt.Sprintf("%s is not installed: install with %s (and set its path in the executor's agent configuration)", req.Binary, install)}
+	}
+	cmd := exec.Command(req.Binary, args...)
+	cmd.Dir, cmd.Env = req.Cwd, req.Env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &Proc{cmd: cmd}
+	cmd.Stderr = &p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("start %s: %v", req.Binary, err)}
+	}
+	p.lines = bufio.NewScanner(out)
+	p.lines.Buffer(make([]byte, 64<<10), MaxLine)
+	p.stop = procexec.KillOnDone(ctx, cmd)
+	return p, nil
+}
+
+// Line returns the next line of output, or io.EOF when the agent closed
+// its stdout.
+func (p *Proc) Line() ([]byte, error) {
+	if p.lines.Scan() {
+		return p.lines.Bytes(), nil
+	}
+	if err := p.lines.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.EOF
+}
+
+// Send writes one line to the agent's stdin; safe for concurrent use.
+func (p *Proc) Send(line []byte) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("write to agent: %w", err)
+	}
+	return nil
+}
+
+// CloseInput closes the agent's stdin (its signal to finish).
+func (p *Proc) CloseInput() error { return p.stdin.Close() }
+
+// Wait waits for the process and stops the kill watcher. A non-zero exit
+// comes back as CodeAgentCrashed with the end of its stderr.
+func (p *Proc) Wait() error {
+	err := p.cmd.Wait()
+	p.stop()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("%s: %s", ee.ProcessState, p.stderr.String())}
+	}
+	return err
+}
+
+// Stderr is the end of what the agent wrote on stderr.
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// tail keeps the last 8 KiB written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - 8<<10; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
