@@ -35,7 +35,7 @@ func main() {
 
 type options struct {
 	config, listen, executor, executorRoot, masterKey, logFormat, logLevel string
-	showVersion                                              bool
+	showVersion                                                            bool
 }
 
 const usageText = `NAME

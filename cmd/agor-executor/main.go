@@ -24,6 +24,7 @@ import (
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/sdnotify"
+	"github.com/agor-sh/agor/internal/task"
 	"github.com/agor-sh/agor/internal/version"
 )
 
@@ -45,6 +46,7 @@ func main() {
 type options struct {
 	root        string
 	rootGiven   bool
+	agents      string
 	listen      string
 	socketName  string
 	daemonUser  string
@@ -62,6 +64,7 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	fs := flag.NewFlagSet("agor-executor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.root, "root", os.Getenv("HOME"), "directory every file, exec and watch path resolves beneath (default: $HOME, which User= sets)")
+	fs.StringVar(&o.agents, "agents", task.DefaultAgentsPath, "agent CLI settings `file` (binary and environment per agentic tool; missing: each CLI by name on PATH)")
 	fs.StringVar(&o.listen, "listen", "", "listen on this Unix socket `path` (made 0660) instead of the socket systemd passes")
 	fs.StringVar(&o.socketName, "socket-name", "executor", "`name` of the activated socket (FileDescriptorName= of the .socket unit)")
 	fs.StringVar(&o.daemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served; its primary group is served too")
@@ -119,6 +122,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitUsage
 	}
+	agents, err := task.LoadAgents(o.agents)
+	if err != nil {
+		log.Error(err.Error())
+		return exitUsage
+	}
 	root, err := openRoot(o.root)
 	if err != nil && o.rootGiven {
 		log.Error(err.Error())
@@ -136,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitFailure
 	}
-	return serve(ctx, cfg, root, ln, log)
+	return serve(ctx, cfg, root, agents, ln, log)
 }
 
 func openRoot(dir string) (*fsroot.Root, error) {
@@ -180,9 +188,9 @@ func listener(o *options) (*net.UnixListener, error) {
 	return executor.Activated(o.socketName)
 }
 
-func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, ln *net.UnixListener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, ln *net.UnixListener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
-	closePrimitives := registerPrimitives(srv, root)
+	closePrimitives := registerPrimitives(srv, root, agents, log)
 	defer closePrimitives()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -2,22 +2,25 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/files"
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/procexec"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/task"
 	"github.com/agor-sh/agor/internal/terminal"
 	"github.com/agor-sh/agor/internal/watch"
 )
 
 // registerPrimitives adds the environment primitives (exec, files,
 // watching, terminals) to srv; the returned func releases what they hold.
-func registerPrimitives(srv *executor.Server, root *fsroot.Root) (closeAll func()) {
+func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Agents, log *slog.Logger) (closeAll func()) {
 	if root == nil {
 		for _, m := range []string{"exec", "read_file", "write_file", "write_files", "list_files", "watch", "unwatch",
-			"spawn_terminal", "attach_terminal", "resize_terminal", "terminate_terminal", "list_terminals"} {
+			"spawn_terminal", "attach_terminal", "resize_terminal", "terminate_terminal", "list_terminals",
+			"execute_prompt", "stop_task"} {
 			srv.Mux().Register(m, unavailable)
 		}
 		return func() {}
@@ -29,6 +32,7 @@ func registerPrimitives(srv *executor.Server, root *fsroot.Root) (closeAll func(
 	w.Register(srv.Mux())
 	terms := terminal.New(terminal.Config{Root: root, Hold: srv})
 	terms.Register(srv.Mux())
+	(&task.Service{Root: root, Hold: srv, Agents: agents, Log: log}).Register(srv.Mux())
 	return func() {
 		terms.Close()
 		w.Close()

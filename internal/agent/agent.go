@@ -93,6 +93,8 @@ const (
 	CodeAgentCrashed = "agent_crashed" // exited or broke its protocol
 	CodeModelAPI     = "model_api"     // the model API refused or failed
 	CodeTimeout      = "timeout"
+	// CodeCredentialMissing: the daemon has no API key for the agent.
+	CodeCredentialMissing = "credential_missing"
 )
 
 // Error says why a turn failed.
