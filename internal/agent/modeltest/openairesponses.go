@@ -1,0 +1,252 @@
+package modeltest
+
+// A stand-in for the OpenAI Responses API (POST /v1/responses, streamed
+// as server-sent events), the model API Codex calls.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// OpenAIUsage is the usage a scripted response reports.
+type OpenAIUsage struct {
+	InputTokens       int64
+	CachedInputTokens int64
+	OutputTokens      int64
+}
+
+// OpenAIResponsesScript says how the stand-in answers. With Command
+// empty every request gets the message Text. With Command set, a request
+// whose input has no function_call_output after its last user message
+// gets a function_call of the shell tool the request declares running
+// Command; once the output is in the input, it gets the message Text.
+type OpenAIResponsesScript struct {
+	Text    string
+	Command string
+	Usage   OpenAIUsage // per response
+}
+
+// OpenAIRequest is one request the stand-in saw.
+type OpenAIRequest struct {
+	Authorization string          // the Authorization header as sent
+	Body          json.RawMessage // the whole request body
+	Model         string
+	ShellTool     string   // name of the shell tool declared, "" if none
+	UserTexts     []string // text of every user message in the input, in order
+	AssistantText []string // text of every assistant message in the input
+	// ToolOutputs are the outputs of function_call_output items after the
+	// last user message.
+	ToolOutputs        []string
+	PreviousResponseID string
+}
+
+// OpenAIResponses is a running stand-in. URL ends in /v1 (a provider's
+// base_url).
+type OpenAIResponses struct {
+	URL    string
+	script OpenAIResponsesScript
+	srv    *httptest.Server
+
+	mu   sync.Mutex
+	reqs []OpenAIRequest
+	n    int
+}
+
+// NewOpenAIResponses starts a stand-in, closed when the test ends.
+func NewOpenAIResponses(t testing.TB, script OpenAIResponsesScript) *OpenAIResponses {
+	t.Helper()
+	s := &OpenAIResponses{script: script}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + "/v1"
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Requests returns a copy of the requests seen so far.
+func (s *OpenAIResponses) Requests() []OpenAIRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]OpenAIRequest(nil), s.reqs...)
+}
+
+func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+		http.NotFound(w, r)
+		return
+	}
+	var body oairBody
+	raw, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(raw, &body)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := body.summary(raw, r.Header.Get("Authorization"))
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	s.n++
+	id := fmt.Sprintf("resp_%d", s.n)
+	s.mu.Unlock()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	events := s.answer(id, req, body.shellParams())
+	for _, ev := range events {
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// answer is the list of events for one response.
+func (s *OpenAIResponses) answer(id string, req OpenAIRequest, params map[string]json.RawMessage) []map[string]any {
+	var item map[string]any
+	if s.script.Command != "" && req.ShellTool != "" && len(req.ToolOutputs) == 0 {
+		args, _ := json.Marshal(oairShellArgs(params, s.script.Command))
+		item = map[string]any{
+			"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id,
+			"name": req.ShellTool, "arguments": string(args), "status": "completed",
+		}
+	} else {
+		item = map[string]any{
+			"type": "message", "id": "msg_" + id, "role": "assistant", "status": "completed",
+			"content": []map[string]any{{"type": "output_text", "text": s.script.Text, "annotations": []any{}}},
+		}
+	}
+	added := map[string]any{}
+	for k, v := range item {
+		added[k] = v
+	}
+	if item["type"] == "message" {
+		added["content"] = []any{}
+		added["status"] = "in_progress"
+	}
+	u := s.script.Usage
+	events := []map[string]any{
+		{"type": "response.created", "response": map[string]any{"id": id, "status": "in_progress"}},
+		{"type": "response.output_item.added", "output_index": 0, "item": added},
+	}
+	if item["type"] == "message" {
+		events = append(events, map[string]any{
+			"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+			"item_id": item["id"], "delta": s.script.Text,
+		})
+	}
+	return append(events,
+		map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item},
+		map[string]any{"type": "response.completed", "response": map[string]any{
+			"id": id, "status": "completed",
+			"usage": map[string]any{
+				"input_tokens":          u.InputTokens,
+				"input_tokens_details":  map[string]any{"cached_tokens": u.CachedInputTokens},
+				"output_tokens":         u.OutputTokens,
+				"output_tokens_details": map[string]any{"reasoning_tokens": 0},
+				"total_tokens":          u.InputTokens + u.OutputTokens,
+			},
+		}},
+	)
+}
+
+// oairShellArgs builds the shell tool's arguments from its declared
+// parameters: exec_command takes {cmd}, the older shell tool {command:[argv]}.
+func oairShellArgs(params map[string]json.RawMessage, command string) map[string]any {
+	if _, ok := params["cmd"]; ok {
+		return map[string]any{"cmd": command}
+	}
+	var p struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(params["command"], &p)
+	if p.Type == "array" {
+		return map[string]any{"command": []string{"bash", "-lc", command}}
+	}
+	return map[string]any{"command": command}
+}
+
+type oairBody struct {
+	Model              string     `json:"model"`
+	PreviousResponseID string     `json:"previous_response_id"`
+	Input              []oairItem `json:"input"`
+	Tools              []oairTool `json:"tools"`
+}
+
+type oairItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Output  json.RawMessage `json:"output"`
+}
+
+type oairTool struct {
+	Type       string `json:"type"`
+	Name       string `json:"name"`
+	Parameters struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	} `json:"parameters"`
+}
+
+var oairShellNames = []string{"exec_command", "shell", "shell_command", "local_shell"}
+
+func (b *oairBody) shellTool() *oairTool {
+	for _, name := range oairShellNames {
+		for i := range b.Tools {
+			if b.Tools[i].Name == name || (name == "local_shell" && b.Tools[i].Type == name) {
+				return &b.Tools[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (b *oairBody) shellParams() map[string]json.RawMessage {
+	if t := b.shellTool(); t != nil {
+		return t.Parameters.Properties
+	}
+	return nil
+}
+
+func (b *oairBody) summary(raw []byte, auth string) OpenAIRequest {
+	req := OpenAIRequest{Authorization: auth, Body: raw, Model: b.Model, PreviousResponseID: b.PreviousResponseID}
+	if t := b.shellTool(); t != nil {
+		req.ShellTool = t.Name
+	}
+	for _, it := range b.Input {
+		switch {
+		case it.Type == "message" && it.Role == "user":
+			req.UserTexts = append(req.UserTexts, oairText(it.Content))
+			req.ToolOutputs = nil
+		case it.Type == "message" && it.Role == "assistant":
+			req.AssistantText = append(req.AssistantText, oairText(it.Content))
+		case it.Type == "function_call_output":
+			req.ToolOutputs = append(req.ToolOutputs, oairText(it.Output))
+		}
+	}
+	return req
+}
+
+// oairText flattens a content field: a string or a list of parts with text.
+func oairText(c json.RawMessage) string {
+	var s string
+	if json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(c, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
