@@ -27,6 +27,7 @@ SYNOPSIS
     agorctl executor list [OPTIONS] [--json]
     agorctl executors [list] | start USER... | stop USER...   [--api PATH]
     agorctl exec [--cwd DIR] [--limit D] USER -- COMMAND [ARG...]
+    agorctl prompt [--tool T] [--cwd DIR] [--mode M] [--model M] [--session ID] [--limit D] [--json] USER PROMPT...
     agorctl terminal [--cwd DIR] [--shell PATH] [--attach ID] [USER]
     agorctl creds set|delete NAME [--daemon]
     agorctl permissions [list] | approve ID | deny ID [--reason R]
@@ -57,6 +58,13 @@ COMMANDS
                      "USER {ping reply}".
     exec             Run COMMAND (no shell) as USER in their executor, in --cwd
                      beneath their home; prints its output and exits with its status.
+    prompt           Run one turn of an agent CLI (--tool claude-code, codex, gemini or
+                     opencode) as USER in their executor and show its events as they
+                     come: text, tool calls and results, permission questions (asked
+                     here on a terminal, else answer with agorctl permissions), then a
+                     summary with token usage. --session continues an earlier session
+                     (the agent resumes its own). Exits 0 completed, 1 failed, 124
+                     timeout, 130 cancelled.
     terminal         Open a shell as USER (default: you) on a terminal in their
                      executor and attach this terminal to it, in raw mode; the window
                      size follows yours (SIGWINCH). Ctrl-] detaches and leaves the
@@ -117,6 +125,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return executorsCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "exec":
 		return execCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "prompt":
+		return promptCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "terminal":
 		return terminalCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "creds":

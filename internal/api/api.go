@@ -21,6 +21,7 @@ import (
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/broker"
 	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/events"
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/peer"
@@ -41,6 +42,8 @@ type Server struct {
 	Audit      *audit.Logger    // nil: not served
 	Outputs    *Outputs         // exec output for exec calls; the pool's handlers must route to it
 	Terminals  *Terminals       // terminal output to attached clients; likewise
+	Events     *events.Sink     // agents' events, for prompts' live streams
+	Sessions   *Sessions        // each session's agent session, to resume
 	AdminGroup string
 	Log        *slog.Logger
 }
@@ -64,6 +67,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Audit != nil {
 		m.HandleFunc("GET /v1/audit", s.queryAudit)
+	}
+	if s.Broker != nil && s.Events != nil && s.Sessions != nil {
+		m.HandleFunc("POST /v1/executors/{user}/prompt", s.forUser(s.prompt))
 	}
 	if s.Broker != nil {
 		m.HandleFunc("GET /v1/permissions", s.listPermissions)
@@ -201,6 +207,8 @@ type ErrorBody struct {
 		Message string `json:"message"`
 	} `json:"error"`
 }
+
+func asRPC(err error, e **rpc.Error) bool { return errors.As(err, e) }
 
 func writeError(w http.ResponseWriter, err error) {
 	var e *rpc.Error

@@ -80,10 +80,11 @@ func New(o Options) (*Daemon, error) {
 func (d *Daemon) build(creds *credstore.Store) {
 	e, dc := d.cfg.Execution, d.cfg.Daemon
 	d.tokens = token.New(ms(e.SessionTokenExpirationMS), e.SessionTokenMaxUses)
+	sink := events.NewSink(&events.MemoryStore{}, d.log)
 	d.broker = broker.New(broker.Config{
 		Tokens: d.tokens,
 		Keys:   creds,
-		Sink:   events.NewSink(&events.MemoryStore{}, d.log),
+		Sink:   sink,
 		Audit:  d.audit,
 		Log:    d.log,
 		Limits: broker.Limits{
@@ -105,7 +106,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		// daemon's connection alone would keep it running.
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
-	srv := &api.Server{Outputs: outputs, Terminals: terms, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	srv := &api.Server{Outputs: outputs, Terminals: terms, Events: sink, Sessions: &api.Sessions{}, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.api = api.NewHTTPServer(srv.Handler())
 }
 
