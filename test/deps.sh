@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs on a fresh Debian/Ubuntu machine: a Go
-# toolchain new enough for go.mod, and gcc for the race detector (cgo).
+# toolchain new enough for go.mod, gcc for the race detector (cgo), and the
+# four agent CLIs (test/agents.sh) with Node.js.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,3 +33,15 @@ if ! command -v gcc >/dev/null; then
 	echo "deps: installing gcc for the race detector"
 	apt_install gcc libc6-dev
 fi
+# The agent tests run the real agent CLIs (npm packages; gemini needs
+# Node.js >= 20) against stand-in model servers on 127.0.0.1.
+if ! command -v npm >/dev/null; then
+	echo "deps: installing Node.js and npm for the agent CLIs"
+	apt_install nodejs npm
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+	echo "deps: Node.js $(node --version) is older than the agent CLIs need (>= 20); install a newer one" >&2
+	exit 1
+fi
+./test/agents.sh
