@@ -34,8 +34,8 @@ func main() {
 }
 
 type options struct {
-	config, listen, executor, executorRoot, masterKey, logFormat, logLevel string
-	showVersion                                                            bool
+	config, listen, executor, executorRoot, executorAgents, masterKey, logFormat, logLevel string
+	showVersion                                                                            bool
 }
 
 const usageText = `NAME
@@ -65,6 +65,7 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.listen, "listen", "", "serve the API on this Unix socket `path` instead of the activated one (default: api.socket_path)")
 	fs.StringVar(&o.executor, "executor", "/usr/libexec/agor/agor-executor", "agor-executor `path`, for backend direct")
 	fs.StringVar(&o.executorRoot, "executor-root", "", "for backend direct: executors work beneath this `directory` (default: each user's home)")
+	fs.StringVar(&o.executorAgents, "executor-agents", "", "for backend direct: the executors' agent settings `file` (default: theirs, /etc/agor/agents.yaml)")
 	fs.StringVar(&o.masterKey, "master-key", "", "credential store key `file`, made if missing, for running off systemd (default: the master-key credential from $CREDENTIALS_DIRECTORY)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "auto, journal or text")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -150,7 +151,7 @@ func serve(ctx context.Context, o *options, cfg config.Config, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(daemon.Options{Config: cfg, Executor: o.executor, Root: o.executorRoot, MasterKey: key, Listener: ln, Log: log})
+	d, err := daemon.New(daemon.Options{Config: cfg, Executor: o.executor, Root: o.executorRoot, Agents: o.executorAgents, MasterKey: key, Listener: ln, Log: log})
 	if err != nil {
 		ln.Close()
 		return err

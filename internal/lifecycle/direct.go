@@ -30,6 +30,7 @@ type Direct struct {
 	Binary      string        // path of agor-executor
 	IdleTimeout time.Duration // passed to executors; 0 keeps their default
 	Root        string        // passed as --root; "" leaves executors on the user's home
+	Agents      string        // passed as --agents; "" leaves the executor's default
 	Log         *slog.Logger
 
 	mu       sync.Mutex
@@ -129,6 +130,9 @@ func (d *Direct) spawn(e *directExec, name string) error {
 	}
 	if d.Root != "" {
 		args = append(args, "--root", d.Root)
+	}
+	if d.Agents != "" {
+		args = append(args, "--agents", d.Agents)
 	}
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Env = append(env, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor")
