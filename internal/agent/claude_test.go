@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -440,5 +441,46 @@ func TestClaudeMissingBinary(t *testing.T) {
 	}
 	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeAgentMissing {
 		t.Errorf("result = %+v", res)
+	}
+}
+
+func TestClaudeModelAPIError(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.NewAnthropic(t, modeltest.AnthTurn{Fail: http.StatusBadRequest})
+	rig := newClaudeRig(t)
+	h := &claudeHost{}
+	res := claudeRun(t, rig.request(srv, "say hello", "default"), h)
+	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeModelAPI {
+		t.Fatalf("result = %+v (err %v), want failed with %s", res, res.Err, agent.CodeModelAPI)
+	}
+	if !strings.Contains(res.Err.Message, "stand-in failure 400") {
+		t.Errorf("error message = %q, want the API's own message", res.Err.Message)
+	}
+	if ev := h.of(agent.ErrorEvent); len(ev) != 1 || ev[0].Data["code"] != agent.CodeModelAPI {
+		t.Errorf("error events = %+v", ev)
+	}
+	h.check(t)
+}
+
+func TestClaudeExitWithoutResult(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nread line\necho '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"abc\"}'\necho 'out of cheese' >&2\nexit 3\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req := agent.Request{Prompt: "hi", Cwd: t.TempDir(), Binary: bin, Env: []string{"PATH=/usr/bin:/bin"}}
+	res, err := agent.Claude{}.Run(context.Background(), req, &claudeHost{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeAgentCrashed {
+		t.Fatalf("result = %+v, want failed with %s", res, agent.CodeAgentCrashed)
+	}
+	if !strings.Contains(res.Err.Message, "out of cheese") || !strings.Contains(res.Err.Message, "exit status 3") {
+		t.Errorf("message = %q, want the exit status and stderr tail", res.Err.Message)
+	}
+	if res.AgentSession != "abc" {
+		t.Errorf("AgentSession = %q", res.AgentSession)
 	}
 }

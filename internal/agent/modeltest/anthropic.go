@@ -28,6 +28,9 @@ type AnthTurn struct {
 	Text  string
 	Bash  string
 	Usage AnthUsage // of every response in this turn; zero: AnthDefaultUsage
+	// Fail, when set, answers the turn with this HTTP status and an
+	// Anthropic error body instead.
+	Fail int
 }
 
 // AnthDefaultUsage is what a response reports when its turn sets none.
@@ -121,7 +124,17 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.reqs = append(a.reqs, req)
 	blocks, usage, ok := a.reply(req.Conversation, anthAfterToolResult(body.Messages))
+	fail := 0
+	if req.Conversation && a.next > 0 {
+		fail = a.script[a.next-1].Fail
+	}
 	a.mu.Unlock()
+	if fail != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(fail)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"api_error","message":"stand-in failure %d"}}`, fail)
+		return
+	}
 	if !ok {
 		a.t.Errorf("anthropic stand-in: request %d is beyond the script", len(a.Requests()))
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"beyond the script"}}`, http.StatusBadRequest)
