@@ -1,0 +1,341 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/agent/modeltest"
+)
+
+// acpTestKey is the API key the tests hand the agents; the stand-ins must
+// see it.
+const acpTestKey = "agor-test-key-0123456789"
+
+// acpHost is a fake Host: it records events and answers every
+// permission question with decision.
+type acpHost struct {
+	decision Decision
+
+	mu     sync.Mutex
+	events []Event
+	asked  []string
+}
+
+func (h *acpHost) Emit(ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+}
+
+func (h *acpHost) Ask(_ context.Context, tool string, _ json.RawMessage) Decision {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.asked = append(h.asked, tool)
+	return h.decision
+}
+
+func (h *acpHost) ofType(typ string) []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Event
+	for _, ev := range h.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (h *acpHost) text() string {
+	var b strings.Builder
+	for _, ev := range h.ofType(TextDelta) {
+		b.WriteString(ev.Data["text"].(string))
+	}
+	return b.String()
+}
+
+func (h *acpHost) dump(t *testing.T) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range h.events {
+		d, _ := json.Marshal(ev.Data)
+		t.Logf("event %s %s", ev.Type, d)
+	}
+}
+
+// acpCase is one agent under test: its adapter, binary, stand-in model
+// server and what the stand-in answers.
+type acpCase struct {
+	name    string
+	adapter Adapter
+	binary  string
+	env     func(t *testing.T) (env []string, keys func() []string, stop func())
+	text    string // the plain turn's reply
+	done    string // the reply after a tool result
+	marker  string // makes the stand-in call the shell tool
+}
+
+// acpBinary finds an agent CLI: $envVar, else test/agents.sh's install.
+func acpBinary(t *testing.T, envVar, rel string) string {
+	t.Helper()
+	bin := os.Getenv(envVar)
+	if bin == "" {
+		bin = filepath.Join("..", "..", "test", ".cache", "agents", rel)
+	}
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		t.Fatalf("agent CLI %s missing (%v): run test/agents.sh, or set %s", abs, err, envVar)
+	}
+	return abs
+}
+
+func acpCases(t *testing.T) []acpCase {
+	return []acpCase{{
+		name: "gemini",
+		// One attempt, no fetch retries: a dead stand-in fails fast.
+		adapter: NewGemini(map[string]any{"maxAttempts": 1, "retryFetchErrors": false}),
+		binary:  acpBinary(t, "AGOR_AGENT_GEMINI", "gemini/node_modules/.bin/gemini"),
+		env: func(t *testing.T) ([]string, func() []string, func()) {
+			g := modeltest.NewGemini(t)
+			return []string{"GEMINI_API_KEY=" + acpTestKey, "GOOGLE_GEMINI_BASE_URL=" + g.URL}, g.Keys, g.Close
+		},
+		text: modeltest.GeminiText, done: modeltest.GeminiDone, marker: modeltest.GeminiCommandMarker,
+	}, {
+		name:    "opencode",
+		adapter: NewOpencode(),
+		binary:  acpBinary(t, "AGOR_AGENT_OPENCODE", "opencode/node_modules/.bin/opencode"),
+		env: func(t *testing.T) ([]string, func() []string, func()) {
+			o := modeltest.NewOpenAIChat(t)
+			return []string{"OPENAI_API_KEY=" + acpTestKey, OpencodeBaseURLEnv + "=" + o.URL}, o.Keys, o.Close
+		},
+		text: modeltest.OpenAIChatText, done: modeltest.OpenAIChatDone, marker: modeltest.OpenAIChatCommandMarker,
+	}}
+}
+
+// request is a turn with its own cwd, HOME and XDG dirs.
+func (c acpCase) request(t *testing.T, prompt string) (Request, func() []string, func()) {
+	dir := t.TempDir()
+	cwd, home := filepath.Join(dir, "work"), filepath.Join(dir, "home")
+	for _, d := range []string{cwd, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{
+		"HOME=" + home, "USER=" + os.Getenv("USER"), "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8",
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+	}
+	extra, keys, stop := c.env(t)
+	return Request{
+		SessionID: "s1", TaskID: "t1", Prompt: prompt, Cwd: cwd, PermissionMode: "default",
+		Binary: c.binary, Env: append(env, extra...),
+	}, keys, stop
+}
+
+func (c acpCase) run(t *testing.T, ctx context.Context, req Request, h *acpHost) (Result, error) {
+	return c.runWith(t, ctx, req, h, h)
+}
+
+func (c acpCase) runWith(t *testing.T, ctx context.Context, req Request, host Host, h *acpHost) (Result, error) {
+	t.Helper()
+	start := time.Now()
+	res, err := c.adapter.Run(ctx, req, host)
+	t.Logf("%s: %v, status %s, err %v, result err %v, usage %+v, session %q", c.name, time.Since(start).Round(time.Millisecond),
+		res.Status, err, res.Err, res.Usage, res.AgentSession)
+	if t.Failed() || testing.Verbose() {
+		h.dump(t)
+	}
+	return res, err
+}
+
+func TestACPAgents(t *testing.T) {
+	for _, c := range acpCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("plain", func(t *testing.T) { testACPPlain(t, c) })
+			t.Run("allow", func(t *testing.T) { testACPTool(t, c, true) })
+			t.Run("deny", func(t *testing.T) { testACPTool(t, c, false) })
+			t.Run("cancel", func(t *testing.T) { testACPCancel(t, c) })
+			t.Run("model_down", func(t *testing.T) { testACPModelDown(t, c) })
+		})
+	}
+}
+
+func testACPPlain(t *testing.T, c acpCase) {
+	req, keys, _ := c.request(t, "Say hello.")
+	h := &acpHost{}
+	res, err := c.run(t, t.Context(), req, h)
+	if err != nil || res.Status != "completed" {
+		t.Fatalf("plain turn: status %q, err %v", res.Status, err)
+	}
+	if got := h.text(); got != c.text {
+		t.Errorf("text deltas = %q, want %q", got, c.text)
+	}
+	if res.AgentSession == "" || res.MessageCount < 1 {
+		t.Errorf("agent session %q, messages %d", res.AgentSession, res.MessageCount)
+	}
+	if len(h.ofType(MessageStart)) == 0 || len(h.ofType(MessageStop)) == 0 {
+		t.Error("no message_start/message_stop around the reply")
+	}
+	for _, ev := range h.ofType(TextDelta) {
+		if len(ev.Raw) == 0 || strings.Contains(string(ev.Raw), acpTestKey) {
+			t.Errorf("text_delta raw %q: want the notification, without the key", ev.Raw)
+		}
+	}
+	if k := keys(); len(k) != 1 || k[0] != acpTestKey {
+		t.Errorf("stand-in saw keys %q, want only %q", k, acpTestKey)
+	}
+}
+
+func testACPTool(t *testing.T, c acpCase, allow bool) {
+	req, _, _ := c.request(t, "Make a file. "+c.marker+"touch made-by-agent")
+	h := &acpHost{decision: Decision{Approved: allow, Reason: "test says so"}}
+	res, err := c.run(t, t.Context(), req, h)
+	if err != nil {
+		t.Fatalf("tool turn: %v", err)
+	}
+	_, statErr := os.Stat(filepath.Join(req.Cwd, "made-by-agent"))
+	if allow != (statErr == nil) {
+		t.Errorf("approved %v, but stat made-by-agent: %v", allow, statErr)
+	}
+	if len(h.asked) != 1 {
+		t.Errorf("daemon asked %d times (%q), want once", len(h.asked), h.asked)
+	}
+	decided := h.ofType(PermissionDecided)
+	if len(h.ofType(PermissionAsked)) != 1 || len(decided) != 1 || decided[0].Data["approved"] != allow {
+		t.Errorf("permission events: asked %d, decided %v", len(h.ofType(PermissionAsked)), decided)
+	}
+	if len(h.ofType(ToolCall)) == 0 {
+		t.Error("no tool_call event")
+	}
+	if allow {
+		if res.Status != "completed" || !strings.HasPrefix(h.text(), c.done) {
+			t.Errorf("after the tool: status %q, text %q, want %q...", res.Status, h.text(), c.done)
+		}
+		if results := h.ofType(ToolResult); len(results) == 0 || results[0].Data["is_error"] != false {
+			t.Errorf("tool results %v, want one that succeeded", results)
+		}
+	}
+}
+
+func testACPCancel(t *testing.T, c acpCase) {
+	// The permission question never gets an answer until the turn is
+	// cancelled: the agent sits mid-turn with its tool pending.
+	req, _, _ := c.request(t, c.marker+"sleep 60")
+	h := &acpBlockingHost{asked: make(chan struct{}), acpHost: &acpHost{}}
+	ctx, cancel := context.WithCancel(t.Context())
+	var res Result
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = c.runWith(t, ctx, req, h, h.acpHost)
+	}()
+	select {
+	case <-h.asked:
+	case <-done:
+		t.Fatalf("turn ended before the permission question: %v %v", res, err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no permission question")
+	}
+	pgid := h.pgid(req)
+	cancel()
+	start := time.Now()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of cancellation")
+	}
+	t.Logf("Run returned %v after cancel", time.Since(start))
+	if !errors.Is(err, context.Canceled) || res.Status != "failed" {
+		t.Errorf("cancelled turn: status %q, err %v", res.Status, err)
+	}
+	if pgid > 0 {
+		if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("process group %d still there after Run returned: %v", pgid, err)
+		}
+	}
+}
+
+// acpBlockingHost answers no permission question until ctx ends.
+type acpBlockingHost struct {
+	*acpHost
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (h *acpBlockingHost) Ask(ctx context.Context, tool string, input json.RawMessage) Decision {
+	h.once.Do(func() { close(h.asked) })
+	<-ctx.Done()
+	return Decision{Reason: "cancelled"}
+}
+
+// pgid finds the agent's process group: the process whose cwd is req.Cwd
+// and which leads its group.
+func (h *acpBlockingHost) pgid(req Request) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid := 0
+		for _, ch := range e.Name() {
+			if ch < '0' || ch > '9' {
+				pid = -1
+				break
+			}
+			pid = pid*10 + int(ch-'0')
+		}
+		if pid <= 0 {
+			continue
+		}
+		if cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); cwd != req.Cwd {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err == nil && g == pid {
+			return pid
+		}
+	}
+	return 0
+}
+
+func testACPModelDown(t *testing.T, c acpCase) {
+	req, _, stop := c.request(t, "Say hello.")
+	stop()
+	h := &acpHost{}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	res, err := c.run(t, ctx, req, h)
+	if ctx.Err() != nil {
+		t.Fatalf("a dead model API did not fail the turn within 90s")
+	}
+	if err == nil || res.Status != "failed" || res.Err == nil {
+		t.Fatalf("dead model API: status %q, err %v, result err %v", res.Status, err, res.Err)
+	}
+}
+
+func TestACPMissingBinary(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"gemini", "opencode"} {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		home := t.TempDir()
+		res, err := a.Run(t.Context(), Request{Cwd: home, Binary: filepath.Join(home, "no-such-cli"), Env: []string{"HOME=" + home}}, &acpHost{})
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeAgentMissing || res.Err == nil || res.Err.Code != CodeAgentMissing || res.Status != "failed" {
+			t.Errorf("%s: res %+v, err %v; want %s", name, res, err, CodeAgentMissing)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package modeltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// GeminiCommandMarker in a user message makes the Gemini stand-in ask for
+// the agent's shell tool with the rest of that line as the command.
+const GeminiCommandMarker = "run the shell command: "
+
+// GeminiText is the stand-in's answer to a plain turn; GeminiDone starts its
+// answer after a tool result.
+const (
+	GeminiText = "Hello from the Gemini stand-in."
+	GeminiDone = "The command finished."
+)
+
+// Gemini is a stand-in for the Gemini API's streamGenerateContent (SSE):
+// a plain turn answers GeminiText; a turn whose last user message holds
+// GeminiCommandMarker calls the agent's shell tool (found by name in the
+// request's tools) and, once the functionResponse comes back, answers
+// GeminiDone. Every request and the API key it carried are recorded.
+type Gemini struct {
+	URL string
+
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []GeminiRequest
+}
+
+// GeminiRequest is one request the stand-in saw.
+type GeminiRequest struct {
+	Path string
+	Key  string // x-goog-api-key header or key query parameter
+	Body json.RawMessage
+}
+
+// NewGemini starts the stand-in; it stops when the test ends.
+func NewGemini(t testing.TB) *Gemini {
+	g := &Gemini{}
+	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
+	g.URL = g.srv.URL
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+// Close stops the server early (a dead model API).
+func (g *Gemini) Close() { g.srv.Close() }
+
+// Requests returns what the stand-in has seen so far.
+func (g *Gemini) Requests() []GeminiRequest {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]GeminiRequest(nil), g.reqs...)
+}
+
+// Keys returns the distinct API keys seen.
+func (g *Gemini) Keys() []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, r := range g.Requests() {
+		if !seen[r.Key] {
+			seen[r.Key] = true
+			keys = append(keys, r.Key)
+		}
+	}
+	return keys
+}
+
+type gemPart struct {
+	Text             string          `json:"text,omitempty"`
+	FunctionCall     json.RawMessage `json:"functionCall,omitempty"`
+	FunctionResponse json.RawMessage `json:"functionResponse,omitempty"`
+}
+
+type gemContent struct {
+	Role  string    `json:"role"`
+	Parts []gemPart `json:"parts"`
+}
+
+type gemBody struct {
+	Contents []gemContent `json:"contents"`
+	Tools    []struct {
+		FunctionDeclarations []struct {
+			Name string `json:"name"`
+		} `json:"functionDeclarations"`
+	} `json:"tools"`
+}
+
+func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	key := r.Header.Get("x-goog-api-key")
+	if key == "" {
+		key = r.URL.Query().Get("key")
+	}
+	g.mu.Lock()
+	g.reqs = append(g.reqs, GeminiRequest{Path: r.URL.Path, Key: key, Body: body})
+	g.mu.Unlock()
+	var b gemBody
+	_ = json.Unmarshal(body, &b)
+	switch {
+	case strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
+		g.stream(w, b)
+	case strings.HasSuffix(r.URL.Path, ":generateContent"):
+		// Side calls (next-speaker checks and the like) want JSON text.
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(gemChunk(gemContent{Role: "model", Parts: []gemPart{{Text: `{"reasoning":"the model answered","next_speaker":"user"}`}}}, true))
+	case strings.HasSuffix(r.URL.Path, ":countTokens"):
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"totalTokens":10}`)
+	default:
+		http.Error(w, `{"error":{"code":404,"message":"not in the stand-in","status":"NOT_FOUND"}}`, http.StatusNotFound)
+	}
+}
+
+func (g *Gemini) stream(w http.ResponseWriter, b gemBody) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	last := gemLast(b.Contents)
+	switch cmd, ok := gemCommand(last); {
+	case gemHasResponse(last):
+		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: GeminiDone}}}, false)
+		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: " It ran."}}}, true)
+	case ok:
+		call, _ := json.Marshal(map[string]any{"name": gemShellTool(b), "args": map[string]any{"command": cmd, "description": "run it"}})
+		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{FunctionCall: call}}}, true)
+	default:
+		half := len(GeminiText) / 2
+		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: GeminiText[:half]}}}, false)
+		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: GeminiText[half:]}}}, true)
+	}
+}
+
+func gemLast(cs []gemContent) gemContent {
+	if len(cs) == 0 {
+		return gemContent{}
+	}
+	return cs[len(cs)-1]
+}
+
+func gemHasResponse(c gemContent) bool {
+	for _, p := range c.Parts {
+		if len(p.FunctionResponse) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func gemCommand(c gemContent) (string, bool) {
+	for _, p := range c.Parts {
+		if _, after, ok := strings.Cut(p.Text, GeminiCommandMarker); ok {
+			cmd, _, _ := strings.Cut(after, "\n")
+			return strings.TrimSpace(cmd), true
+		}
+	}
+	return "", false
+}
+
+// gemShellTool names the agent's shell tool among the declared functions.
+func gemShellTool(b gemBody) string {
+	for _, t := range b.Tools {
+		for _, f := range t.FunctionDeclarations {
+			if strings.Contains(f.Name, "shell") {
+				return f.Name
+			}
+		}
+	}
+	return "run_shell_command"
+}
+
+func gemChunk(c gemContent, last bool) map[string]any {
+	cand := map[string]any{"content": c, "index": 0}
+	chunk := map[string]any{"candidates": []any{cand}, "modelVersion": "stand-in"}
+	if last {
+		cand["finishReason"] = "STOP"
+		chunk["usageMetadata"] = map[string]any{"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18}
+	}
+	return chunk
+}
+
+func gemSend(w http.ResponseWriter, c gemContent, last bool) {
+	data, _ := json.Marshal(gemChunk(c, last))
+	fmt.Fprintf(w, "data: %s\r\n\r\n", data)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,212 @@
+package modeltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// OpenAIChatCommandMarker in the last user message makes the chat
+// completions stand-in call the agent's shell tool with the rest of that
+// line as the command.
+const OpenAIChatCommandMarker = "run the shell command: "
+
+// Answers of the chat completions stand-in.
+const (
+	OpenAIChatText  = "Hello from the chat completions stand-in."
+	OpenAIChatDone  = "The command finished."
+	OpenAIChatTitle = "Stand-in title"
+)
+
+// OpenAIChat is a stand-in for an OpenAI-compatible chat completions API
+// (POST /v1/chat/completions, stream:true): a plain turn answers
+// OpenAIChatText; a turn whose last user message holds
+// OpenAIChatCommandMarker calls the agent's shell tool (bash, shell, ...
+// found in the request's tools) and, after the tool message, answers
+// OpenAIChatDone; a request without tools (a title request) gets
+// OpenAIChatTitle. Streams end with finish_reason, a usage chunk and
+// [DONE]. Every request and the API key it carried are recorded.
+type OpenAIChat struct {
+	URL string // ends in /v1
+
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []OpenAIChatRequest
+}
+
+// OpenAIChatRequest is one request the stand-in saw.
+type OpenAIChatRequest struct {
+	Path string
+	Key  string // the bearer token
+	Body json.RawMessage
+}
+
+// NewOpenAIChat starts the stand-in; it stops when the test ends.
+func NewOpenAIChat(t testing.TB) *OpenAIChat {
+	o := &OpenAIChat{}
+	o.srv = httptest.NewServer(http.HandlerFunc(o.serve))
+	o.URL = o.srv.URL + "/v1"
+	t.Cleanup(o.srv.Close)
+	return o
+}
+
+// Close stops the server early (a dead model API).
+func (o *OpenAIChat) Close() { o.srv.Close() }
+
+// Requests returns what the stand-in has seen so far.
+func (o *OpenAIChat) Requests() []OpenAIChatRequest {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]OpenAIChatRequest(nil), o.reqs...)
+}
+
+// Keys returns the distinct API keys seen.
+func (o *OpenAIChat) Keys() []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, r := range o.Requests() {
+		if !seen[r.Key] {
+			seen[r.Key] = true
+			keys = append(keys, r.Key)
+		}
+	}
+	return keys
+}
+
+type oaicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type oaicBody struct {
+	Model    string        `json:"model"`
+	Messages []oaicMessage `json:"messages"`
+	Tools    []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	o.mu.Lock()
+	o.reqs = append(o.reqs, OpenAIChatRequest{Path: r.URL.Path, Key: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Body: body})
+	o.mu.Unlock()
+	if r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"not in the stand-in"}}`, http.StatusNotFound)
+		return
+	}
+	var b oaicBody
+	_ = json.Unmarshal(body, &b)
+	w.Header().Set("Content-Type", "text/event-stream")
+	s := oaicStream{w: w, model: b.Model}
+	last := oaicLast(b.Messages)
+	cmd, isCmd := oaicCommand(last)
+	switch {
+	case len(b.Tools) == 0:
+		s.text(OpenAIChatTitle)
+		s.finish("stop")
+	case last.Role == "tool":
+		s.text(OpenAIChatDone)
+		s.text(" It ran.")
+		s.finish("stop")
+	case isCmd:
+		s.toolCall(oaicShellTool(b), cmd)
+		s.finish("tool_calls")
+	default:
+		half := len(OpenAIChatText) / 2
+		s.text(OpenAIChatText[:half])
+		s.text(OpenAIChatText[half:])
+		s.finish("stop")
+	}
+}
+
+func oaicLast(ms []oaicMessage) oaicMessage {
+	if len(ms) == 0 {
+		return oaicMessage{}
+	}
+	return ms[len(ms)-1]
+}
+
+// oaicText flattens a message's content (a string or a list of parts).
+func oaicText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text + "\n")
+	}
+	return b.String()
+}
+
+func oaicCommand(m oaicMessage) (string, bool) {
+	if m.Role != "user" {
+		return "", false
+	}
+	_, after, ok := strings.Cut(oaicText(m.Content), OpenAIChatCommandMarker)
+	if !ok {
+		return "", false
+	}
+	cmd, _, _ := strings.Cut(after, "\n")
+	return strings.TrimSpace(cmd), true
+}
+
+func oaicShellTool(b oaicBody) string {
+	for _, t := range b.Tools {
+		if n := t.Function.Name; n == "bash" || strings.Contains(n, "shell") {
+			return n
+		}
+	}
+	return "bash"
+}
+
+type oaicStream struct {
+	w     http.ResponseWriter
+	model string
+}
+
+func (s oaicStream) send(v any) {
+	data, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "data: %s\n\n", data)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s oaicStream) chunk(delta map[string]any, finish any) map[string]any {
+	return map[string]any{
+		"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": 1, "model": s.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
+	}
+}
+
+func (s oaicStream) text(t string) {
+	s.send(s.chunk(map[string]any{"role": "assistant", "content": t}, nil))
+}
+
+func (s oaicStream) toolCall(name, cmd string) {
+	args, _ := json.Marshal(map[string]string{"command": cmd, "description": "run it"})
+	call := map[string]any{"index": 0, "id": "call_standin_1", "type": "function", "function": map[string]any{"name": name, "arguments": string(args)}}
+	s.send(s.chunk(map[string]any{"role": "assistant", "tool_calls": []any{call}}, nil))
+}
+
+func (s oaicStream) finish(reason string) {
+	s.send(s.chunk(map[string]any{}, reason))
+	usage := s.chunk(nil, nil)
+	usage["choices"] = []any{}
+	usage["usage"] = map[string]any{"prompt_tokens": 13, "completion_tokens": 5, "total_tokens": 18}
+	s.send(usage)
+	fmt.Fprint(s.w, "data: [DONE]\n\n")
+}

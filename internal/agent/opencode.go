@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+)
+
+// Defaults of the opencode adapter.
+const (
+	OpencodeDefaultModel   = "gpt-4.1-mini"
+	OpencodeDefaultBaseURL = "https://api.openai.com/v1"
+	// OpencodeBaseURLEnv names the variable in req.Env with the
+	// OpenAI-compatible endpoint (…/v1) opencode is to call.
+	OpencodeBaseURLEnv = "AGOR_OPENCODE_BASE_URL"
+)
+
+func init() { Register("opencode", NewOpencode()) }
+
+// NewOpencode is the adapter for opencode, driven over ACP (`opencode
+// acp`). It writes $HOME/.config/agor/opencode/MODEL.json and points
+// OPENCODE_CONFIG at it: one provider, "agor", using the bundled
+// @ai-sdk/openai-compatible with baseURL from AGOR_OPENCODE_BASE_URL
+// (default the OpenAI API) and the key from OPENAI_API_KEY, both read by
+// opencode from its environment ({env:...}), so the file holds no secret;
+// the model with tool_call; bash, edit and webfetch set to "ask" so every
+// such call reaches the ACP client's permission handling; autoupdate off,
+// sharing disabled.
+//
+// Resume uses session/resume (opencode offers it; no history replay).
+func NewOpencode() *ACP {
+	return &ACP{Key: "OPENAI_API_KEY", Install: "npm install -g opencode-ai", Setup: opencodeSetup}
+}
+
+func opencodeSetup(req *Request) ([]string, error) {
+	home, err := acpHome(req)
+	if err != nil {
+		return nil, err
+	}
+	model := req.Model
+	if model == "" {
+		model = OpencodeDefaultModel
+	}
+	if acpGetenv(req.Env, OpencodeBaseURLEnv) == "" {
+		req.Env = acpSetenv(req.Env, OpencodeBaseURLEnv, OpencodeDefaultBaseURL)
+	}
+	data, err := json.MarshalIndent(opencodeConfig(model), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	name := strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(model) + ".json"
+	path := filepath.Join(home, ".config", "agor", "opencode", name)
+	if err := acpWriteFile(path, data); err != nil {
+		return nil, err
+	}
+	for _, kv := range [][2]string{
+		{"OPENCODE_CONFIG", path},
+		{"OPENCODE_DISABLE_MODELS_FETCH", "true"},
+		{"OPENCODE_DISABLE_AUTOUPDATE", "true"},
+		{"OPENCODE_DISABLE_SHARE", "true"},
+	} {
+		req.Env = acpSetenv(req.Env, kv[0], kv[1])
+	}
+	return []string{"acp"}, nil
+}
+
+func opencodeConfig(model string) map[string]any {
+	return map[string]any{
+		"$schema":           "https://opencode.ai/config.json",
+		"autoupdate":        false,
+		"share":             "disabled",
+		"model":             "agor/" + model,
+		"small_model":       "agor/" + model,
+		"enabled_providers": []string{"agor"},
+		"permission":        map[string]string{"bash": "ask", "edit": "ask", "webfetch": "ask"},
+		"provider": map[string]any{"agor": map[string]any{
+			"npm":  "@ai-sdk/openai-compatible",
+			"name": "agor",
+			"options": map[string]any{
+				"baseURL": "{env:" + OpencodeBaseURLEnv + "}",
+				"apiKey":  "{env:OPENAI_API_KEY}",
+			},
+			"models": map[string]any{model: map[string]any{"name": model, "tool_call": true}},
+		}},
+	}
+}
