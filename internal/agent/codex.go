@@ -194,6 +194,9 @@ func codexRedactor(env []string, key string) func([]byte) []byte {
 	}
 }
 
+// codexTrace, when set (by tests), sees every line codex writes.
+var codexTrace func(task string, line []byte)
+
 // codexTurn is the state of one Run.
 type codexTurn struct {
 	ctx             context.Context
@@ -343,6 +346,9 @@ func (t *codexTurn) read() (codexMsg, []byte, error) {
 			continue
 		}
 		raw := t.redact(bytes.Clone(line))
+		if codexTrace != nil {
+			codexTrace(t.req.TaskID, raw)
+		}
 		var m codexMsg
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return codexMsg{}, nil, fmt.Errorf("codex wrote a line that is not JSON-RPC: %.200s", raw)
@@ -496,8 +502,8 @@ func (t *codexTurn) notification(method string, params json.RawMessage, raw []by
 
 // tokens adds one model response's usage (last) to the turn's.
 func (t *codexTurn) tokens(p codexParams, raw []byte) {
-	if t.turnID != "" && p.TurnID != "" && p.TurnID != t.turnID {
-		return
+	if t.turnID == "" || (p.TurnID != "" && p.TurnID != t.turnID) {
+		return // thread/resume replays the thread's earlier usage
 	}
 	u := p.TokenUsage.Last
 	t.res.Usage.InputTokens += u.InputTokens
@@ -571,6 +577,7 @@ func (t *codexTurn) itemCompleted(it codexItem, raw []byte) {
 	data := map[string]any{"tool_use_id": it.ID, "is_error": it.Status != "completed"}
 	switch it.Type {
 	case "commandExecution":
+		data["output"] = ""
 		if it.AggregatedOutput != nil {
 			data["output"] = *it.AggregatedOutput
 		}

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,40 @@ import (
 
 const codexTestKey = "sk-codex-test-0123456789"
 
+var codexTraces sync.Map // task id -> *[]string
+
+func init() {
+	codexTrace = func(task string, line []byte) {
+		v, _ := codexTraces.LoadOrStore(task, new(codexTraceLog))
+		l := v.(*codexTraceLog)
+		l.mu.Lock()
+		l.lines = append(l.lines, string(line))
+		l.mu.Unlock()
+	}
+}
+
+type codexTraceLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// codexTaskID is a task id unique to the test, whose protocol trace is
+// logged when the test fails.
+func codexTaskID(t *testing.T) string {
+	id := t.Name()
+	t.Cleanup(func() {
+		v, ok := codexTraces.LoadAndDelete(id)
+		if !ok || !t.Failed() {
+			return
+		}
+		l := v.(*codexTraceLog)
+		for _, line := range l.lines {
+			t.Logf("codex: %.600s", line)
+		}
+	})
+	return id
+}
+
 // codexHost records events and answers permission questions.
 type codexHost struct {
 	approve bool
@@ -22,12 +58,17 @@ type codexHost struct {
 	events  []Event
 	asked   []string
 	onAsk   func()
+	onEmit  func(Event)
 }
 
 func (h *codexHost) Emit(ev Event) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.events = append(h.events, ev)
+	onEmit := h.onEmit
+	h.mu.Unlock()
+	if onEmit != nil {
+		onEmit(ev)
+	}
 }
 
 func (h *codexHost) Ask(ctx context.Context, tool string, input json.RawMessage) Decision {
@@ -103,7 +144,7 @@ func codexRequest(t *testing.T, srv *modeltest.OpenAIResponses, prompt, mode str
 	home := t.TempDir()
 	cwd := t.TempDir()
 	return Request{
-		TaskID: "task-1", Prompt: prompt, Cwd: cwd, PermissionMode: mode,
+		TaskID: codexTaskID(t), Prompt: prompt, Cwd: cwd, PermissionMode: mode,
 		Binary: codexBinary(t),
 		Env: []string{
 			"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"),
@@ -157,5 +198,205 @@ func TestCodexPlainTurn(t *testing.T) {
 		if strings.Contains(string(ev.Raw), codexTestKey) {
 			t.Errorf("key in raw event %s", ev.Raw)
 		}
+	}
+}
+
+// codexToolTurn runs a turn in which the model asks to touch a file.
+func codexToolTurn(t *testing.T, mode string, approve bool) (*codexHost, *modeltest.OpenAIResponses, Request, Result) {
+	t.Helper()
+	srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{
+		Text: "Done.", Command: "touch made-by-agent", Usage: codexUsage,
+	})
+	host := &codexHost{approve: approve}
+	req := codexRequest(t, srv, "make a file", mode)
+	res := codexRun(t, req, host)
+	return host, srv, req, res
+}
+
+func TestCodexToolApproved(t *testing.T) {
+	t.Parallel()
+	host, srv, req, res := codexToolTurn(t, "default", true)
+	if _, err := os.Stat(filepath.Join(req.Cwd, "made-by-agent")); err != nil {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+	calls := host.of(ToolCall)
+	if len(calls) != 1 || calls[0].Data["tool_name"] != "exec_command" ||
+		!strings.Contains(calls[0].Data["tool_input"].(map[string]any)["command"].(string), "touch made-by-agent") {
+		t.Errorf("tool_call events %+v", calls)
+	}
+	asked, decided := host.of(PermissionAsked), host.of(PermissionDecided)
+	if len(asked) != 1 || len(decided) != 1 || decided[0].Data["approved"] != true {
+		t.Errorf("permission events %+v %+v", asked, decided)
+	}
+	results := host.of(ToolResult)
+	if len(results) != 1 || results[0].Data["is_error"] != false || results[0].Data["exit_code"] != 0 {
+		t.Errorf("tool_result events %+v", results)
+	}
+	if got := host.text(); got != "Done." {
+		t.Errorf("text %q", got)
+	}
+	want := Usage{InputTokens: 240, CacheReadTokens: 40, OutputTokens: 60} // two model responses
+	if res.Usage != want {
+		t.Errorf("usage %+v, want %+v", res.Usage, want)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || len(reqs[1].ToolOutputs) != 1 {
+		t.Fatalf("model requests %+v", reqs)
+	}
+}
+
+func TestCodexToolDeclined(t *testing.T) {
+	t.Parallel()
+	host, srv, req, _ := codexToolTurn(t, "default", false)
+	if _, err := os.Stat(filepath.Join(req.Cwd, "made-by-agent")); !os.IsNotExist(err) {
+		t.Errorf("the declined command ran (stat: %v)", err)
+	}
+	decided := host.of(PermissionDecided)
+	if len(decided) != 1 || decided[0].Data["approved"] != false {
+		t.Errorf("permission_decided %+v", decided)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || len(reqs[1].ToolOutputs) != 1 {
+		t.Fatalf("model requests %+v", reqs)
+	}
+	t.Logf("the model was told: %q", reqs[1].ToolOutputs[0])
+}
+
+func TestCodexModes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode    string
+		created bool // the file exists afterwards
+	}{
+		{"bypassPermissions", true}, // never asks, no sandbox
+		{"plan", false},             // never asks, read-only sandbox
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			host, srv, req, _ := codexToolTurn(t, tc.mode, false)
+			for _, r := range srv.Requests() {
+				t.Logf("model request: tool outputs %q", r.ToolOutputs)
+			}
+			_, err := os.Stat(filepath.Join(req.Cwd, "made-by-agent"))
+			if created := err == nil; created != tc.created {
+				t.Errorf("file created %v, want %v", created, tc.created)
+			}
+			if asked := host.of(PermissionAsked); len(asked) != 0 {
+				t.Errorf("asked %+v", asked)
+			}
+			if results := host.of(ToolResult); len(results) != 1 || results[0].Data["is_error"] == tc.created {
+				t.Errorf("tool_result %+v", results)
+			}
+		})
+	}
+}
+
+func TestCodexResume(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: "The answer is 42.", Usage: codexUsage})
+	req := codexRequest(t, srv, "what is the answer?", "default")
+	first := codexRun(t, req, &codexHost{})
+
+	req.Prompt, req.Resume = "and again?", first.AgentSession
+	second := codexRun(t, req, &codexHost{})
+	if second.AgentSession != first.AgentSession {
+		t.Errorf("thread %q, then %q", first.AgentSession, second.AgentSession)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	last := reqs[1]
+	t.Logf("previous_response_id %q; user %q; assistant %q", last.PreviousResponseID, last.UserTexts, last.AssistantText)
+	if !slices.Contains(last.UserTexts, "what is the answer?") || !slices.Contains(last.AssistantText, "The answer is 42.") {
+		t.Errorf("the resumed turn's request lacks the first turn: user %q, assistant %q", last.UserTexts, last.AssistantText)
+	}
+	if second.Usage != (Usage{InputTokens: 120, CacheReadTokens: 20, OutputTokens: 30}) {
+		t.Errorf("the resumed turn's usage %+v is not its own", second.Usage)
+	}
+}
+
+func TestCodexMissingBinary(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: "unused"})
+	req := codexRequest(t, srv, "hello", "default")
+	req.Binary = filepath.Join(t.TempDir(), "no-codex")
+	res, err := Codex{}.Run(context.Background(), req, &codexHost{})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeAgentMissing || res.Err == nil || res.Err.Code != CodeAgentMissing {
+		t.Fatalf("err %v, result %+v", err, res)
+	}
+	if !strings.Contains(e.Message, "npm install -g @openai/codex") {
+		t.Errorf("no install hint: %s", e.Message)
+	}
+}
+
+// codexProcs lists processes whose environment holds marker (root or the
+// same user can read /proc/PID/environ).
+func codexProcs(marker string) []string {
+	var pids []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), marker) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+func TestCodexCancel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, mode string
+		when       string // the event at which the test cancels
+	}{
+		{"while asking", "default", PermissionAsked},
+		{"while the command runs", "bypassPermissions", ToolCall},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: "unused", Command: "sleep 300"})
+			req := codexRequest(t, srv, "sleep", tc.mode)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var at time.Time
+			host := &codexHost{}
+			if tc.when == PermissionAsked { // Ask blocks until ctx ends
+				host.onAsk = func() { at = time.Now(); cancel() }
+			} else {
+				host.onEmit = func(ev Event) {
+					if ev.Type == tc.when && at.IsZero() {
+						time.Sleep(500 * time.Millisecond) // let the command start
+						at = time.Now()
+						cancel()
+					}
+				}
+			}
+			res, err := Codex{}.Run(ctx, req, host)
+			took := time.Since(at)
+			host.log(t)
+			if at.IsZero() {
+				t.Fatalf("never reached %s: %+v %v", tc.when, res, err)
+			}
+			if !errors.Is(err, context.Canceled) || res.Status != "failed" {
+				t.Errorf("err %v, result %+v", err, res)
+			}
+			t.Logf("Run returned %v after the cancel", took)
+			if took > 5*time.Second {
+				t.Errorf("Run took %v to return after the cancel", took)
+			}
+			marker := req.Env[0] // HOME=..., unique to this run
+			deadline := time.Now().Add(5 * time.Second)
+			for len(codexProcs(marker)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if left := codexProcs(marker); len(left) > 0 {
+				t.Errorf("processes left after the cancel: %v", left)
+			}
+		})
 	}
 }
