@@ -154,6 +154,11 @@ func (t *claudeTurn) send(v any) error {
 // finish ends the process and settles the Result. cause is why reading
 // stopped early (nil after the result line).
 func (t *claudeTurn) finish(cause error) Result {
+	if cause != nil && !errors.Is(cause, io.EOF) && t.ctx.Err() == nil {
+		// The protocol broke (a bad or oversized line, a failed write):
+		// the agent will not finish on its own.
+		_ = syscall.Kill(-t.p.cmd.Process.Pid, syscall.SIGKILL)
+	}
 	_ = t.p.CloseInput()
 	for { // drain, so Wait does not race our reads
 		if _, err := t.p.Line(); err != nil {

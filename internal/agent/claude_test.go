@@ -258,7 +258,7 @@ func claudeToolEvents(t *testing.T, h *claudeHost, command string) {
 
 func TestClaudeToolTurnBypass(t *testing.T) {
 	t.Parallel()
-	rig, srv, h, res := claudeToolTurn(t, "bypassPermissions", "echo agor-marker-$((6*7))", nil)
+	_, srv, h, res := claudeToolTurn(t, "bypassPermissions", "echo agor-marker-$((6*7))", nil)
 	claudeCompleted(t, res)
 	claudeToolEvents(t, h, "echo agor-marker")
 	if out := h.of(agent.ToolResult)[0].Data; out["output"] != "agor-marker-42" || out["is_error"] != false {
@@ -279,7 +279,6 @@ func TestClaudeToolTurnBypass(t *testing.T) {
 	if res.Usage != want {
 		t.Errorf("usage = %+v, want the sum of both responses %+v", res.Usage, want)
 	}
-	_ = rig
 	h.check(t)
 }
 
@@ -482,5 +481,24 @@ func TestClaudeExitWithoutResult(t *testing.T) {
 	}
 	if res.AgentSession != "abc" {
 		t.Errorf("AgentSession = %q", res.AgentSession)
+	}
+}
+
+func TestClaudeProtocolBroken(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\necho 'this is not json'\nexec sleep 300\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req := agent.Request{Prompt: "hi", Cwd: t.TempDir(), Binary: bin, Env: []string{"PATH=/usr/bin:/bin"}}
+	res, err := agent.Claude{}.Run(ctx, req, &claudeHost{})
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("Run: %v (ctx %v), want it to give up on its own", err, ctx.Err())
+	}
+	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeAgentCrashed || !strings.Contains(res.Err.Message, "bad output line") {
+		t.Fatalf("result = %+v, want failed with %s about the bad line", res, agent.CodeAgentCrashed)
 	}
 }
