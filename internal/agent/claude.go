@@ -181,8 +181,11 @@ func (t *claudeTurn) finish(cause error) Result {
 		t.res.Err = &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("claude-code: %v; stderr: %s", cause, t.redact([]byte(t.p.Stderr())))}
 	default:
 		msg := "exited without a result"
-		if waitErr != nil {
-			msg = fmt.Sprintf("exited without a result (%v)", waitErr)
+		var we *Error
+		if errors.As(waitErr, &we) {
+			msg = "exited without a result: " + we.Message
+		} else if waitErr != nil {
+			msg = fmt.Sprintf("exited without a result: %v", waitErr)
 		} else if s := t.p.Stderr(); s != "" {
 			msg += ": " + s
 		}
