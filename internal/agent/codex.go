@@ -450,8 +450,21 @@ type codexTurnInfo struct {
 }
 
 type codexTurnError struct {
-	Message           string `json:"message"`
-	AdditionalDetails string `json:"additionalDetails"`
+	Message           string          `json:"message"`
+	AdditionalDetails string          `json:"additionalDetails"`
+	Info              json.RawMessage `json:"codexErrorInfo"` // "internalServerError", {...}
+}
+
+// String is the message with its details and codex's classification.
+func (e codexTurnError) String() string {
+	msg := e.Message
+	if e.AdditionalDetails != "" {
+		msg += ": " + e.AdditionalDetails
+	}
+	if len(e.Info) > 0 && string(e.Info) != "null" {
+		msg += " (" + strings.Trim(string(e.Info), `"`) + ")"
+	}
+	return msg
 }
 
 type codexTokens struct {
@@ -493,7 +506,7 @@ func (t *codexTurn) notification(method string, params json.RawMessage, raw []by
 		t.tokens(p, raw)
 	case "error":
 		if !p.WillRetry {
-			t.emit(ErrorEvent, map[string]any{"code": CodeModelAPI, "message": p.Error.Message}, raw)
+			t.emit(ErrorEvent, map[string]any{"code": CodeModelAPI, "message": p.Error.String()}, raw)
 		}
 	case "turn/completed":
 		t.completed(p.Turn)
@@ -620,10 +633,7 @@ func (t *codexTurn) completed(turn codexTurnInfo) {
 		t.res.Status = "failed"
 		msg := "codex turn " + turn.Status
 		if turn.Error != nil {
-			msg = turn.Error.Message
-			if turn.Error.AdditionalDetails != "" {
-				msg += ": " + turn.Error.AdditionalDetails
-			}
+			msg = turn.Error.String()
 		}
 		t.res.Err = &Error{Code: CodeModelAPI, Message: string(t.redact([]byte(msg)))}
 	}

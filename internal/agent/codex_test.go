@@ -348,6 +348,16 @@ func codexProcs(marker string) []string {
 	return pids
 }
 
+// codexComms are the command names of pids.
+func codexComms(pids []string) []string {
+	var out []string
+	for _, pid := range pids {
+		b, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+		out = append(out, strings.TrimSpace(string(b)))
+	}
+	return out
+}
+
 func TestCodexCancel(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -370,7 +380,14 @@ func TestCodexCancel(t *testing.T) {
 			} else {
 				host.onEmit = func(ev Event) {
 					if ev.Type == tc.when && at.IsZero() {
-						time.Sleep(500 * time.Millisecond) // let the command start
+						marker := req.Env[0]
+						for range 50 { // let the command start
+							if slices.Contains(codexComms(codexProcs(marker)), "sleep") {
+								break
+							}
+							time.Sleep(100 * time.Millisecond)
+						}
+						t.Logf("before the cancel: %v", codexComms(codexProcs(marker)))
 						at = time.Now()
 						cancel()
 					}
@@ -398,5 +415,65 @@ func TestCodexCancel(t *testing.T) {
 				t.Errorf("processes left after the cancel: %v", left)
 			}
 		})
+	}
+}
+
+func TestCodexModelAPIFailure(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{FailStatus: 500})
+	host := &codexHost{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	res, err := Codex{}.Run(ctx, codexRequest(t, srv, "hello", "default"), host)
+	host.log(t)
+	if err != nil || res.Status != "failed" || res.Err == nil || res.Err.Code != CodeModelAPI {
+		t.Fatalf("err %v, result %+v", err, res)
+	}
+	for _, ev := range host.of(ErrorEvent) {
+		t.Logf("raw %s", ev.Raw)
+	}
+	t.Logf("failed after %v with %v; %d model requests", time.Since(start), res.Err, len(srv.Requests()))
+}
+
+func TestCodexModel(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: "ok"})
+	req := codexRequest(t, srv, "hello", "acceptEdits")
+	req.Model = "gpt-5.6-sol"
+	codexRun(t, req, &codexHost{})
+	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Model != "gpt-5.6-sol" {
+		t.Errorf("model requests %+v", reqs)
+	}
+}
+
+func TestCodexConfig(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := []string{"HOME=" + home, CodexBaseURLEnv + "=http://127.0.0.1:1/v1"}
+	if err := codexConfigure(env, "OPENAI_API_KEY"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(home, ".codex", "config.toml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`base_url = "http://127.0.0.1:1/v1"`, `env_key = "OPENAI_API_KEY"`, "request_max_retries = 0", "plugins = false"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("config lacks %s:\n%s", want, b)
+		}
+	}
+	if err := os.WriteFile(path, []byte("# mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := codexConfigure(env, "OPENAI_API_KEY"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "# mine\n" {
+		t.Errorf("an existing config was overwritten: %s", b)
+	}
+	if _, _, err := codexMode("yolo"); err == nil {
+		t.Error("unknown permission mode accepted")
 	}
 }

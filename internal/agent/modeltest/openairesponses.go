@@ -30,6 +30,9 @@ type OpenAIResponsesScript struct {
 	Text    string
 	Command string
 	Usage   OpenAIUsage // per response
+	// FailStatus, when set, answers every request with this HTTP status
+	// and an OpenAI-style error body instead.
+	FailStatus int
 }
 
 // OpenAIRequest is one request the stand-in saw.
@@ -96,6 +99,12 @@ func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("resp_%d", s.n)
 	s.mu.Unlock()
 
+	if s.script.FailStatus != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(s.script.FailStatus)
+		fmt.Fprintf(w, `{"error":{"message":"stand-in failure %d","type":"server_error","code":null}}`, s.script.FailStatus)
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	events := s.answer(id, req, body.shellParams())
