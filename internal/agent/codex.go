@@ -503,7 +503,7 @@ func (t *codexTurn) notification(method string, params json.RawMessage, raw []by
 	case "item/completed":
 		t.itemCompleted(p.Item, raw)
 	case "thread/tokenUsage/updated":
-		t.tokens(p, raw)
+		t.tokens(p)
 	case "error":
 		if !p.WillRetry {
 			t.emit(ErrorEvent, map[string]any{"code": CodeModelAPI, "message": p.Error.String()}, raw)
@@ -514,7 +514,7 @@ func (t *codexTurn) notification(method string, params json.RawMessage, raw []by
 }
 
 // tokens adds one model response's usage (last) to the turn's.
-func (t *codexTurn) tokens(p codexParams, raw []byte) {
+func (t *codexTurn) tokens(p codexParams) {
 	if t.turnID == "" || (p.TurnID != "" && p.TurnID != t.turnID) {
 		return // thread/resume replays the thread's earlier usage
 	}
@@ -524,7 +524,6 @@ func (t *codexTurn) tokens(p codexParams, raw []byte) {
 	t.res.Usage.CacheWriteTokens += u.CacheWriteInputTokens
 	t.res.Usage.OutputTokens += u.OutputTokens
 	t.usageSet = true
-	_ = raw
 }
 
 // toolName is the normalised tool name of a tool-like item, "" if the

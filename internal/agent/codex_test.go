@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -475,5 +476,41 @@ func TestCodexConfig(t *testing.T) {
 	}
 	if _, _, err := codexMode("yolo"); err == nil {
 		t.Error("unknown permission mode accepted")
+	}
+}
+
+// codexPatch is a command codex turns into a file change.
+const codexPatch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: patched.txt\n+patched by the agent\n*** End Patch\nEOF\n"
+
+func TestCodexFileChange(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode    string
+		approve bool
+		asked   int
+		created bool
+	}{
+		{"default", true, 1, true},
+		{"default", false, 1, false},
+		{"acceptEdits", false, 0, true}, // accepted without asking
+	} {
+		t.Run(fmt.Sprintf("%s/approve=%v", tc.mode, tc.approve), func(t *testing.T) {
+			t.Parallel()
+			srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: "Patched.", Command: codexPatch})
+			host := &codexHost{approve: tc.approve}
+			req := codexRequest(t, srv, "patch", tc.mode)
+			codexRun(t, req, host)
+			_, err := os.Stat(filepath.Join(req.Cwd, "patched.txt"))
+			if created := err == nil; created != tc.created {
+				t.Errorf("file created %v, want %v", created, tc.created)
+			}
+			if asked := host.of(PermissionAsked); len(asked) != tc.asked {
+				t.Errorf("asked %+v", asked)
+			}
+			calls := host.of(ToolCall)
+			if len(calls) != 1 || calls[0].Data["tool_name"] != "file_change" {
+				t.Errorf("tool_call %+v", calls)
+			}
+		})
 	}
 }
