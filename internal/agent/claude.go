@@ -3,18 +3,12 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // Claude drives Claude Code through the Agent SDK's stream-json control
@@ -78,9 +72,7 @@ func (c Claude) Run(ctx context.Context, req Request, host Host) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	tag := claudeTag()
-	req.Env = append(claudeEnv(req.Env), tag)
-	defer claudeReap(tag)
+	req.Env = claudeEnv(req.Env)
 	p, err := Start(ctx, req, claudeInstall, args...)
 	if err != nil {
 		var e *Error
@@ -412,50 +404,4 @@ func claudeRedactor(env []string, key string) func([]byte) []byte {
 		}
 		return bytes.ReplaceAll(b, secret, []byte("[REDACTED]"))
 	}
-}
-
-// claudeTag is an environment entry unique to one run, inherited by
-// everything the agent starts.
-func claudeTag() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return "AGOR_AGENT_RUN=" + hex.EncodeToString(b)
-}
-
-// claudeReap kills every process whose environment carries tag. Claude
-// Code runs its Bash tool's shells in sessions of their own, beyond the
-// process-group kill, and they outlive it (a cancelled "sleep 300" would
-// run on); this finds them after the agent is gone, even once they have
-// been reparented.
-func claudeReap(tag string) {
-	for range 5 {
-		pids := claudeTagged([]byte(tag + "\x00"))
-		if len(pids) == 0 {
-			return
-		}
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// claudeTagged lists the processes whose environment holds entry.
-func claudeTagged(entry []byte) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && (bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

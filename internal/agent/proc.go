@@ -2,14 +2,20 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/agor-sh/agor/internal/procexec"
 )
@@ -20,6 +26,7 @@ const MaxLine = 16 << 20
 // Proc is a running agent CLI speaking a line protocol on stdin/stdout.
 type Proc struct {
 	cmd    *exec.Cmd
+	tag    string // AGOR_AGENT_RUN=..., in everything the agent starts
 	stdin  io.WriteCloser
 	lines  *bufio.Scanner
 	stderr tail
@@ -35,9 +42,9 @@ func Start(ctx context.Context, req Request, install string, args ...string) (*P
 		return nil, &Error{Code: CodeAgentMissing, Message: fmt.Sprintf("%s is not installed: install with %s (and set its path in the executor's agent configuration)", req.Binary, install)}
 	}
 	cmd := exec.Command(req.Binary, args...)
-	cmd.Dir, cmd.Env = req.Cwd, req.Env
+	p := &Proc{cmd: cmd, tag: runTag()}
+	cmd.Dir, cmd.Env = req.Cwd, append(req.Env[:len(req.Env):len(req.Env)], p.tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p := &Proc{cmd: cmd}
 	cmd.Stderr = &p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -81,11 +88,13 @@ func (p *Proc) Send(line []byte) error {
 // CloseInput closes the agent's stdin (its signal to finish).
 func (p *Proc) CloseInput() error { return p.stdin.Close() }
 
-// Wait waits for the process and stops the kill watcher. A non-zero exit
+// Wait waits for the process, stops the kill watcher and kills whatever
+// the agent left running (see reap). A non-zero exit
 // comes back as CodeAgentCrashed with the end of its stderr.
 func (p *Proc) Wait() error {
 	err := p.cmd.Wait()
 	p.stop()
+	reap(p.tag)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("%s: %s", ee.ProcessState, p.stderr.String())}
@@ -116,4 +125,49 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// runTag is an environment entry unique to one run, inherited by
+// everything the agent starts.
+func runTag() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "AGOR_AGENT_RUN=" + hex.EncodeToString(b)
+}
+
+// reap kills every process whose environment carries tag. Agents run their
+// tools in sessions of their own (Claude Code's Bash tool does), beyond the
+// process-group kill, and those would outlive the turn (a cancelled
+// "sleep 300" ran on, reparented to init); the tag finds them anywhere.
+func reap(tag string) {
+	for range 5 {
+		pids := tagged([]byte(tag + "\x00"))
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tagged lists the processes whose environment holds entry.
+func tagged(entry []byte) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && (bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
