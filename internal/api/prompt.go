@@ -26,7 +26,8 @@ type PromptBody struct {
 }
 
 // Sessions remembers each session's agent session, so the next prompt of
-// a session resumes the agent's own (until the store keeps it).
+// a session resumes the agent's own (until the store keeps it). The key
+// has the tool and cwd too: an agent finds its sessions by directory.
 type Sessions struct {
 	mu    sync.Mutex
 	agent map[string]string
@@ -46,6 +47,8 @@ func (s *Sessions) set(id, agentSession string) {
 	}
 	s.agent[id] = agentSession
 }
+
+func (b PromptBody) sessionKey() string { return b.SessionID + "\x00" + b.Tool + "\x00" + b.Cwd }
 
 func newID() string {
 	b := make([]byte, 16)
@@ -122,7 +125,7 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b Prompt
 	params := map[string]any{
 		"session_token": tok, "session_id": b.SessionID, "task_id": task, "agentic_tool": b.Tool,
 		"prompt": b.Prompt, "cwd": b.Cwd, "permission_mode": b.PermissionMode, "model": b.Model,
-		"timeout_ms": b.TimeoutMS, "agent_session_id": s.Sessions.get(b.SessionID),
+		"timeout_ms": b.TimeoutMS, "agent_session_id": s.Sessions.get(b.sessionKey()),
 	}
 	var res json.RawMessage
 	if err := s.Pool.Call(ctx, user, "execute_prompt", params, &res); err != nil {
@@ -138,7 +141,7 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b Prompt
 		AgentSessionID string `json:"agent_session_id"`
 	}
 	if json.Unmarshal(res, &r) == nil && r.AgentSessionID != "" {
-		s.Sessions.set(b.SessionID, r.AgentSessionID)
+		s.Sessions.set(b.sessionKey(), r.AgentSessionID)
 	}
 	return promptLine{Result: res}
 }

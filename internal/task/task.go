@@ -194,8 +194,11 @@ func (s *Service) resume(p Params) string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sessions[p.SessionID+"\x00"+p.Tool]
+	return s.sessions[sessionKey(p)]
 }
+
+// sessionKey has the cwd: agents find their sessions by directory.
+func sessionKey(p Params) string { return p.SessionID + "\x00" + p.Tool + "\x00" + p.Cwd }
 
 func (s *Service) remember(p Params, agentSession string) {
 	s.mu.Lock()
@@ -203,7 +206,7 @@ func (s *Service) remember(p Params, agentSession string) {
 	if s.sessions == nil {
 		s.sessions = map[string]string{}
 	}
-	s.sessions[p.SessionID+"\x00"+p.Tool] = agentSession
+	s.sessions[sessionKey(p)] = agentSession
 }
 
 func (s *Service) log() *slog.Logger {
