@@ -87,6 +87,9 @@ func (c Codex) Run(ctx context.Context, req Request, host Host) (Result, error) 
 		redact: codexRedactor(req.Env, c.CredentialKey()), started: map[string]bool{}, deltas: map[string]bool{},
 	}
 	res := t.run(kill)
+	if res.Status == "completed" {
+		return res, nil
+	}
 	return res, ctx.Err()
 }
 
