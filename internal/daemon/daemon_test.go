@@ -59,6 +59,7 @@ func target(t *testing.T) (string, int) {
 type harness struct {
 	client *http.Client
 	sock   string
+	work   string
 	state  string
 	cancel context.CancelFunc
 	done   chan error
@@ -66,7 +67,11 @@ type harness struct {
 }
 
 // start runs the daemon with the direct backend on a private socket.
-func start(t *testing.T) *harness {
+func start(t *testing.T) *harness { return startWith(t, nil) }
+
+// startWith is start with the executors' agents.yaml written by agents
+// (given the work directory) when it is not nil.
+func startWith(t *testing.T, agents func(work string) string) *harness {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "agor-daemon")
 	if err != nil {
@@ -97,12 +102,19 @@ func start(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, os.Stderr)
-	d, err := New(Options{Config: cfg, Executor: binary, Root: work, MasterKey: key, Listener: ln, Log: log})
+	o := Options{Config: cfg, Executor: binary, Root: work, MasterKey: key, Listener: ln, Log: log}
+	if agents != nil {
+		o.Agents = filepath.Join(dir, "agents.yaml")
+		if err := os.WriteFile(o.Agents, []byte(agents(work)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{sock: sock, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()
 	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

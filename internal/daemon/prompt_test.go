@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/agent/modeltest"
+)
+
+// claudeCLI is the real Claude Code CLI that test/agents.sh installs.
+func claudeCLI(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("AGOR_AGENT_CLAUDE_CODE")
+	if bin == "" {
+		bin = "../../test/.cache/agents/claude-code/node_modules/.bin/claude"
+	}
+	abs, err := filepath.Abs(bin)
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
+	if err != nil {
+		t.Fatalf("claude CLI not found at %s (%v): run test/agents.sh", abs, err)
+	}
+	return abs
+}
+
+// The whole prompt path: the daemon issues the task's token and runs
+// execute_prompt in the user's executor, which fetches the key from the
+// daemon just in time and runs the real Claude Code CLI against a stand-in
+// model server; the agent's permission question reaches the daemon's queue,
+// a client approves it through the API, the tool runs in cwd as the user,
+// and the events and usage stream back to the client.
+func TestDaemonPromptWithClaude(t *testing.T) {
+	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "made it", Bash: "touch made-by-agent"})
+	bin := claudeCLI(t)
+	h := startWith(t, func(work string) string {
+		home := filepath.Join(work, "home")
+		_ = os.MkdirAll(home, 0o777)
+		_ = os.Chmod(home, 0o777)
+		return fmt.Sprintf("claude-code:\n  binary: %s\n  env:\n    ANTHROPIC_BASE_URL: %s\n    HOME: %s\n    CLAUDE_CODE_MAX_RETRIES: \"0\"\n", bin, model.URL, home)
+	})
+	const key = "sk-ant-test-4f1c2b"
+	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": key, "scope": "daemon"}); code != 200 {
+		t.Fatalf("set key: %d %v", code, out)
+	}
+	name, uid := target(t)
+	go h.approveAll(t, 60*time.Second)
+	lines := h.prompt(t, name, map[string]any{"agentic_tool": "claude-code", "prompt": "make the file", "cwd": ".", "permission_mode": "default", "timeout_ms": 120000})
+
+	var types []string
+	var result map[string]any
+	for _, l := range lines {
+		if ev, ok := l["event"].(map[string]any); ok {
+			types = append(types, ev["event_type"].(string))
+		}
+		if r, ok := l["result"].(map[string]any); ok {
+			result = r
+		}
+	}
+	if result == nil || result["status"] != "completed" {
+		t.Fatalf("result %v; events %v", result, types)
+	}
+	for _, want := range []string{"tool_call", "permission_asked", "permission_decided", "tool_result", "text_delta"} {
+		if !strings.Contains(strings.Join(types, " "), want) {
+			t.Errorf("no %s event in %v", want, types)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(h.work, "made-by-agent"))
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(uid) {
+		t.Fatalf("the tool did not run as uid %d in cwd: %v", uid, err)
+	}
+	if got := model.Conversation()[0].APIKey; got != key {
+		t.Errorf("the model saw key %q", got)
+	}
+	usage := result["token_usage"].(map[string]any)
+	if usage["input_tokens"].(float64) <= 0 || usage["output_tokens"].(float64) <= 0 {
+		t.Errorf("usage %v", usage)
+	}
+	// The key reached the agent only: not the audit trail, not the events.
+	h.stop()
+	for _, f := range []string{"audit.jsonl"} {
+		if b, _ := os.ReadFile(filepath.Join(h.state, f)); bytes.Contains(b, []byte(key)) {
+			t.Errorf("%s holds the key", f)
+		}
+	}
+	all, _ := json.Marshal(lines)
+	if bytes.Contains(all, []byte(key)) {
+		t.Error("an event holds the key")
+	}
+}
+
+// prompt posts a prompt and reads the NDJSON stream to its end.
+func (h *harness) prompt(t *testing.T, user string, body map[string]any) []map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := h.client.Post("http://agor/v1/executors/"+user+"/prompt", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("prompt: %s", resp.Status)
+	}
+	var lines []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var l map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// approveAll answers every open permission request with yes, as a person
+// at agorctl would, until d has passed.
+func (h *harness) approveAll(t *testing.T, d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", "http://agor/v1/permissions", nil)
+		resp, err := h.client.Do(req)
+		if err != nil {
+			return
+		}
+		var out struct{ Permissions []struct{ ID string } }
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		for _, p := range out.Permissions {
+			b := bytes.NewReader([]byte(`{"approved":true,"reason":"test approves"}`))
+			if r, err := h.client.Post("http://agor/v1/permissions/"+p.ID, "application/json", b); err == nil {
+				r.Body.Close()
+			}
+		}
+	}
+}
