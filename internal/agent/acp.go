@@ -144,7 +144,7 @@ type acpConn struct {
 	next    int
 	pending map[string]chan acpMsg
 	closed  error
-	active   *acpTurn // the turn whose updates are being reported
+	active  *acpTurn // the turn whose updates are being reported
 }
 
 func newACPConn(p *Proc, host Host) *acpConn {
@@ -364,6 +364,7 @@ type acpTurn struct {
 	inMessage bool
 	messages  int
 	usage     Usage
+	calls     map[string]bool // tool calls already reported
 }
 
 func (t *acpTurn) result(sid string, pr acpPromptResult, err error) (Result, error) {
@@ -436,12 +437,12 @@ type acpUpdate struct {
 
 func (t *acpTurn) update(params json.RawMessage, raw []byte) {
 	var p struct {
-		Update acpUpdate `json:"update"`
+		Update json.RawMessage `json:"update"`
 	}
-	if json.Unmarshal(params, &p) != nil {
+	var u acpUpdate
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Update, &u) != nil {
 		return
 	}
-	u := p.Update
 	rawCopy := json.RawMessage(append([]byte(nil), raw...))
 	switch u.SessionUpdate {
 	case "agent_message_chunk":
@@ -454,19 +455,33 @@ func (t *acpTurn) update(params json.RawMessage, raw []byte) {
 			t.host.Emit(Event{Type: ThinkingDelta, Data: map[string]any{"text": text}, Raw: rawCopy})
 		}
 	case "tool_call":
-		t.endMessage()
-		t.messages++
-		t.host.Emit(Event{Type: ToolCall, Data: map[string]any{
-			"tool_use_id": u.ToolCallID, "tool_name": acpToolName(u.Title, u.Kind), "tool_input": acpInput(u.RawInput),
-			"kind": u.Kind, "status": u.Status,
-		}, Raw: rawCopy})
+		t.toolCall(u, p.Update, rawCopy)
 	case "tool_call_update":
 		if u.Status == "completed" || u.Status == "failed" {
+			t.toolCall(u, p.Update, rawCopy) // when no tool_call came first
 			t.host.Emit(Event{Type: ToolResult, Data: map[string]any{
 				"tool_use_id": u.ToolCallID, "output": acpOutput(u.Content, u.RawOutput), "is_error": u.Status == "failed",
 			}, Raw: rawCopy})
 		}
 	}
+}
+
+// toolCall reports a tool call once, however it first shows up (gemini
+// announces a call needing permission only in the permission request).
+func (t *acpTurn) toolCall(u acpUpdate, call, raw json.RawMessage) {
+	if t.calls[u.ToolCallID] {
+		return
+	}
+	if t.calls == nil {
+		t.calls = map[string]bool{}
+	}
+	t.calls[u.ToolCallID] = true
+	t.endMessage()
+	t.messages++
+	t.host.Emit(Event{Type: ToolCall, Data: map[string]any{
+		"tool_use_id": u.ToolCallID, "tool_name": acpToolName(u.Title, u.Kind), "tool_input": acpInput(u.RawInput, call),
+		"kind": u.Kind,
+	}, Raw: raw})
 }
 
 func (t *acpTurn) startMessage() {
@@ -486,7 +501,7 @@ func (t *acpTurn) endMessage() {
 
 // acpPermission is session/request_permission's params.
 type acpPermission struct {
-	ToolCall acpUpdate `json:"toolCall"`
+	ToolCall json.RawMessage `json:"toolCall"`
 	Options  []struct {
 		OptionID string `json:"optionId"`
 		Kind     string `json:"kind"`
@@ -497,12 +512,15 @@ type acpPermission struct {
 // and returns the RequestPermissionResponse.
 func (t *acpTurn) permission(params json.RawMessage, raw []byte) any {
 	var p acpPermission
+	var call acpUpdate
 	_ = json.Unmarshal(params, &p)
-	name, input := acpToolName(p.ToolCall.Title, p.ToolCall.Kind), acpInput(p.ToolCall.RawInput)
-	t.endMessage()
-	t.host.Emit(Event{Type: PermissionAsked, Data: map[string]any{"tool_name": name, "tool_input": input, "kind": p.ToolCall.Kind},
-		Raw: append([]byte(nil), raw...)})
-	d, asked := t.byMode(p.ToolCall.Kind)
+	_ = json.Unmarshal(p.ToolCall, &call)
+	rawCopy := json.RawMessage(append([]byte(nil), raw...))
+	t.toolCall(call, p.ToolCall, rawCopy)
+	name, input := acpToolName(call.Title, call.Kind), acpInput(call.RawInput, p.ToolCall)
+	t.host.Emit(Event{Type: PermissionAsked, Data: map[string]any{"tool_name": name, "tool_input": input, "kind": call.Kind},
+		Raw: rawCopy})
+	d, asked := t.byMode(call.Kind)
 	if !asked {
 		d = t.host.Ask(t.ctx, name, input)
 	}
@@ -546,11 +564,16 @@ func acpToolName(title, kind string) string {
 	return kind
 }
 
-func acpInput(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage("{}")
+// acpInput is a tool call's input: its rawInput, or (gemini sends none)
+// the whole ToolCall, whose title, content and locations say what it does.
+func acpInput(rawInput, call json.RawMessage) json.RawMessage {
+	switch {
+	case len(rawInput) > 0 && string(rawInput) != "null":
+		return rawInput
+	case len(call) > 0:
+		return call
 	}
-	return raw
+	return json.RawMessage("{}")
 }
 
 // acpText is the text of a content block ({"type":"text","text":...}).

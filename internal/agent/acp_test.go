@@ -69,6 +69,9 @@ func (h *acpHost) dump(t *testing.T) {
 	for _, ev := range h.events {
 		d, _ := json.Marshal(ev.Data)
 		t.Logf("event %s %s", ev.Type, d)
+		if os.Getenv("ACP_TEST_RAW") != "" && len(ev.Raw) > 0 {
+			t.Logf("  raw %s", ev.Raw)
+		}
 	}
 }
 
@@ -78,7 +81,7 @@ type acpCase struct {
 	name    string
 	adapter Adapter
 	binary  string
-	env     func(t *testing.T) (env []string, keys func() []string, stop func())
+	env     func(t *testing.T) ([]string, acpStandIn)
 	text    string // the plain turn's reply
 	done    string // the reply after a tool result
 	marker  string // makes the stand-in call the shell tool
@@ -107,25 +110,44 @@ func acpCases(t *testing.T) []acpCase {
 		// One attempt, no fetch retries: a dead stand-in fails fast.
 		adapter: NewGemini(map[string]any{"maxAttempts": 1, "retryFetchErrors": false}),
 		binary:  acpBinary(t, "AGOR_AGENT_GEMINI", "gemini/node_modules/.bin/gemini"),
-		env: func(t *testing.T) ([]string, func() []string, func()) {
+		env: func(t *testing.T) ([]string, acpStandIn) {
 			g := modeltest.NewGemini(t)
-			return []string{"GEMINI_API_KEY=" + acpTestKey, "GOOGLE_GEMINI_BASE_URL=" + g.URL}, g.Keys, g.Close
+			bodies := func() (out []string) {
+				for _, r := range g.Requests() {
+					out = append(out, string(r.Body))
+				}
+				return out
+			}
+			return []string{"GEMINI_API_KEY=" + acpTestKey, "GOOGLE_GEMINI_BASE_URL=" + g.URL}, acpStandIn{g.Keys, g.Close, bodies}
 		},
 		text: modeltest.GeminiText, done: modeltest.GeminiDone, marker: modeltest.GeminiCommandMarker,
 	}, {
 		name:    "opencode",
 		adapter: NewOpencode(),
 		binary:  acpBinary(t, "AGOR_AGENT_OPENCODE", "opencode/node_modules/.bin/opencode"),
-		env: func(t *testing.T) ([]string, func() []string, func()) {
+		env: func(t *testing.T) ([]string, acpStandIn) {
 			o := modeltest.NewOpenAIChat(t)
-			return []string{"OPENAI_API_KEY=" + acpTestKey, OpencodeBaseURLEnv + "=" + o.URL}, o.Keys, o.Close
+			bodies := func() (out []string) {
+				for _, r := range o.Requests() {
+					out = append(out, string(r.Body))
+				}
+				return out
+			}
+			return []string{"OPENAI_API_KEY=" + acpTestKey, OpencodeBaseURLEnv + "=" + o.URL}, acpStandIn{o.Keys, o.Close, bodies}
 		},
 		text: modeltest.OpenAIChatText, done: modeltest.OpenAIChatDone, marker: modeltest.OpenAIChatCommandMarker,
 	}}
 }
 
+// acpStandIn is the stand-in model server of a case.
+type acpStandIn struct {
+	keys   func() []string // distinct API keys seen
+	stop   func()          // kill it: a dead model API
+	bodies func() []string // request bodies seen
+}
+
 // request is a turn with its own cwd, HOME and XDG dirs.
-func (c acpCase) request(t *testing.T, prompt string) (Request, func() []string, func()) {
+func (c acpCase) request(t *testing.T, prompt string) (Request, acpStandIn) {
 	dir := t.TempDir()
 	cwd, home := filepath.Join(dir, "work"), filepath.Join(dir, "home")
 	for _, d := range []string{cwd, home} {
@@ -138,11 +160,11 @@ func (c acpCase) request(t *testing.T, prompt string) (Request, func() []string,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
 	}
-	extra, keys, stop := c.env(t)
+	extra, model := c.env(t)
 	return Request{
 		SessionID: "s1", TaskID: "t1", Prompt: prompt, Cwd: cwd, PermissionMode: "default",
 		Binary: c.binary, Env: append(env, extra...),
-	}, keys, stop
+	}, model
 }
 
 func (c acpCase) run(t *testing.T, ctx context.Context, req Request, h *acpHost) (Result, error) {
@@ -175,7 +197,7 @@ func TestACPAgents(t *testing.T) {
 }
 
 func testACPPlain(t *testing.T, c acpCase) {
-	req, keys, _ := c.request(t, "Say hello.")
+	req, model := c.request(t, "Say hello.")
 	h := &acpHost{}
 	res, err := c.run(t, t.Context(), req, h)
 	if err != nil || res.Status != "completed" {
@@ -195,13 +217,13 @@ func testACPPlain(t *testing.T, c acpCase) {
 			t.Errorf("text_delta raw %q: want the notification, without the key", ev.Raw)
 		}
 	}
-	if k := keys(); len(k) != 1 || k[0] != acpTestKey {
+	if k := model.keys(); len(k) != 1 || k[0] != acpTestKey {
 		t.Errorf("stand-in saw keys %q, want only %q", k, acpTestKey)
 	}
 }
 
 func testACPTool(t *testing.T, c acpCase, allow bool) {
-	req, _, _ := c.request(t, "Make a file. "+c.marker+"touch made-by-agent")
+	req, model := c.request(t, "Make a file. "+c.marker+"touch made-by-agent")
 	h := &acpHost{decision: Decision{Approved: allow, Reason: "test says so"}}
 	res, err := c.run(t, t.Context(), req, h)
 	if err != nil {
@@ -221,6 +243,14 @@ func testACPTool(t *testing.T, c acpCase, allow bool) {
 	if len(h.ofType(ToolCall)) == 0 {
 		t.Error("no tool_call event")
 	}
+	bodies := model.bodies()
+	if len(bodies) < 2 {
+		t.Fatalf("model saw %d requests; want the tool call's and the one with its result", len(bodies))
+	}
+	t.Logf("last model request: ...%s", acpTail(bodies[len(bodies)-1], 600))
+	if !allow && !acpToldOfDenial(h) {
+		t.Errorf("neither the model nor a tool result says the call was denied; text %q", h.text())
+	}
 	if allow {
 		if res.Status != "completed" || !strings.HasPrefix(h.text(), c.done) {
 			t.Errorf("after the tool: status %q, text %q, want %q...", res.Status, h.text(), c.done)
@@ -234,7 +264,7 @@ func testACPTool(t *testing.T, c acpCase, allow bool) {
 func testACPCancel(t *testing.T, c acpCase) {
 	// The permission question never gets an answer until the turn is
 	// cancelled: the agent sits mid-turn with its tool pending.
-	req, _, _ := c.request(t, c.marker+"sleep 60")
+	req, _ := c.request(t, c.marker+"sleep 60")
 	h := &acpBlockingHost{asked: make(chan struct{}), acpHost: &acpHost{}}
 	ctx, cancel := context.WithCancel(t.Context())
 	var res Result
@@ -310,8 +340,8 @@ func (h *acpBlockingHost) pgid(req Request) int {
 }
 
 func testACPModelDown(t *testing.T, c acpCase) {
-	req, _, stop := c.request(t, "Say hello.")
-	stop()
+	req, model := c.request(t, "Say hello.")
+	model.stop()
 	h := &acpHost{}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
@@ -338,4 +368,30 @@ func TestACPMissingBinary(t *testing.T) {
 			t.Errorf("%s: res %+v, err %v; want %s", name, res, err, CodeAgentMissing)
 		}
 	}
+}
+
+func acpTail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// acpToldOfDenial: gemini hands the denial to the model as the tool's
+// response (the stand-in repeats it); opencode ends the turn with a failed
+// tool result saying so.
+func acpToldOfDenial(h *acpHost) bool {
+	said := []string{h.text()}
+	for _, ev := range h.ofType(ToolResult) {
+		if ev.Data["is_error"] == true {
+			said = append(said, ev.Data["output"].(string))
+		}
+	}
+	for _, s := range said {
+		s = strings.ToLower(s)
+		if strings.Contains(s, "cancel") || strings.Contains(s, "reject") || strings.Contains(s, "denied") {
+			return true
+		}
+	}
+	return false
 }

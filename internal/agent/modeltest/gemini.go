@@ -16,7 +16,8 @@ import (
 const GeminiCommandMarker = "run the shell command: "
 
 // GeminiText is the stand-in's answer to a plain turn; GeminiDone starts its
-// answer after a tool result.
+// answer after a tool result, followed by " Tool said: " and the
+// functionResponse it got.
 const (
 	GeminiText = "Hello from the Gemini stand-in."
 	GeminiDone = "The command finished."
@@ -124,9 +125,9 @@ func (g *Gemini) stream(w http.ResponseWriter, b gemBody) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	last := gemLast(b.Contents)
 	switch cmd, ok := gemCommand(last); {
-	case gemHasResponse(last):
+	case gemResponse(last) != "":
 		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: GeminiDone}}}, false)
-		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: " It ran."}}}, true)
+		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: " Tool said: " + gemResponse(last)}}}, true)
 	case ok:
 		call, _ := json.Marshal(map[string]any{"name": gemShellTool(b), "args": map[string]any{"command": cmd, "description": "run it"}})
 		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{FunctionCall: call}}}, true)
@@ -144,13 +145,14 @@ func gemLast(cs []gemContent) gemContent {
 	return cs[len(cs)-1]
 }
 
-func gemHasResponse(c gemContent) bool {
+// gemResponse is the content's first functionResponse, as JSON.
+func gemResponse(c gemContent) string {
 	for _, p := range c.Parts {
 		if len(p.FunctionResponse) > 0 {
-			return true
+			return string(p.FunctionResponse)
 		}
 	}
-	return false
+	return ""
 }
 
 func gemCommand(c gemContent) (string, bool) {

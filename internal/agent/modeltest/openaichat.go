@@ -28,8 +28,8 @@ const (
 // OpenAIChatText; a turn whose last user message holds
 // OpenAIChatCommandMarker calls the agent's shell tool (bash, shell, ...
 // found in the request's tools) and, after the tool message, answers
-// OpenAIChatDone; a request without tools (a title request) gets
-// OpenAIChatTitle. Streams end with finish_reason, a usage chunk and
+// OpenAIChatDone, " Tool said: " and the tool message; a request
+// without tools (a title request) gets OpenAIChatTitle. Streams end with finish_reason, a usage chunk and
 // [DONE]. Every request and the API key it carried are recorded.
 type OpenAIChat struct {
 	URL string // ends in /v1
@@ -114,7 +114,7 @@ func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
 		s.finish("stop")
 	case last.Role == "tool":
 		s.text(OpenAIChatDone)
-		s.text(" It ran.")
+		s.text(" Tool said: " + oaicText(last.Content))
 		s.finish("stop")
 	case isCmd:
 		s.toolCall(oaicShellTool(b), cmd)
