@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the four agent CLIs at pinned versions into test/.cache/agents
 # (gitignored) for the agent tests: each in its own prefix, so a version
-# change reinstalls only that one. Needs node and npm.
+# change reinstalls only that one. Needs node and npm. With arguments, only
+# those (e.g. test/agents.sh claude-code).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=test/.cache/agents
 mkdir -p "$dir"
 while read -r name pkg version bin; do
 	[ -n "$name" ] || continue
+	if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then continue; fi
 	if [ -x "$dir/$name/node_modules/.bin/$bin" ] && [ "$(cat "$dir/$name/.version" 2>/dev/null)" = "$version" ]; then
 		continue
 	fi

@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
 # The demo behind `make run`: agor-daemon in direct mode (no systemd
-# needed) on a private socket with its own state; it starts the executor
-# on first use, runs a command there, stores an API key sealed, and shows
-# the audit trail. Run as root, executors run as "nobody" (an executor
-# never runs as root); as anyone else, as that user.
+# needed) on a private socket with its own state. It starts your executor on
+# first use, runs a command there, seals an API key, runs a real Claude Code
+# turn against a stand-in model server on 127.0.0.1 (there is no model API to
+# reach from here), opens a terminal, and shows the audit trail. Run as root,
+# executors run as "nobody" (an executor never runs as root); as anyone
+# else, as you. Everything happens in a temporary directory.
 set -euo pipefail
 bin=${1:-bin}
+top=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d /tmp/agor-demo.XXXXXX)
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 chmod 755 "$dir"
 mkdir -m 700 "$dir/state"
+mkdir -m 777 "$dir/work" "$dir/work/.home"
 cp "$bin/agor-executor" "$dir/" && chmod 755 "$dir/agor-executor"
-user=$(id -un)
-min_uid=1000
+user=$(id -un) min_uid=1000 scope=()
 if [ "$(id -u)" = 0 ]; then
-	user=nobody
-	min_uid=1
-	mkdir -m 777 "$dir/work" # nobody's home does not exist
-	root_flag=(--executor-root "$dir/work")
-else
-	root_flag=()
+	user=nobody min_uid=1 scope=(--daemon)
 fi
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+claude=$top/test/.cache/agents/claude-code/node_modules/.bin/claude
+if [ ! -x "$claude" ] && command -v npm >/dev/null; then
+	step "installing Claude Code for the demo prompt (test/agents.sh claude-code)"
+	"$top/test/agents.sh" claude-code || true
+fi
+(cd "$top" && go build -o "$dir/demomodel" ./test/demomodel)
+"$dir/demomodel" >"$dir/model.url" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$dir/model.url" ] && break; sleep 0.05; done
+
 cat >"$dir/config.yaml" <<YAML
 execution:
   backend: direct
@@ -30,25 +41,41 @@ execution:
 daemon:
   state_dir: $dir/state
 YAML
+cat >"$dir/agents.yaml" <<YAML
+claude-code:
+  binary: $claude
+  env:
+    ANTHROPIC_BASE_URL: $(cat "$dir/model.url")
+    HOME: $dir/work/.home
+    CLAUDE_CODE_MAX_RETRIES: "0"
+YAML
 export AGOR_SOCKET=$dir/daemon.sock
 
-echo "== agor-daemon --config $dir/config.yaml (backend direct)"
+step "agor-daemon --config $dir/config.yaml (backend direct)"
 "$bin/agor-daemon" --config "$dir/config.yaml" --listen "$AGOR_SOCKET" --executor "$dir/agor-executor" \
-	"${root_flag[@]}" --master-key "$dir/master.key" --log-format text &
-pid=$!
+	--executor-root "$dir/work" --executor-agents "$dir/agents.yaml" --master-key "$dir/master.key" \
+	--log-format text --log-level warn &
+pids+=($!)
 for _ in $(seq 100); do [ -S "$AGOR_SOCKET" ] && break; sleep 0.05; done
 
-echo "== agorctl executors start $user    (first use starts the executor)"
+step "agorctl executors start $user    (first use starts the executor)"
 "$bin/agorctl" executors start "$user"
-echo "== agorctl exec $user -- sh -c 'id -un; pwd'"
+step "agorctl exec $user -- sh -c 'id -un; pwd'"
 "$bin/agorctl" exec "$user" -- sh -c 'id -un; pwd'
-echo "== printf 'sk-demo\\n' | agorctl creds set ANTHROPIC_API_KEY    (sealed; never shown again)"
-printf 'sk-demo\n' | "$bin/agorctl" creds set ANTHROPIC_API_KEY
-echo "== agorctl executors"
-"$bin/agorctl" executors
-echo "== agorctl audit"
+step "printf 'sk-demo\\n' | agorctl creds set ANTHROPIC_API_KEY ${scope[*]}   (sealed; fetched by the executor just in time)"
+printf 'sk-demo\n' | "$bin/agorctl" creds set ANTHROPIC_API_KEY "${scope[@]}"
+if [ -x "$claude" ]; then
+	step "agorctl prompt $user --mode bypassPermissions 'leave a note in a file'   (real Claude Code, stand-in model)"
+	"$bin/agorctl" prompt "$user" --mode bypassPermissions 'leave a note in a file' || true
+	echo "-- $dir/work/agent-demo.txt: $(cat "$dir/work/agent-demo.txt" 2>/dev/null || echo missing)"
+else
+	step "skipping the prompt: Claude Code is not installed (needs Node.js and npm; test/agents.sh claude-code)"
+fi
+step "printf 'id -un; stty size; exit 3\\n' | agorctl terminal --shell /bin/sh $user"
+printf 'id -un; stty size; exit 3\n' | "$bin/agorctl" terminal --shell /bin/sh "$user" || echo "-- the shell's exit status came back: $?"
+step "agorctl audit"
 "$bin/agorctl" audit
-echo "== the key at rest: $(grep -c sk-demo "$dir/state/credentials.json" || true) clear-text copies in credentials.json"
-echo "== stopping the daemon (SIGTERM)"
-kill -TERM "$pid"
-wait "$pid" && echo "== agor-daemon exited with status 0"
+echo "-- the key at rest: $(grep -c sk-demo "$dir/state/credentials.json" || true) clear-text copies in credentials.json"
+step "stopping the daemon (SIGTERM)"
+kill -TERM "${pids[1]}"
+wait "${pids[1]}" && echo "-- agor-daemon exited with status 0"

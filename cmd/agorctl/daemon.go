@@ -106,13 +106,38 @@ func parseAPI(name string, args []string, stderr io.Writer, extra func(*flag.Fla
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, 0, false
 		}
 		return nil, nil, 2, false
 	}
-	return &a, fs.Args(), 0, true
+	return &a, rest, 0, true
+}
+
+// parseInterspersed lets options follow operands (agorctl prompt alice
+// "text" --mode plan), as people type them; "--" ends the options, and
+// what follows it is kept whole (agorctl exec alice -- ls -l).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for len(args) > 0 {
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" {
+			return append(rest, left...), nil // Parse ate the "--"
+		}
+		if len(left) == 0 {
+			break
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
+	return rest, nil
 }
 
 func (a *apiFlags) client(ctx context.Context) (*apiClient, context.Context, context.CancelFunc) {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +49,26 @@ func TestExecutorPingErrors(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("%v: exit %d stderr %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		mode string
+		rest []string
+	}{
+		{[]string{"alice", "do it", "--mode", "plan"}, "plan", []string{"alice", "do it"}},
+		{[]string{"--mode", "plan", "alice", "do", "it"}, "plan", []string{"alice", "do", "it"}},
+		{[]string{"alice", "--", "ls", "-l", "--mode", "x"}, "", []string{"alice", "ls", "-l", "--mode", "x"}},
+		{[]string{"--mode", "plan", "--", "-not-a-flag"}, "plan", []string{"-not-a-flag"}},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		mode := fs.String("mode", "", "")
+		rest, err := parseInterspersed(fs, tc.args)
+		if err != nil || *mode != tc.mode || !slices.Equal(rest, tc.rest) {
+			t.Errorf("%q: mode %q rest %q err %v; want %q %q", tc.args, *mode, rest, err, tc.mode, tc.rest)
 		}
 	}
 }

@@ -169,6 +169,8 @@ func (r *renderer) event(ctx context.Context, ev *streamEvent) {
 	switch ev.EventData.Type {
 	case "text_delta":
 		r.print(r.out, "%s", d["text"])
+	case "message_stop":
+		r.endLine()
 	case "thinking_delta":
 		r.print(r.errw, "\x1b[2m%s\x1b[0m", d["text"])
 	case "tool_call":
@@ -242,6 +244,16 @@ func (r *renderer) result(res *promptResult) int {
 		return 130
 	}
 	return 1
+}
+
+// endLine ends a line of agent text, if one is open.
+func (r *renderer) endLine() {
+	r.mu.Lock()
+	open := r.midLn
+	r.mu.Unlock()
+	if open {
+		r.print(r.out, "\n")
+	}
 }
 
 // print writes, clearing the progress line first.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,6 +66,25 @@ func NewAnthropic(t testing.TB, script ...AnthTurn) *Anthropic {
 	return a
 }
 
+// ServeAnthropic is NewAnthropic outside a test (the make run demo):
+// surprises are logged, and the caller closes it.
+func ServeAnthropic(script ...AnthTurn) *Anthropic {
+	a := &Anthropic{script: script}
+	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	return a
+}
+
+func (a *Anthropic) logf(fail bool, format string, args ...any) {
+	switch {
+	case a.t == nil:
+		log.Printf(format, args...)
+	case fail:
+		a.t.Errorf(format, args...)
+	default:
+		a.t.Logf(format, args...)
+	}
+}
+
 // Requests returns the message requests seen so far.
 func (a *Anthropic) Requests() []AnthRequest {
 	a.mu.Lock()
@@ -90,7 +110,7 @@ func (a *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 		a.messages(w, r)
 	default:
-		a.t.Logf("anthropic stand-in: unexpected %s %s", r.Method, r.URL)
+		a.logf(false, "anthropic stand-in: unexpected %s %s", r.Method, r.URL)
 		http.NotFound(w, r)
 	}
 }
@@ -136,7 +156,7 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		a.t.Errorf("anthropic stand-in: request %d is beyond the script", len(a.Requests()))
+		a.logf(true, "anthropic stand-in: request %d is beyond the script", len(a.Requests()))
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"beyond the script"}}`, http.StatusBadRequest)
 		return
 	}
