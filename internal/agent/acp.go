@@ -346,13 +346,17 @@ func (c *acpConn) session(ctx context.Context, req Request, init acpInitResult) 
 	}
 	params.SessionID = req.Resume
 	caps := init.AgentCapabilities
+	method := "session/load"
 	switch {
 	case caps.SessionCapabilities.Resume != nil:
-		return req.Resume, c.call(ctx, "session/resume", params, nil)
-	case caps.LoadSession:
-		return req.Resume, c.call(ctx, "session/load", params, nil)
+		method = "session/resume"
+	case !caps.LoadSession:
+		return "", &Error{Code: CodeAgentCrashed, Message: "this agent cannot resume a session (no loadSession capability); start a new session"}
 	}
-	return "", &Error{Code: CodeAgentCrashed, Message: "this agent cannot resume a session (no loadSession capability); start a new session"}
+	if err := c.call(ctx, method, params, nil); err != nil {
+		return "", fmt.Errorf("resume agent session %q: %w", req.Resume, err)
+	}
+	return req.Resume, nil
 }
 
 // acpTurn normalises one prompt's updates and permission questions.

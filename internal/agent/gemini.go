@@ -22,8 +22,11 @@ func init() { Register("gemini", NewGemini(nil)) }
 // "general" settings for it (maxAttempts, retryFetchErrors). An existing
 // settings file is the user's and is left alone.
 //
-// Resume uses session/load (gemini keeps sessions under
-// ~/.gemini/tmp); its replay of the history is not reported again.
+// Resume would use session/load (gemini offers it and keeps sessions
+// under ~/.gemini/tmp/PROJECT/chats), but gemini-cli 0.61 answers it
+// "No previous sessions found for this project." for a session it has
+// just written: a turn with req.Resume fails saying so (it does not
+// silently start without the history).
 func NewGemini(general map[string]any) *ACP {
 	return &ACP{
 		Key:     "GEMINI_API_KEY",

@@ -34,9 +34,10 @@ const (
 type OpenAIChat struct {
 	URL string // ends in /v1
 
-	srv  *httptest.Server
-	mu   sync.Mutex
-	reqs []OpenAIChatRequest
+	srv    *httptest.Server
+	mu     sync.Mutex
+	reqs   []OpenAIChatRequest
+	refuse int // HTTP status to answer every request with (0: serve)
 }
 
 // OpenAIChatRequest is one request the stand-in saw.
@@ -57,6 +58,14 @@ func NewOpenAIChat(t testing.TB) *OpenAIChat {
 
 // Close stops the server early (a dead model API).
 func (o *OpenAIChat) Close() { o.srv.Close() }
+
+// Refuse makes every later request fail with the HTTP status code (401:
+// a refusal no client retries).
+func (o *OpenAIChat) Refuse(code int) {
+	o.mu.Lock()
+	o.refuse = code
+	o.mu.Unlock()
+}
 
 // Requests returns what the stand-in has seen so far.
 func (o *OpenAIChat) Requests() []OpenAIChatRequest {
@@ -97,7 +106,14 @@ func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	o.mu.Lock()
 	o.reqs = append(o.reqs, OpenAIChatRequest{Path: r.URL.Path, Key: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Body: body})
+	refuse := o.refuse
 	o.mu.Unlock()
+	if refuse != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(refuse)
+		_, _ = io.WriteString(w, `{"error":{"message":"refused by the stand-in","type":"invalid_request_error","code":"refused"}}`)
+		return
+	}
 	if r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"not in the stand-in"}}`, http.StatusNotFound)
 		return
