@@ -32,6 +32,7 @@ SYNOPSIS
     agorctl creds set|delete NAME [--daemon]
     agorctl permissions [list] | approve ID | deny ID [--reason R]
     agorctl audit [--user U] [--action A] [--task T] [--limit N]
+    agorctl doctor [--json] [--config FILE] [--api PATH]
     agorctl version
 
 COMMANDS
@@ -48,6 +49,13 @@ COMMANDS
                      (backend direct), then ping it. Prints "USER {ping reply}".
     executor stop    Stop each USER's executor socket and service.
     executor list    List executors with their socket and service state.
+    doctor           Check the installation as an operator would: units present and
+                     verified, agor-daemon active and answering, the system bus, the
+                     polkit rule present and in effect (asked of polkit; as root),
+                     the agor account, socket directories, configuration, master key
+                     and the executor's exposure score. One "ok|FAIL|warn NAME DETAIL"
+                     line each, a "fix:" line under each FAIL; --json for a JSON
+                     array. Exits 1 if any check failed. Run it as root for all checks.
     version          Print agorctl's version.
 
   Through the daemon (agor-daemon's API socket, /run/agor/daemon.sock; the
@@ -133,6 +141,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return credsCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "permissions":
 		return permissionsCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "doctor":
+		return doctorCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "audit":
 		return auditCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "executor" && len(args) > 1:
