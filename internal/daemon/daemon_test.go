@@ -67,11 +67,12 @@ type harness struct {
 }
 
 // start runs the daemon with the direct backend on a private socket.
-func start(t *testing.T) *harness { return startWith(t, nil) }
+func start(t *testing.T) *harness { return startWith(t, nil, nil) }
 
 // startWith is start with the executors' agents.yaml written by agents
-// (given the work directory) when it is not nil.
-func startWith(t *testing.T, agents func(work string) string) *harness {
+// (given the work directory) and the configuration changed by tune, each
+// when not nil.
+func startWith(t *testing.T, agents func(work string) string, tune func(*config.Config)) *harness {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "agor-daemon")
 	if err != nil {
@@ -87,6 +88,9 @@ func startWith(t *testing.T, agents func(work string) string) *harness {
 	cfg.Execution.MinUID = 1
 	cfg.Execution.SocketPathTemplate = filepath.Join(dir, "x", "{user}.sock")
 	cfg.Daemon.StateDir = filepath.Join(dir, "state")
+	if tune != nil {
+		tune(&cfg)
+	}
 	_ = os.Mkdir(cfg.Daemon.StateDir, 0o700)
 	keyPath := filepath.Join(dir, "master.key")
 	if err := credstore.GenerateMasterKey(keyPath); err != nil {

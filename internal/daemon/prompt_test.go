@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
+	"github.com/agor-sh/agor/internal/config"
 )
 
 // claudeCLI is the real Claude Code CLI that test/agents.sh installs.
@@ -42,12 +43,7 @@ func claudeCLI(t *testing.T) string {
 func TestDaemonPromptWithClaude(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "made it", Bash: "touch made-by-agent"})
 	bin := claudeCLI(t)
-	h := startWith(t, func(work string) string {
-		home := filepath.Join(work, "home")
-		_ = os.MkdirAll(home, 0o777)
-		_ = os.Chmod(home, 0o777)
-		return fmt.Sprintf("claude-code:\n  binary: %s\n  env:\n    ANTHROPIC_BASE_URL: %s\n    HOME: %s\n    CLAUDE_CODE_MAX_RETRIES: \"0\"\n", bin, model.URL, home)
-	})
+	h := startWith(t, claudeSettings(bin, model.URL), nil)
 	const key = "sk-ant-test-4f1c2b"
 	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": key, "scope": "daemon"}); code != 200 {
 		t.Fatalf("set key: %d %v", code, out)
@@ -95,6 +91,51 @@ func TestDaemonPromptWithClaude(t *testing.T) {
 	all, _ := json.Marshal(lines)
 	if bytes.Contains(all, []byte(key)) {
 		t.Error("an event holds the key")
+	}
+}
+
+// claudeSettings writes agents.yaml for the real CLI and the stand-in.
+func claudeSettings(bin, url string) func(work string) string {
+	return func(work string) string {
+		home := filepath.Join(work, "home")
+		_ = os.MkdirAll(home, 0o777)
+		_ = os.Chmod(home, 0o777)
+		return fmt.Sprintf("claude-code:\n  binary: %s\n  env:\n    ANTHROPIC_BASE_URL: %s\n    HOME: %s\n    CLAUDE_CODE_MAX_RETRIES: \"0\"\n", bin, url, home)
+	}
+}
+
+// Nobody answers the agent's permission question: after the daemon's
+// permission timeout it is denied, the tool does not run, the agent is
+// told, and the turn still completes.
+func TestDaemonPromptPermissionTimeout(t *testing.T) {
+	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "could not", Bash: "touch made-by-agent"})
+	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), func(c *config.Config) { c.Daemon.PermissionTimeoutMS = 700 })
+	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
+		t.Fatalf("set key: %d %v", code, out)
+	}
+	name, _ := target(t)
+	lines := h.prompt(t, name, map[string]any{"agentic_tool": "claude-code", "prompt": "make the file", "cwd": ".", "permission_mode": "default", "timeout_ms": 120000})
+	var decided map[string]any
+	var result map[string]any
+	for _, l := range lines {
+		if ev, ok := l["event"].(map[string]any); ok && ev["event_type"] == "permission_decided" {
+			decided = ev["event_data"].(map[string]any)["data"].(map[string]any)
+		}
+		if r, ok := l["result"].(map[string]any); ok {
+			result = r
+		}
+	}
+	if decided == nil || decided["approved"] != false || !strings.Contains(fmt.Sprint(decided["reason"]), "timeout") {
+		t.Fatalf("permission decision %v", decided)
+	}
+	if result == nil || result["status"] != "completed" {
+		t.Fatalf("result %v", result)
+	}
+	if _, err := os.Stat(filepath.Join(h.work, "made-by-agent")); err == nil {
+		t.Fatal("the tool ran without permission")
+	}
+	if conv := model.Conversation(); len(conv) < 2 || !conv[1].AnthHasToolResult() {
+		t.Fatalf("the model was not told the tool was refused: %d requests", len(conv))
 	}
 }
 
