@@ -193,7 +193,12 @@ func (c acpCase) runWith(t *testing.T, ctx context.Context, req Request, host Ho
 	return res, err
 }
 
+// TestACPAgents drives the real CLIs (test/agents.sh installs them):
+// ~1.5 min on an idle 2-core machine, more under load; -short skips it.
 func TestACPAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real agent CLIs; not in -short")
+	}
 	for _, c := range acpCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
