@@ -1,0 +1,2 @@
+package store
+func crashChild() bool { return false }

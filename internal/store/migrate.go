@@ -1,0 +1,117 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// migrations are applied in order, each in its own transaction; the
+// database's PRAGMA user_version is the number applied. Append to the list,
+// never edit an entry that has shipped.
+var migrations = []string{
+	// 1: sessions, tasks and their events.
+	`CREATE TABLE sessions (
+		id               TEXT PRIMARY KEY,
+		unix_user        TEXT NOT NULL,
+		agentic_tool     TEXT NOT NULL,
+		cwd              TEXT NOT NULL,
+		model            TEXT NOT NULL DEFAULT '',
+		permission_mode  TEXT NOT NULL DEFAULT '',
+		status           TEXT NOT NULL DEFAULT '',
+		agent_session_id TEXT NOT NULL DEFAULT '',
+		created_at       INTEGER NOT NULL,
+		updated_at       INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX sessions_by_created ON sessions (created_at, id);
+	CREATE INDEX sessions_by_user ON sessions (unix_user, created_at, id);
+
+	CREATE TABLE tasks (
+		id         TEXT PRIMARY KEY,
+		session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+		unix_user  TEXT NOT NULL,
+		prompt     TEXT NOT NULL,
+		status     TEXT NOT NULL CHECK (status IN
+			('queued', 'running', 'completed', 'failed', 'cancelled', 'timeout', 'interrupted')),
+		result     TEXT CHECK (result IS NULL OR json_valid(result)),
+		error      TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		started_at INTEGER NOT NULL DEFAULT 0,
+		ended_at   INTEGER NOT NULL DEFAULT 0
+	) STRICT;
+	CREATE INDEX tasks_by_session ON tasks (session_id, created_at, id);
+	CREATE INDEX tasks_live ON tasks (status) WHERE status IN ('queued', 'running');
+
+	CREATE TABLE events (
+		task_id    TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+		sequence   INTEGER NOT NULL,
+		timestamp  INTEGER NOT NULL,
+		event_type TEXT NOT NULL,
+		event_data TEXT,
+		PRIMARY KEY (task_id, sequence)
+	) STRICT, WITHOUT ROWID;`,
+
+	// 2: the audit trail.
+	`CREATE TABLE audit (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		time       INTEGER NOT NULL,
+		action     TEXT NOT NULL,
+		unix_user  TEXT NOT NULL DEFAULT '',
+		session_id TEXT NOT NULL DEFAULT '',
+		task_id    TEXT NOT NULL DEFAULT '',
+		credential TEXT NOT NULL DEFAULT '',
+		tool       TEXT NOT NULL DEFAULT '',
+		mode       TEXT NOT NULL DEFAULT '',
+		decision   TEXT NOT NULL DEFAULT '',
+		reason     TEXT NOT NULL DEFAULT '',
+		count      INTEGER NOT NULL DEFAULT 0
+	) STRICT;
+	CREATE INDEX audit_by_time ON audit (time);`,
+}
+
+// migrate applies the migrations the database has not seen yet.
+func (db *DB) migrate() error {
+	var v int
+	if err := db.w.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("%w: schema version %d, this program knows %d", ErrSchemaTooNew, v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if err := db.apply(i+1, migrations[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply runs migration version in one transaction with the version bump,
+// so a crash leaves the database at the old version or the new, never
+// between.
+func (db *DB) apply(version int, stmt string) error {
+	return db.tx(func(tx *sql.Tx) error {
+		if _, err := tx.Exec(stmt); err != nil {
+			return fmt.Errorf("migration %d: %w", version, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
+			return fmt.Errorf("migration %d: set version: %w", version, err)
+		}
+		return nil
+	})
+}
+
+// tx runs fn in a write transaction, committing when it returns nil.
+func (db *DB) tx(fn func(*sql.Tx) error) error {
+	tx, err := db.w.Begin()
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TaskStatus is where a task is in its life.
+type TaskStatus string
+
+// Task statuses. Queued and Running are live; the rest are final.
+const (
+	Queued      TaskStatus = "queued"
+	Running     TaskStatus = "running"
+	Completed   TaskStatus = "completed"
+	Failed      TaskStatus = "failed"
+	Cancelled   TaskStatus = "cancelled"
+	Timeout     TaskStatus = "timeout"
+	Interrupted TaskStatus = "interrupted" // live when the daemon stopped
+)
+
+// Final reports whether a task in status st has ended.
+func (st TaskStatus) Final() bool {
+	switch st {
+	case Completed, Failed, Cancelled, Timeout, Interrupted:
+		return true
+	}
+	return false
+}
+
+func (st TaskStatus) valid() bool { return st == Queued || st == Running || st.Final() }
+
+// Task is one prompt run in a session.
+type Task struct {
+	ID        string
+	SessionID string
+	UnixUser  string
+	Prompt    string
+	Status    TaskStatus
+	Result    json.RawMessage // nil until set
+	Error     string
+	CreatedAt time.Time
+	StartedAt time.Time // zero until running
+	EndedAt   time.Time // zero until final
+}
+
+const taskCols = `id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at`
+
+// CreateTask stores t (status Queued unless given; CreatedAt now unless
+// given) and returns it as stored. Its session must exist (ErrNotFound);
+// an ID already stored is ErrExists.
+func (db *DB) CreateTask(t Task) (Task, error) {
+	if t.ID == "" || t.SessionID == "" || t.UnixUser == "" {
+		return Task{}, fmt.Errorf("create task: %w: id, session_id and unix_user are required", ErrInvalid)
+	}
+	if t.Status == "" {
+		t.Status = Queued
+	}
+	if !t.Status.valid() {
+		return Task{}, fmt.Errorf("create task %q: %w: status %q", t.ID, ErrInvalid, t.Status)
+	}
+	if t.Result != nil && !json.Valid(t.Result) {
+		return Task{}, fmt.Errorf("create task %q: %w: result is not JSON", t.ID, ErrInvalid)
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now()
+	}
+	if t.Status == Running && t.StartedAt.IsZero() {
+		t.StartedAt = t.CreatedAt
+	}
+	_, err := db.w.Exec(`INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.SessionID, t.UnixUser, t.Prompt, t.Status, jsonArg(t.Result), t.Error,
+		nanos(t.CreatedAt), nanos(t.StartedAt), nanos(t.EndedAt))
+	switch {
+	case isPrimaryKey(err):
+		return Task{}, fmt.Errorf("create task %q: %w", t.ID, ErrExists)
+	case isForeignKey(err):
+		return Task{}, fmt.Errorf("create task %q: session %q: %w", t.ID, t.SessionID, ErrNotFound)
+	case err != nil:
+		return Task{}, fmt.Errorf("create task %q: %w", t.ID, err)
+	}
+	return readTask(db.w.QueryRow(`SELECT `+taskCols+` FROM tasks WHERE id = ?`, t.ID))
+}
+
+// SetTaskStatus moves a live task to status, recording result (nil keeps
+// the stored one) and errMsg. Running sets StartedAt, a final status sets
+// EndedAt. A task that has already ended keeps its status: ErrTaskEnded.
+func (db *DB) SetTaskStatus(id string, status TaskStatus, result json.RawMessage, errMsg string) error {
+	if !status.valid() {
+		return fmt.Errorf("set task %q status: %w: status %q", id, ErrInvalid, status)
+	}
+	if result != nil && !json.Valid(result) {
+		return fmt.Errorf("set task %q status: %w: result is not JSON", id, ErrInvalid)
+	}
+	t := nanos(now())
+	res, err := db.w.Exec(`UPDATE tasks SET status = ?, result = coalesce(?, result), error = ?,
+		started_at = CASE WHEN started_at = 0 AND ? = 'running' THEN ? ELSE started_at END,
+		ended_at = CASE WHEN ? THEN ? ELSE 0 END
+		WHERE id = ? AND status IN ('queued', 'running')`,
+		status, jsonArg(result), errMsg, status, t, status.Final(), t, id)
+	if err != nil {
+		return fmt.Errorf("set task %q status: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	cur, err := db.GetTask(id)
+	if err != nil {
+		return fmt.Errorf("set task status: %w", err)
+	}
+	return fmt.Errorf("set task %q %s: %w (%s)", id, status, ErrTaskEnded, cur.Status)
+}
+
+// GetTask returns task id, or ErrNotFound.
+func (db *DB) GetTask(id string) (Task, error) {
+	t, err := scanTask(db.r.QueryRow(`SELECT `+taskCols+` FROM tasks WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("task %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("get task %q: %w", id, err)
+	}
+	return t, nil
+}
+
+// ListTasks returns a session's tasks, oldest first, at most limit (<= 0:
+// all), after the task with ID after ("" starts at the first; an unknown
+// after is ErrNotFound).
+func (db *DB) ListTasks(sessionID string, limit int, after string) ([]Task, error) {
+	q := `SELECT ` + taskCols + ` FROM tasks WHERE session_id = ?`
+	args := []any{sessionID}
+	if after != "" {
+		if _, err := db.GetTask(after); err != nil {
+			return nil, fmt.Errorf("list tasks after: %w", err)
+		}
+		q += ` AND (created_at, id) > (SELECT created_at, id FROM tasks WHERE id = ?)`
+		args = append(args, after)
+	}
+	q += ` ORDER BY created_at, id LIMIT ?`
+	args = append(args, sqlLimit(limit))
+	rows, err := db.r.Query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return collect(rows, scanTask)
+}
+
+// MarkInterrupted ends every task left queued or running as Interrupted
+// and returns how many there were. The daemon calls it once at start,
+// before it accepts work: a live task in the database then belongs to a
+// daemon that is gone. Open does not call it, so that opening the store
+// (tests, tools) never changes tasks.
+func (db *DB) MarkInterrupted() (int, error) {
+	res, err := db.w.Exec(`UPDATE tasks SET status = 'interrupted', ended_at = ?
+		WHERE status IN ('queued', 'running')`, nanos(now()))
+	if err != nil {
+		return 0, fmt.Errorf("mark tasks interrupted: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func readTask(row *sql.Row) (Task, error) {
+	t, err := scanTask(row)
+	if err != nil {
+		return Task{}, fmt.Errorf("read task: %w", err)
+	}
+	return t, nil
+}
+
+func scanTask(r scanner) (Task, error) {
+	var t Task
+	var result sql.NullString
+	var created, started, ended int64
+	err := r.Scan(&t.ID, &t.SessionID, &t.UnixUser, &t.Prompt, &t.Status, &result, &t.Error,
+		&created, &started, &ended)
+	if result.Valid {
+		t.Result = json.RawMessage(result.String)
+	}
+	t.CreatedAt, t.StartedAt, t.EndedAt = fromNanos(created), fromNanos(started), fromNanos(ended)
+	return t, err
+}
+
+// jsonArg stores nil JSON as NULL.
+func jsonArg(m json.RawMessage) any {
+	if m == nil {
+		return nil
+	}
+	return string(m)
+}
