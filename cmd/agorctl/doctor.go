@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,8 +57,8 @@ func docFail(fix, detail string, a ...any) finding {
 // doctorBus is what the checks ask of the system bus.
 type doctorBus interface {
 	SystemdVersion(ctx context.Context) (string, error)
-	// Authorized asks polkit whether uid may do action with details.
-	Authorized(ctx context.Context, uid uint32, action string, details map[string]string) (bool, error)
+	// Authorized asks polkit whether the process may do action with details.
+	Authorized(ctx context.Context, p doctorProcess, action string, details map[string]string) (bool, error)
 	Close() error
 }
 
@@ -75,6 +76,9 @@ type doctor struct {
 	lookupUser  func(name string) (uid, gid int, err error)
 	lookupGroup func(name string) (gid int, err error)
 	health      func(ctx context.Context, socket string) (string, error)
+	// spawnAs starts a process as uid:gid for polkit to judge, and a
+	// function that ends it.
+	spawnAs func(uid, gid int) (doctorProcess, func(), error)
 
 	// Filled in as the checks run.
 	cfg    *config.Config
@@ -176,6 +180,7 @@ func hostDoctor(cfgPath, socket string) *doctor {
 		lookupUser:  doctorLookupUser,
 		lookupGroup: doctorLookupGroup,
 		health:      doctorHealth,
+		spawnAs:     doctorSpawnAs,
 	}
 }
 
@@ -405,29 +410,36 @@ func checkPolkitEffective(ctx context.Context, d *doctor) finding {
 	if !d.systemdUp() {
 		return docSkip("systemd is not running here (no /run/systemd/system)")
 	}
-	uid, _, err := d.lookupUser("agor")
+	uid, gid, err := d.lookupUser("agor")
 	if err != nil {
 		return docSkip("no agor account to ask about (see the account check)")
 	}
+	// polkit judges processes (and sessions, bus names), not accounts:
+	// it is asked about a process of agor's.
+	p, stop, err := d.spawnAs(uid, gid)
+	if err != nil {
+		return docFail("run agorctl doctor as root on the host itself", "a process as agor to ask polkit about: %v", err)
+	}
+	defer stop()
 	b, err := d.dial()
 	if err != nil {
 		return docFail("systemctl start dbus.service polkit.service", "system bus: %v", err)
 	}
 	defer b.Close()
-	return doctorPolkitAnswers(ctx, b, uint32(uid), d.instance(".socket"))
+	return doctorPolkitAnswers(ctx, b, p, d.instance(".socket"))
 }
 
-func doctorPolkitAnswers(ctx context.Context, b doctorBus, uid uint32, unit string) finding {
+func doctorPolkitAnswers(ctx context.Context, b doctorBus, p doctorProcess, unit string) finding {
 	const fix = "make sure polkitd runs (systemctl status polkit.service), is >= 0.106, and reads " +
 		"/usr/share/polkit-1/rules.d/50-agor.rules; no earlier-sorting rule (e.g. /etc/polkit-1/rules.d/49-*.rules) may decide manage-units for agor"
-	yes, err := b.Authorized(ctx, uid, doctorManageUnits, map[string]string{"unit": unit, "verb": "start"})
+	yes, err := b.Authorized(ctx, p, doctorManageUnits, map[string]string{"unit": unit, "verb": "start"})
 	if err != nil {
 		return docFail(fix, "polkit CheckAuthorization: %v", err)
 	}
 	if !yes {
 		return docFail(fix, "polkit rule 50-agor.rules not in effect: agor may not start %s", unit)
 	}
-	root, err := b.Authorized(ctx, uid, doctorManageUnits, map[string]string{"unit": "agor-executor@root.socket", "verb": "start"})
+	root, err := b.Authorized(ctx, p, doctorManageUnits, map[string]string{"unit": "agor-executor@root.socket", "verb": "start"})
 	if err != nil {
 		return docFail(fix, "polkit CheckAuthorization: %v", err)
 	}
@@ -462,13 +474,54 @@ func (b doctorSystemBus) SystemdVersion(ctx context.Context) (string, error) {
 	return s, nil
 }
 
-// Authorized calls polkit's CheckAuthorization for a unix-user subject,
-// without interaction (flags 0).
-func (b doctorSystemBus) Authorized(ctx context.Context, uid uint32, action string, details map[string]string) (bool, error) {
+// doctorProcess is a polkit unix-process subject.
+type doctorProcess struct {
+	PID   uint32
+	Start uint64 // in clock ticks since boot, /proc/PID/stat's 22nd field
+	UID   int32
+}
+
+// doctorSpawnAs starts sleep(1) as uid:gid (root only).
+func doctorSpawnAs(uid, gid int) (doctorProcess, func(), error) {
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	if err := cmd.Start(); err != nil {
+		return doctorProcess{}, nil, err
+	}
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	start, err := doctorStartTime(cmd.Process.Pid)
+	if err != nil {
+		stop()
+		return doctorProcess{}, nil, err
+	}
+	return doctorProcess{PID: uint32(cmd.Process.Pid), Start: start, UID: int32(uid)}, stop, nil
+}
+
+func doctorStartTime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(string(b[i+1:])) // from field 3 (state) on
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// Authorized calls polkit's CheckAuthorization for a unix-process
+// subject, without interaction (flags 0).
+func (b doctorSystemBus) Authorized(ctx context.Context, p doctorProcess, action string, details map[string]string) (bool, error) {
 	subject := struct {
 		Kind    string
 		Details map[string]dbus.Variant
-	}{"unix-user", map[string]dbus.Variant{"uid": dbus.MakeVariant(uid)}}
+	}{"unix-process", map[string]dbus.Variant{
+		"pid": dbus.MakeVariant(p.PID), "start-time": dbus.MakeVariant(p.Start), "uid": dbus.MakeVariant(p.UID),
+	}}
 	var res struct {
 		Authorized, Challenge bool
 		Details               map[string]string

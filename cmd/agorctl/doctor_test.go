@@ -19,7 +19,7 @@ func (fakeBus) Close() error { return nil }
 func (fakeBus) SystemdVersion(context.Context) (string, error) {
 	return "252.38-1~deb12u1", nil
 }
-func (b fakeBus) Authorized(_ context.Context, _ uint32, action string, d map[string]string) (bool, error) {
+func (b fakeBus) Authorized(_ context.Context, _ doctorProcess, action string, d map[string]string) (bool, error) {
 	return b.ruleLoaded && action == doctorManageUnits && d["verb"] == "start" && d["unit"] != "agor-executor@root.socket", nil
 }
 
@@ -82,6 +82,9 @@ func fixture(t *testing.T) (*doctor, *[]string) {
 			return 0, errors.New("unknown group " + name)
 		},
 		health: func(context.Context, string) (string, error) { return "0.1.0", nil },
+		spawnAs: func(uid, _ int) (doctorProcess, func(), error) {
+			return doctorProcess{PID: 1, UID: int32(uid)}, func() {}, nil
+		},
 	}
 	return d, &ran
 }
@@ -261,5 +264,16 @@ func TestDoctorUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"doctor", "extra"}, &out, &errb); code != 2 {
 		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+func TestDoctorSpawnAs(t *testing.T) {
+	p, stop, err := doctorSpawnAs(os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if p.PID == 0 || p.Start == 0 || p.UID != int32(os.Getuid()) {
+		t.Fatalf("%+v", p)
 	}
 }
