@@ -46,12 +46,15 @@ type Server struct {
 	Sessions   *Sessions        // each session's agent session, to resume
 	AdminGroup string
 	Log        *slog.Logger
+
+	metrics metrics
 }
 
 // Handler routes the API.
 func (s *Server) Handler() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/health", s.health)
+	m.HandleFunc("GET /v1/metrics", s.serveMetrics)
 	m.HandleFunc("GET /v1/executors", s.admin(s.listExecutors))
 	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
 	m.HandleFunc("DELETE /v1/executors/{user}", s.admin(s.stopExecutor))
@@ -75,7 +78,7 @@ func (s *Server) Handler() http.Handler {
 		m.HandleFunc("GET /v1/permissions", s.listPermissions)
 		m.HandleFunc("POST /v1/permissions/{id}", s.decidePermission)
 	}
-	return m
+	return s.guard(m)
 }
 
 // ConnContext puts the peer's credentials in every request's context.

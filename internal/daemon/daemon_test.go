@@ -174,6 +174,17 @@ func TestDaemonEndToEnd(t *testing.T) {
 	if code, out = h.do(t, "PUT", "/v1/credentials/bad-name", map[string]any{"value": "x"}); code != 400 {
 		t.Fatalf("bad credential name: %d %v", code, out)
 	}
+	resp, err := h.client.Get("http://agor/v1/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`agor_api_requests_total{route="PUT /v1/executors/{user}",code="200"} 1`, "agor_executors_connected 1"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s:\n%s", want, metrics)
+		}
+	}
 	_, out = h.do(t, "GET", "/v1/audit", nil)
 	got := fmt.Sprint(out["records"])
 	for _, want := range []string{"executor_started", "credential_set", "ANTHROPIC_API_KEY"} {
