@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agor-sh/agor/internal/events"
 	"github.com/google/go-cmp/cmp"
@@ -229,6 +230,9 @@ func TestConcurrentAppend(t *testing.T) {
 				if err != nil {
 					errs <- err
 					return
+				}
+				if len(page) == 0 {
+					time.Sleep(time.Millisecond) // let the writer on
 				}
 				for _, e := range page {
 					if e.Sequence != after+1 {
