@@ -42,8 +42,8 @@ type Server struct {
 	Audit      *audit.Logger    // nil: not served
 	Outputs    *Outputs         // exec output for exec calls; the pool's handlers must route to it
 	Terminals  *Terminals       // terminal output to attached clients; likewise
-	Events     *events.Sink     // agents' events, for prompts' live streams
-	Sessions   *Sessions        // each session's agent session, to resume
+	Events     *events.Sink     // agents' events, for live streams
+	Store      Store            // sessions, tasks, events; nil: prompts are not served
 	AdminGroup string
 	Log        *slog.Logger
 
@@ -71,8 +71,12 @@ func (s *Server) Handler() http.Handler {
 	if s.Audit != nil {
 		m.HandleFunc("GET /v1/audit", s.queryAudit)
 	}
-	if s.Broker != nil && s.Events != nil && s.Sessions != nil {
+	if s.Broker != nil && s.Events != nil && s.Store != nil {
 		m.HandleFunc("POST /v1/executors/{user}/prompt", s.forUser(s.prompt))
+		m.HandleFunc("GET /v1/sessions", s.listSessions)
+		m.HandleFunc("GET /v1/sessions/{id}/tasks", s.listTasks)
+		m.HandleFunc("GET /v1/tasks/{id}", s.getTask)
+		m.HandleFunc("GET /v1/tasks/{id}/events", s.taskEvents)
 	}
 	if s.Broker != nil {
 		m.HandleFunc("GET /v1/permissions", s.listPermissions)

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"sync"
 
 	"github.com/agor-sh/agor/internal/broker"
 	"github.com/agor-sh/agor/internal/events"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/store"
 	"github.com/agor-sh/agor/internal/token"
 )
 
@@ -24,31 +24,6 @@ type PromptBody struct {
 	Model          string `json:"model,omitempty"`
 	TimeoutMS      int64  `json:"timeout_ms"`
 }
-
-// Sessions remembers each session's agent session, so the next prompt of
-// a session resumes the agent's own (until the store keeps it). The key
-// has the tool and cwd too: an agent finds its sessions by directory.
-type Sessions struct {
-	mu    sync.Mutex
-	agent map[string]string
-}
-
-func (s *Sessions) get(id string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.agent[id]
-}
-
-func (s *Sessions) set(id, agentSession string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.agent == nil {
-		s.agent = map[string]string{}
-	}
-	s.agent[id] = agentSession
-}
-
-func (b PromptBody) sessionKey() string { return b.SessionID + "\x00" + b.Tool + "\x00" + b.Cwd }
 
 func newID() string {
 	b := make([]byte, 16)
@@ -74,16 +49,23 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
-	if b.SessionID == "" {
-		b.SessionID = newID()
-	}
 	if b.PermissionMode == "" {
 		b.PermissionMode = string(broker.ModeDefault)
 	}
 	user, task := r.PathValue("user"), newID()
-	tok, err := s.Broker.StartTask(token.Binding{User: user, Session: b.SessionID, Task: task}, broker.Mode(b.PermissionMode))
+	sess, err := s.session(user, &b)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	tok, err := s.Broker.StartTask(token.Binding{User: user, Session: sess.ID, Task: task}, broker.Mode(b.PermissionMode))
 	if err != nil {
 		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
+		return
+	}
+	if _, err := s.Store.CreateTask(store.Task{ID: task, SessionID: sess.ID, UnixUser: user, Prompt: b.Prompt, Status: store.Running}); err != nil {
+		s.Broker.EndTask(task)
+		writeError(w, err)
 		return
 	}
 	sub := s.Events.Subscribe(task, 4096)
@@ -91,10 +73,10 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	flush := func() { _ = http.NewResponseController(w).Flush() }
-	_ = enc.Encode(promptLine{TaskID: task, SessionID: b.SessionID})
+	_ = enc.Encode(promptLine{TaskID: task, SessionID: sess.ID})
 	flush()
 	done := make(chan promptLine, 1)
-	go func() { done <- s.runPrompt(r.Context(), user, task, tok, b) }()
+	go func() { done <- s.runPrompt(r.Context(), user, task, tok, b, sess) }()
 	for {
 		select {
 		case ev := <-sub.C:
@@ -103,6 +85,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		case last := <-done:
 			drain(sub, enc) // events came before the result; some may still wait here
 			last.Missing = s.Broker.EndTask(task)
+			s.finish(task, sess, last)
 			_ = enc.Encode(last)
 			flush()
 			return
@@ -121,11 +104,15 @@ func drain(sub *events.Subscription, enc *json.Encoder) {
 	}
 }
 
-func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b PromptBody) promptLine {
+func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b PromptBody, sess store.Session) promptLine {
+	resume := ""
+	if sess.AgenticTool == b.Tool && sess.Cwd == b.Cwd { // agents find their sessions by directory
+		resume = sess.AgentSessionID
+	}
 	params := map[string]any{
-		"session_token": tok, "session_id": b.SessionID, "task_id": task, "agentic_tool": b.Tool,
+		"session_token": tok, "session_id": sess.ID, "task_id": task, "agentic_tool": b.Tool,
 		"prompt": b.Prompt, "cwd": b.Cwd, "permission_mode": b.PermissionMode, "model": b.Model,
-		"timeout_ms": b.TimeoutMS, "agent_session_id": s.Sessions.get(b.sessionKey()),
+		"timeout_ms": b.TimeoutMS, "agent_session_id": resume,
 	}
 	var res json.RawMessage
 	if err := s.Pool.Call(ctx, user, "execute_prompt", params, &res); err != nil {
@@ -137,11 +124,54 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b Prompt
 		body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
 		return promptLine{Error: body}
 	}
-	var r struct {
-		AgentSessionID string `json:"agent_session_id"`
-	}
-	if json.Unmarshal(res, &r) == nil && r.AgentSessionID != "" {
-		s.Sessions.set(b.sessionKey(), r.AgentSessionID)
-	}
 	return promptLine{Result: res}
+}
+
+// session is the prompt's session: the one it names (the caller's own),
+// or a new one.
+func (s *Server) session(user string, b *PromptBody) (store.Session, error) {
+	if b.SessionID == "" {
+		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, AgenticTool: b.Tool, Cwd: b.Cwd,
+			Model: b.Model, PermissionMode: b.PermissionMode, Status: "running"})
+	}
+	sess, err := s.Store.GetSession(b.SessionID)
+	if err != nil || sess.UnixUser != user {
+		return store.Session{}, rpc.Errorf(rpc.CodeNotFound, "not_found", "no session %q of %s", b.SessionID, user)
+	}
+	if b.Tool == "" {
+		b.Tool = sess.AgenticTool
+	}
+	return sess, nil
+}
+
+// finish records the task's end, and the session follows it.
+func (s *Server) finish(task string, sess store.Session, last promptLine) {
+	var r struct {
+		Status         string `json:"status"`
+		AgentSessionID string `json:"agent_session_id"`
+		Error          *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	status, msg := store.Failed, ""
+	if last.Error != nil {
+		msg = last.Error.Error.Message
+	} else if json.Unmarshal(last.Result, &r) == nil {
+		if r.Status != "" {
+			status = store.TaskStatus(r.Status)
+		}
+		if r.Error != nil {
+			msg = r.Error.Message
+		}
+	}
+	if err := s.Store.SetTaskStatus(task, status, last.Result, msg); err != nil {
+		s.log().Warn("task status not stored", "task", task, "err", err)
+	}
+	sess.Status = string(status)
+	if r.AgentSessionID != "" {
+		sess.AgentSessionID = r.AgentSessionID
+	}
+	if _, err := s.Store.UpdateSession(sess); err != nil {
+		s.log().Warn("session not updated", "session", sess.ID, "err", err)
+	}
 }

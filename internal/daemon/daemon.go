@@ -27,6 +27,7 @@ import (
 	"github.com/agor-sh/agor/internal/pool"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/sdnotify"
+	"github.com/agor-sh/agor/internal/store"
 	"github.com/agor-sh/agor/internal/token"
 	"github.com/agor-sh/agor/internal/version"
 )
@@ -53,6 +54,7 @@ type Daemon struct {
 	tokens  *token.Service
 	broker  *broker.Broker
 	audit   *audit.Logger
+	store   *store.DB
 	api     *http.Server
 }
 
@@ -73,15 +75,38 @@ func New(o Options) (*Daemon, error) {
 		d.closeBE()
 		return nil, err
 	}
+	if d.store, err = openStore(filepath.Join(state, "agor.db"), o.Log); err != nil {
+		d.closeBE()
+		_ = d.audit.Close()
+		return nil, err
+	}
 	d.build(creds)
 	return d, nil
+}
+
+// openStore opens the store and marks the tasks a crash left running as
+// interrupted, before any new work is taken.
+func openStore(path string, log *slog.Logger) (*store.DB, error) {
+	db, err := store.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	n, err := db.MarkInterrupted()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if n > 0 {
+		log.Warn("tasks left running by the last daemon marked interrupted", "tasks", n)
+	}
+	return db, nil
 }
 
 // build connects the pieces that cannot fail.
 func (d *Daemon) build(creds *credstore.Store) {
 	e, dc := d.cfg.Execution, d.cfg.Daemon
 	d.tokens = token.New(ms(e.SessionTokenExpirationMS), e.SessionTokenMaxUses)
-	sink := events.NewSink(&events.MemoryStore{}, d.log)
+	sink := events.NewSink(d.store, d.log)
 	d.broker = broker.New(broker.Config{
 		Tokens: d.tokens,
 		Keys:   creds,
@@ -107,7 +132,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		// daemon's connection alone would keep it running.
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
-	srv := &api.Server{Outputs: outputs, Terminals: terms, Events: sink, Sessions: &api.Sessions{}, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	srv := &api.Server{Outputs: outputs, Terminals: terms, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.api = api.NewHTTPServer(srv.Handler())
 }
 
@@ -169,6 +194,9 @@ func (d *Daemon) close() {
 	d.closeBE()
 	if err := d.audit.Close(); err != nil {
 		d.log.Warn("audit trail: close", "err", err)
+	}
+	if err := d.store.Close(); err != nil {
+		d.log.Warn("store: close", "err", err)
 	}
 	d.log.Info("stopped")
 }

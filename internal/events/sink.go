@@ -38,6 +38,11 @@ const (
 // ErrInvalid is returned for an event that cannot belong to any task.
 var ErrInvalid = errors.New("invalid event")
 
+// ErrDuplicate is what a Store's Append wraps for a (task, sequence) it
+// already holds (an executor resending after the daemon restarted): the
+// Sink reports it as Duplicate, not as a failure.
+var ErrDuplicate = errors.New("duplicate event")
+
 // Range is a run of missing sequence numbers, From to To inclusive.
 type Range struct{ From, To int64 }
 
@@ -76,7 +81,10 @@ func (s *Sink) Put(ev Event) (Outcome, error) {
 	if _, seen := st.ahead[ev.Sequence]; seen || ev.Sequence < st.next {
 		return Duplicate, nil
 	}
-	if err := s.store.Append(ev); err != nil {
+	if err := s.store.Append(ev); errors.Is(err, ErrDuplicate) {
+		st.record(ev.Sequence)
+		return Duplicate, nil
+	} else if err != nil {
 		return 0, fmt.Errorf("store event %s/%d: %w", ev.TaskID, ev.Sequence, err)
 	}
 	if ev.Sequence > st.next {

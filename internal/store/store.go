@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+
+	"github.com/agor-sh/agor/internal/events"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -37,7 +39,7 @@ var (
 	ErrExists   = errors.New("already exists")
 	// ErrDuplicate is returned by Append for a (task, sequence) already
 	// stored; the stored event is left as it was.
-	ErrDuplicate = errors.New("duplicate event")
+	ErrDuplicate = fmt.Errorf("store: %w", events.ErrDuplicate)
 	// ErrInvalid is returned for a value the store refuses (an unknown
 	// task status, event data that is not JSON).
 	ErrInvalid = errors.New("invalid value")

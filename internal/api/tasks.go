@@ -1,0 +1,279 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/store"
+)
+
+// Store is what the API keeps in the daemon's store.
+type Store interface {
+	CreateSession(s store.Session) (store.Session, error)
+	GetSession(id string) (store.Session, error)
+	ListSessions(user string, limit int, after string) ([]store.Session, error)
+	UpdateSession(s store.Session) (store.Session, error)
+	CreateTask(t store.Task) (store.Task, error)
+	SetTaskStatus(id string, status store.TaskStatus, result json.RawMessage, errMsg string) error
+	GetTask(id string) (store.Task, error)
+	ListTasks(sessionID string, limit int, after string) ([]store.Task, error)
+	Events(taskID string, afterSeq int64, limit int) ([]events.Event, error)
+}
+
+// SessionView and TaskView are what clients see (snake_case).
+type SessionView struct {
+	ID             string    `json:"id"`
+	UnixUser       string    `json:"unix_user"`
+	AgenticTool    string    `json:"agentic_tool"`
+	Cwd            string    `json:"cwd"`
+	Model          string    `json:"model,omitempty"`
+	PermissionMode string    `json:"permission_mode"`
+	Status         string    `json:"status"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// TaskView is one task as the API shows it.
+type TaskView struct {
+	ID        string          `json:"id"`
+	SessionID string          `json:"session_id"`
+	UnixUser  string          `json:"unix_user"`
+	Prompt    string          `json:"prompt"`
+	Status    string          `json:"status"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+}
+
+func sessionView(s store.Session) SessionView {
+	return SessionView{s.ID, s.UnixUser, s.AgenticTool, s.Cwd, s.Model, s.PermissionMode, s.Status, s.CreatedAt, s.UpdatedAt}
+}
+
+func taskView(t store.Task) TaskView {
+	v := TaskView{ID: t.ID, SessionID: t.SessionID, UnixUser: t.UnixUser, Prompt: t.Prompt, Status: string(t.Status), Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt}
+	if !t.EndedAt.IsZero() {
+		v.EndedAt = &t.EndedAt
+	}
+	return v
+}
+
+// storeErr maps the store's errors to the API's.
+func storeErr(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return rpc.Errorf(rpc.CodeNotFound, "not_found", "no such %s", what)
+	}
+	return err
+}
+
+// page reads ?limit= (default 100, at most 1000) and ?after=.
+func page(r *http.Request) (int, string, error) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return 0, "", rpc.InvalidParams("limit", "must be 1..1000")
+		}
+		limit = n
+	}
+	return limit, r.URL.Query().Get("after"), nil
+}
+
+// owned reports whether the caller may see user's things.
+func (s *Server) owned(r *http.Request, user string) error {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		return err
+	}
+	if !admin && name != user {
+		return rpc.Errorf(rpc.CodeNotFound, "not_found", "not found") // not "forbidden": do not confirm it exists
+	}
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	limit, after, err := page(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	user := r.URL.Query().Get("user")
+	if !admin {
+		user = name
+	}
+	list, err := s.Store.ListSessions(user, limit, after)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]SessionView, 0, len(list))
+	for _, x := range list {
+		out = append(out, sessionView(x))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.Store.GetSession(r.PathValue("id"))
+	if err == nil {
+		err = s.owned(r, sess.UnixUser)
+	}
+	if err != nil {
+		writeError(w, storeErr(err, "session"))
+		return
+	}
+	limit, after, err := page(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	list, err := s.Store.ListTasks(sess.ID, limit, after)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]TaskView, 0, len(list))
+	for _, t := range list {
+		out = append(out, taskView(t))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.Store.GetTask(r.PathValue("id"))
+	if err == nil {
+		err = s.owned(r, t.UnixUser)
+	}
+	if err != nil {
+		writeError(w, storeErr(err, "task"))
+		return
+	}
+	writeJSON(w, http.StatusOK, taskView(t))
+}
+
+// taskEvents streams a task's events as Server-Sent Events: those stored
+// after ?after= (or Last-Event-ID), then, with ?follow=1, new ones live until
+// the task ends. The id of each is its sequence, so a client that
+// reconnects with Last-Event-ID gets every event exactly once.
+func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	t, err := s.Store.GetTask(id)
+	if err == nil {
+		err = s.owned(r, t.UnixUser)
+	}
+	if err != nil {
+		writeError(w, storeErr(err, "task"))
+		return
+	}
+	after, err := resumeFrom(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	follow := r.URL.Query().Get("follow") == "1"
+	var sub *events.Subscription
+	if follow {
+		sub = s.Events.Subscribe(id, 4096) // before the replay, so nothing falls between
+		defer sub.Close()
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	if after, err = s.replay(sse, id, after); err != nil || !follow {
+		return
+	}
+	s.follow(r, sse, sub, id, after)
+}
+
+func resumeFrom(r *http.Request) (int64, error) {
+	v := r.URL.Query().Get("after")
+	if v == "" {
+		v = r.Header.Get("Last-Event-ID")
+	}
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < -1 {
+		return 0, rpc.InvalidParams("after", "must be a sequence number")
+	}
+	return n, nil
+}
+
+// replay sends the stored events after after; it returns the last sent.
+func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error) {
+	for {
+		evs, err := s.Store.Events(task, after, 500)
+		if err != nil || len(evs) == 0 {
+			return after, err
+		}
+		for _, ev := range evs {
+			if err := sse.event(ev); err != nil {
+				return after, err
+			}
+			after = ev.Sequence
+		}
+	}
+}
+
+// follow sends live events until the task has ended and all are sent.
+func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscription, task string, after int64) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, ok := <-sub.C:
+			if !ok { // cut off for lagging: the store has everything
+				after, _ = s.replay(sse, task, after)
+				return
+			}
+			if ev.Sequence > after {
+				if sse.event(ev) != nil {
+					return
+				}
+				after = ev.Sequence
+			}
+		case <-tick.C:
+			if t, err := s.Store.GetTask(task); err != nil || t.Status.Final() {
+				_, _ = s.replay(sse, task, after)
+				_ = sse.send("end", "", string(t.Status))
+				return
+			}
+		}
+	}
+}
+
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (s *sseWriter) event(ev events.Event) error {
+	b, _ := json.Marshal(ev)
+	return s.send(ev.Type, strconv.FormatInt(ev.Sequence, 10), string(b))
+}
+
+func (s *sseWriter) send(name, id, data string) error {
+	if id != "" {
+		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
