@@ -28,6 +28,9 @@ SYNOPSIS
     agorctl executors [list] | start USER... | stop USER...   [--api PATH]
     agorctl exec [--cwd DIR] [--limit D] USER -- COMMAND [ARG...]
     agorctl prompt [--tool T] [--cwd DIR] [--mode M] [--model M] [--session ID] [--limit D] [--json] USER PROMPT...
+    agorctl sessions [--user U] [--json]
+    agorctl tasks SESSION [--json]
+    agorctl events [--follow] [--after N] TASK
     agorctl terminal [--cwd DIR] [--shell PATH] [--attach ID] [USER]
     agorctl creds set|delete NAME [--daemon]
     agorctl permissions [list] | approve ID | deny ID [--reason R]
@@ -73,6 +76,11 @@ COMMANDS
                      summary with token usage. --session continues an earlier session
                      (the agent resumes its own). Exits 0 completed, 1 failed, 124
                      timeout, 130 cancelled.
+    sessions         List sessions (yours; admins: everyone's, or --user's).
+    tasks            List a session's tasks with their status.
+    events           Print a task's stored events as JSON lines; --follow keeps
+                     printing new ones until the task ends, resuming by sequence
+                     number if the connection drops, so none is lost or repeated.
     terminal         Open a shell as USER (default: you) on a terminal in their
                      executor and attach this terminal to it, in raw mode; the window
                      size follows yours (SIGWINCH). Ctrl-] detaches and leaves the
@@ -135,6 +143,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return execCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "prompt":
 		return promptCmd(ctx, args[1:], os.Stdin, stdout, stderr)
+	case args[0] == "sessions":
+		return sessionsCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "tasks":
+		return tasksCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "events":
+		return eventsCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "terminal":
 		return terminalCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "creds":

@@ -1,12 +1,15 @@
 // Command demomodel serves a stand-in of the Anthropic Messages API on
-// 127.0.0.1 for the make run demo (there is no model API to reach from
-// here): one turn in which the model runs a shell command through Claude
-// Code's Bash tool and then answers. It prints its URL and serves until
-// killed.
+// 127.0.0.1 where there is no model API to reach (the make run demo, the
+// real-systemd suite): one turn in which the model runs a shell command
+// through Claude Code's Bash tool and then answers. It prints its URL and
+// serves until killed.
 package main
 
 import (
+	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,12 +18,23 @@ import (
 )
 
 func main() {
-	srv := modeltest.ServeAnthropic(modeltest.AnthTurn{
-		Bash: "echo 'written by the agent as '$(id -un) > agent-demo.txt; cat agent-demo.txt",
-		Text: "Done: agent-demo.txt is in your home directory.",
-	})
+	bash := flag.String("bash", "echo 'written by the agent as '$(id -un) > agent-demo.txt; cat agent-demo.txt", "the command the model asks the Bash tool to run")
+	text := flag.String("text", "Done: agent-demo.txt is in your home directory.", "the model's answer after the command")
+	listen := flag.String("listen", "127.0.0.1:0", "address to serve on (loopback)")
+	flag.Parse()
+	srv := modeltest.ServeAnthropic(modeltest.AnthTurn{Bash: *bash, Text: *text})
 	defer srv.Close()
-	fmt.Println(srv.URL)
+	url := srv.URL
+	if *listen != "127.0.0.1:0" {
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demomodel:", err)
+			os.Exit(1)
+		}
+		go func() { _ = http.Serve(ln, srv.Config.Handler) }()
+		url = "http://" + ln.Addr().String()
+	}
+	fmt.Println(url)
 	_ = os.Stdout.Sync()
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)

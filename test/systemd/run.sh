@@ -31,6 +31,9 @@ cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
 cp test/systemd/checks.sh "$work/opt/"
 CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
 CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench
+CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
+# The real Claude Code CLI for the prompt checks (make test installs it).
+./test/agents.sh claude-code >/dev/null
 
 # --- lint the packages on the host -------------------------------------------
 lint_out=$work/opt/lint.txt
@@ -106,7 +109,7 @@ join_cgroup() {
 	join_cgroup "$BASHPID"
 	SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
 		--register=no --keep-unit --private-network --console=read-only \
-		--bind-ro="$work/opt:/opt/tests" </dev/null >"$work/boot.log" 2>&1
+		--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents/claude-code:/opt/agents/claude-code" </dev/null >"$work/boot.log" 2>&1
 ) &
 nspawn_pid=$!
 leader=
