@@ -328,6 +328,76 @@ daemon_bench() {
 }
 check "daemon benchmark: cold ensure to first pong (median of 21), RSS holding 100 live executors" daemon_bench
 
+# --- prompts as a user: the real Claude Code in alice's executor, a stand-in model -----------
+# The container has no model API: demomodel plays one scripted turn on a fixed
+# loopback port, and /etc/agor/agents.yaml points the real CLI (mounted from
+# the host) at it.
+start_model() {
+	pkill -f "$T/demomodel" 2>/dev/null || true
+	"$T/demomodel" -listen 127.0.0.1:18080 "$@" >/tmp/model.url 2>/tmp/model.log &
+	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
+	echo "demomodel did not start"; cat /tmp/model.log; return 1
+}
+setup_agents() {
+	cat >/etc/agor/agents.yaml <<'YAML'
+claude-code:
+  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  env:
+    ANTHROPIC_BASE_URL: http://127.0.0.1:18080
+    CLAUDE_CODE_MAX_RETRIES: "0"
+YAML
+	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read agents.yaml afresh
+}
+task_of() { # newest task of alice's newest session
+	local s
+	s=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	as alice agorctl tasks "$s" --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4
+}
+prompt_alice() {
+	setup_agents
+	start_model -bash 'id -un > whoami.txt; pwd' -text 'I wrote whoami.txt.'
+	rm -f /home/alice/whoami.txt
+	local out task n
+	out=$(as alice agorctl prompt alice 'who runs this?' --mode bypassPermissions 2>&1)
+	echo "$out" | sed -n '1,4p;$p'
+	echo "$out" | grep '^completed' >/dev/null
+	want "$(cat /home/alice/whoami.txt)" alice
+	want "$(stat -c %U /home/alice/whoami.txt)" alice
+	task=$(task_of)
+	n=$(as alice agorctl events "$task" | wc -l)
+	as alice agorctl events "$task" | grep '"event_type":"tool_call"' >/dev/null
+	as alice agorctl events "$task" | grep -c sk-ant-suite >/dev/null && { echo "an event holds the key"; return 1; }
+	echo "agorctl events replayed $n events of task $task"
+	if out=$(as bob agorctl events "$task" 2>&1); then echo "bob read alice's events: $out"; return 1; fi
+	echo "bob: $out"
+	agorctl events "$task" >/dev/null # root, an admin, may
+}
+check "as alice, agorctl prompt runs the real Claude Code in her executor (uid alice), events stream and replay; bob cannot read them" prompt_alice
+
+crash_mid_task() {
+	start_model -bash 'sleep 20' -text 'slept'
+	as alice agorctl prompt alice 'take your time' --mode bypassPermissions >/tmp/long.out 2>&1 &
+	local client=$! task before after pid
+	for _ in $(seq 100); do grep -q 'Bash' /tmp/long.out && break; sleep 0.2; done
+	grep -q 'Bash' /tmp/long.out || { echo "the tool call never came"; cat /tmp/long.out; return 1; }
+	task=$(task_of)
+	before=$(as alice agorctl events "$task" | wc -l)
+	pid=$(systemctl show -p MainPID --value agor-daemon.service)
+	kill -9 "$pid"
+	wait "$client" 2>/dev/null || true
+	for _ in $(seq 100); do
+		[ "$(systemctl show -p MainPID --value agor-daemon.service)" != "$pid" ] && [ "$(systemctl is-active agor-daemon.service)" = active ] && break
+		sleep 0.1
+	done
+	want "$(systemctl is-active agor-daemon.service)" active
+	want "$(as alice agorctl tasks "$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)" --json | grep -o '"status":"[a-z]*"' | tail -n 1)" '"status":"interrupted"'
+	after=$(as alice agorctl events "$task" | wc -l)
+	[ "$after" -ge "$before" ] && [ "$before" -gt 0 ]
+	echo "kill -9 of agor-daemon (pid $pid) mid-task: systemd restarted it, the task is interrupted, $before events stored before the kill, $after after"
+}
+check "kill -9 of the daemon mid-task: after restart the task is interrupted and its events are all there" crash_mid_task
+
 # --- agorctl terminal, driven like a person would, inside tmux ---------------------------
 pane() { tmux capture-pane -p -t agorterm; }
 wait_pane() {
