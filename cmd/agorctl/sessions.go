@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -105,6 +106,8 @@ func eventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		last, done, err := streamEvents(ctx, c, rest[0], after, follow, stdout)
 		after = max(after, last)
 		switch {
+		case done && err != nil:
+			return fail(stderr, "events", err)
 		case done:
 			return 0
 		case ctx.Err() != nil:
@@ -130,8 +133,12 @@ func streamEvents(ctx context.Context, c *apiClient, task string, after int64, f
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		var e api.ErrorBody
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		return after, true, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+		if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+			return after, true, fmt.Errorf("%s (%s)", e.Error.Message, e.Error.Reason)
+		}
+		return after, true, fmt.Errorf("daemon: %s", resp.Status)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 32<<20)
@@ -154,6 +161,9 @@ func streamEvents(ctx context.Context, c *apiClient, task string, after int64, f
 	}
 	if !follow {
 		return after, true, sc.Err()
+	}
+	if sc.Err() == nil && ctx.Err() == nil {
+		return after, false, errors.New("stream ended before the task did")
 	}
 	return after, false, fmt.Errorf("stream ended early: %v", sc.Err())
 }

@@ -334,6 +334,7 @@ check "daemon benchmark: cold ensure to first pong (median of 21), RSS holding 1
 # the host) at it.
 start_model() {
 	pkill -f "$T/demomodel" 2>/dev/null || true
+	for _ in $(seq 50); do pgrep -f "$T/demomodel" >/dev/null || break; sleep 0.1; done
 	"$T/demomodel" -listen 127.0.0.1:18080 "$@" >/tmp/model.url 2>/tmp/model.log &
 	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
 	echo "demomodel did not start"; cat /tmp/model.log; return 1
