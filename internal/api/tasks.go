@@ -231,14 +231,16 @@ func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error)
 func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscription, task string, after int64) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	live := sub.C
 	for {
 		select {
 		case <-r.Context().Done():
 			return
-		case ev, ok := <-sub.C:
-			if !ok { // cut off for lagging: the store has everything
+		case ev, ok := <-live:
+			if !ok { // the task ended, or we lagged: the store has the rest
+				live = nil
 				after, _ = s.replay(sse, task, after)
-				return
+				continue
 			}
 			if ev.Sequence > after {
 				if sse.event(ev) != nil {

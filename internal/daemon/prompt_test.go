@@ -184,3 +184,93 @@ func (h *harness) approveAll(t *testing.T, d time.Duration) {
 		}
 	}
 }
+
+// A client following a task's events drops its connection mid-task and
+// comes back with Last-Event-ID: it gets every event exactly once, the
+// store keeps the session and task, and the task ends completed.
+func TestDaemonEventsResume(t *testing.T) {
+	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "slept", Bash: "sleep 2; echo awake"})
+	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
+	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
+		t.Fatalf("set key: %d %v", code, out)
+	}
+	name, _ := target(t)
+	done := make(chan []map[string]any, 1)
+	go func() {
+		done <- h.prompt(t, name, map[string]any{"agentic_tool": "claude-code", "prompt": "sleep", "cwd": ".", "permission_mode": "bypassPermissions", "timeout_ms": 120000})
+	}()
+	task := h.waitTask(t)
+	seen := map[int64]int{}
+	last := h.follow(t, task, -1, 3, seen) // leave after three events
+	h.follow(t, task, last, 0, seen)       // resume until the end
+	lines := <-done
+	var n int
+	for _, l := range lines {
+		if l["event"] != nil {
+			n++
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("resumed stream saw %d distinct events, the task had %d", len(seen), n)
+	}
+	for seq := int64(0); seq < int64(n); seq++ {
+		if seen[seq] != 1 {
+			t.Errorf("event %d seen %d times", seq, seen[seq])
+		}
+	}
+	_, out := h.do(t, "GET", "/v1/tasks/"+task, nil)
+	if out["status"] != "completed" {
+		t.Errorf("task %v", out)
+	}
+}
+
+// waitTask returns the id of the first task the store shows.
+func (h *harness) waitTask(t *testing.T) string {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		_, out := h.do(t, "GET", "/v1/sessions", nil)
+		if ss, _ := out["sessions"].([]any); len(ss) > 0 {
+			id := ss[0].(map[string]any)["id"].(string)
+			_, tasks := h.do(t, "GET", "/v1/sessions/"+id+"/tasks", nil)
+			if ts, _ := tasks["tasks"].([]any); len(ts) > 0 {
+				return ts[0].(map[string]any)["id"].(string)
+			}
+		}
+	}
+	t.Fatal("no task appeared")
+	return ""
+}
+
+// follow reads the task's SSE stream from after, counting each event in
+// seen; it hangs up after max events (0: at the end) and returns the last
+// sequence read.
+func (h *harness) follow(t *testing.T, task string, after int64, max int, seen map[int64]int) int64 {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://agor/v1/tasks/"+task+"/events?follow=1", nil)
+	req.Header.Set("Last-Event-ID", fmt.Sprint(after))
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	got := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "event: end" {
+			return after
+		}
+		if id, ok := strings.CutPrefix(line, "id: "); ok {
+			var seq int64
+			fmt.Sscan(id, &seq)
+			seen[seq]++
+			after = seq
+			if got++; max > 0 && got == max {
+				return after
+			}
+		}
+	}
+	t.Fatalf("stream ended without its end event (after %d)", after)
+	return after
+}
