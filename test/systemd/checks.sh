@@ -333,9 +333,15 @@ check "daemon benchmark: cold ensure to first pong (median of 21), RSS holding 1
 # loopback port, and /etc/agor/agents.yaml points the real CLI (mounted from
 # the host) at it.
 start_model() {
-	pkill -f "$T/demomodel" 2>/dev/null || true
-	for _ in $(seq 50); do pgrep -f "$T/demomodel" >/dev/null || break; sleep 0.1; done
+	local old
+	old=$(cat /tmp/model.pid 2>/dev/null || true)
+	if [ -n "$old" ]; then
+		kill "$old" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+	fi
+	rm -f /tmp/model.url
 	"$T/demomodel" -listen 127.0.0.1:18080 "$@" >/tmp/model.url 2>/tmp/model.log &
+	echo $! >/tmp/model.pid
 	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
 	echo "demomodel did not start"; cat /tmp/model.log; return 1
 }
