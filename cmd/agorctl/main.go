@@ -31,6 +31,7 @@ SYNOPSIS
     agorctl sessions [--user U] [--json]
     agorctl tasks SESSION [--json]
     agorctl events [--follow] [--after N] TASK
+    agorctl stop TASK
     agorctl terminal [--cwd DIR] [--shell PATH] [--attach ID] [USER]
     agorctl creds set|delete NAME [--daemon]
     agorctl permissions [list] | approve ID | deny ID [--reason R]
@@ -81,6 +82,8 @@ COMMANDS
     events           Print a task's stored events as JSON lines; --follow keeps
                      printing new ones until the task ends, resuming by sequence
                      number if the connection drops, so none is lost or repeated.
+    stop             Stop a running task: its agent is killed, its status becomes
+                     cancelled.
     terminal         Open a shell as USER (default: you) on a terminal in their
                      executor and attach this terminal to it, in raw mode; the window
                      size follows yours (SIGWINCH). Ctrl-] detaches and leaves the
@@ -149,6 +152,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return tasksCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "events":
 		return eventsCmd(ctx, args[1:], stdout, stderr)
+	case args[0] == "stop":
+		return stopCmd(ctx, args[1:], stdout, stderr)
 	case args[0] == "terminal":
 		return terminalCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	case args[0] == "creds":

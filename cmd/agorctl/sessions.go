@@ -167,3 +167,23 @@ func streamEvents(ctx context.Context, c *apiClient, task string, after int64, f
 	}
 	return after, false, fmt.Errorf("stream ended early: %v", sc.Err())
 }
+
+// stopCmd: agorctl stop TASK — stops a running task (its agent is killed).
+func stopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a, rest, code, ok := parseAPI("stop", args, stderr, nil)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 {
+		fmt.Fprintln(stderr, "agorctl stop: usage: agorctl stop TASK")
+		return 2
+	}
+	c, ctx, cancel := a.client(ctx)
+	defer cancel()
+	var out json.RawMessage
+	if err := c.do(ctx, "POST", "/v1/tasks/"+url.PathEscape(rest[0])+"/stop", nil, &out); err != nil {
+		return fail(stderr, "stop", err)
+	}
+	fmt.Fprintln(stdout, string(out))
+	return 0
+}

@@ -77,6 +77,7 @@ func (s *Server) Handler() http.Handler {
 		m.HandleFunc("GET /v1/sessions/{id}/tasks", s.listTasks)
 		m.HandleFunc("GET /v1/tasks/{id}", s.getTask)
 		m.HandleFunc("GET /v1/tasks/{id}/events", s.taskEvents)
+		m.HandleFunc("POST /v1/tasks/{id}/stop", s.stopTask)
 	}
 	if s.Broker != nil {
 		m.HandleFunc("GET /v1/permissions", s.listPermissions)

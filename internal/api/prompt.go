@@ -76,7 +76,9 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	_ = enc.Encode(promptLine{TaskID: task, SessionID: sess.ID})
 	flush()
 	done := make(chan promptLine, 1)
-	go func() { done <- s.runPrompt(r.Context(), user, task, tok, b, sess) }()
+	// The task outlives this request: a client that goes away can follow it
+	// with GET /v1/tasks/{id}/events, and stop it with POST .../stop.
+	go func() { done <- s.runPrompt(context.WithoutCancel(r.Context()), user, task, tok, b, sess) }()
 	for {
 		select {
 		case ev := <-sub.C:

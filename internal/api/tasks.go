@@ -162,6 +162,30 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, taskView(t))
 }
 
+// stopTask asks the task's executor to stop it (stop_task).
+func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.Store.GetTask(r.PathValue("id"))
+	if err == nil {
+		err = s.owned(r, t.UnixUser)
+	}
+	if err != nil {
+		writeError(w, storeErr(err, "task"))
+		return
+	}
+	if t.Status.Final() {
+		writeJSON(w, http.StatusOK, map[string]any{"stopped": false, "status": t.Status})
+		return
+	}
+	var res json.RawMessage
+	p := map[string]string{"task_id": t.ID, "reason": "stopped through the API"}
+	if err := s.Pool.Call(r.Context(), t.UnixUser, "stop_task", p, &res); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(res, '\n'))
+}
+
 // taskEvents streams a task's events as Server-Sent Events: those stored
 // after ?after= (or Last-Event-ID), then, with ?follow=1, new ones live until
 // the task ends. The id of each is its sequence, so a client that

@@ -274,3 +274,40 @@ func (h *harness) follow(t *testing.T, task string, after int64, max int, seen m
 	t.Fatalf("stream ended without its end event (after %d)", after)
 	return after
 }
+
+// A task stopped through the API ends cancelled, its agent gone, even
+// though the client that started it is still waiting.
+func TestDaemonStopTask(t *testing.T) {
+	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "never", Bash: "sleep 60"})
+	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
+	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
+		t.Fatalf("set key: %d %v", code, out)
+	}
+	name, _ := target(t)
+	done := make(chan []map[string]any, 1)
+	go func() {
+		done <- h.prompt(t, name, map[string]any{"agentic_tool": "claude-code", "prompt": "wait", "cwd": ".", "permission_mode": "bypassPermissions", "timeout_ms": 120000})
+	}()
+	task := h.waitTask(t)
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if len(model.Conversation()) > 0 || time.Now().After(end) {
+			break
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the Bash tool's sleep is running
+	if code, out := h.do(t, "POST", "/v1/tasks/"+task+"/stop", nil); code != 200 || out["stopped"] != true {
+		t.Fatalf("stop: %d %v", code, out)
+	}
+	select {
+	case lines := <-done:
+		last := lines[len(lines)-1]["result"].(map[string]any)
+		if last["status"] != "cancelled" {
+			t.Fatalf("result %v", last)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stopped task did not end")
+	}
+	if _, out := h.do(t, "GET", "/v1/tasks/"+task, nil); out["status"] != "cancelled" {
+		t.Fatalf("task %v", out)
+	}
+}
