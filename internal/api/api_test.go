@@ -3,12 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"github.com/agor-sh/agor/internal/exectest"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,30 +21,9 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agor-api")
-	if err != nil {
-		panic(err)
-	}
-	_ = os.Chmod(dir, 0o755)
-	binary = filepath.Join(dir, "agor-executor")
-	build := exec.Command("go", "build", "-o", binary, "../../cmd/agor-executor")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		panic(string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { exectest.Main(m, &binary) }
 
-func target(t *testing.T) (string, int) {
-	if os.Geteuid() == 0 {
-		return "nobody", 65534
-	}
-	u, _ := user.Current()
-	return u.Username, os.Getuid()
-}
+func target(t *testing.T) (string, int) { return exectest.Target(t) }
 
 // daemon serves the API over a Unix socket with the direct backend.
 func daemon(t *testing.T) *http.Client {

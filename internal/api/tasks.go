@@ -150,26 +150,30 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
 }
 
-func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+// visibleTask is the task {id} when the caller may see it; otherwise it
+// writes the error and returns false.
+func (s *Server) visibleTask(w http.ResponseWriter, r *http.Request) (store.Task, bool) {
 	t, err := s.Store.GetTask(r.PathValue("id"))
 	if err == nil {
 		err = s.owned(r, t.UnixUser)
 	}
 	if err != nil {
 		writeError(w, storeErr(err, "task"))
-		return
+		return store.Task{}, false
 	}
-	writeJSON(w, http.StatusOK, taskView(t))
+	return t, true
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	if t, ok := s.visibleTask(w, r); ok {
+		writeJSON(w, http.StatusOK, taskView(t))
+	}
 }
 
 // stopTask asks the task's executor to stop it (stop_task).
 func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
-	t, err := s.Store.GetTask(r.PathValue("id"))
-	if err == nil {
-		err = s.owned(r, t.UnixUser)
-	}
-	if err != nil {
-		writeError(w, storeErr(err, "task"))
+	t, ok := s.visibleTask(w, r)
+	if !ok {
 		return
 	}
 	if t.Status.Final() {
@@ -191,15 +195,11 @@ func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
 // the task ends. The id of each is its sequence, so a client that
 // reconnects with Last-Event-ID gets every event exactly once.
 func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	t, err := s.Store.GetTask(id)
-	if err == nil {
-		err = s.owned(r, t.UnixUser)
-	}
-	if err != nil {
-		writeError(w, storeErr(err, "task"))
+	t, ok := s.visibleTask(w, r)
+	if !ok {
 		return
 	}
+	id := t.ID
 	after, err := resumeFrom(r)
 	if err != nil {
 		writeError(w, err)

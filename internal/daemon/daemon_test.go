@@ -7,13 +7,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/agor-sh/agor/internal/exectest"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,34 +26,9 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agor-daemon-test")
-	if err != nil {
-		panic(err)
-	}
-	_ = os.Chmod(dir, 0o755)
-	binary = filepath.Join(dir, "agor-executor")
-	build := exec.Command("go", "build", "-o", binary, "../../cmd/agor-executor")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		panic(string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { exectest.Main(m, &binary) }
 
-// target is whom executors run as: nobody under root, else this user.
-func target(t *testing.T) (string, int) {
-	if os.Geteuid() == 0 {
-		return "nobody", 65534
-	}
-	u, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Username, os.Getuid()
-}
+func target(t *testing.T) (string, int) { return exectest.Target(t) }
 
 type harness struct {
 	client *http.Client

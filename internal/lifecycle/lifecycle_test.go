@@ -3,9 +3,8 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"github.com/agor-sh/agor/internal/exectest"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,35 +15,9 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agor-lifecycle")
-	if err != nil {
-		panic(err)
-	}
-	_ = os.Chmod(dir, 0o755)
-	binary = filepath.Join(dir, "agor-executor")
-	build := exec.Command("go", "build", "-o", binary, "../../cmd/agor-executor")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		panic("build agor-executor: " + err.Error() + "\n" + string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { exectest.Main(m, &binary) }
 
-// target is the user the executor runs as: nobody under root (root's
-// own executors are refused), else this user.
-func target(t *testing.T) (name string, uid int) {
-	if os.Geteuid() == 0 {
-		return "nobody", 65534
-	}
-	u, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Username, os.Getuid()
-}
+func target(t *testing.T) (string, int) { return exectest.Target(t) }
 
 func TestPolicy(t *testing.T) {
 	name, uid := target(t)

@@ -1,0 +1,45 @@
+// Package exectest helps tests that run the real agor-executor binary:
+// it builds it once per test binary and says whom it runs as.
+package exectest
+
+import (
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"testing"
+)
+
+// Main builds agor-executor (from the repository's cmd/agor-executor,
+// found relative to the package under test) into a temporary directory
+// every user can enter, runs the tests with its path, and cleans up. Call
+// it from TestMain.
+func Main(m *testing.M, binary *string) {
+	dir, err := os.MkdirTemp("", "agor-exectest")
+	if err != nil {
+		panic(err)
+	}
+	_ = os.Chmod(dir, 0o755) // an executor may run as nobody
+	*binary = filepath.Join(dir, "agor-executor")
+	build := exec.Command("go", "build", "-o", *binary, "../../cmd/agor-executor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		panic("build agor-executor: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Target is the user an executor runs as in tests: nobody under root
+// (executors refuse root), else the current user.
+func Target(t testing.TB) (name string, uid int) {
+	if os.Geteuid() == 0 {
+		return "nobody", 65534
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Username, os.Getuid()
+}
