@@ -69,6 +69,7 @@ man:
 
 deb rpm: man
 	$(MAKE) build VERSION=$(PKG_VERSION)
+	$(BIN)/agorctl completion bash > dist/agorctl.bash
 	sed $(if $(filter deb,$@),'/^license:/d',-n p) packaging/nfpm.yaml > dist/nfpm-$@.yaml
 	VERSION=$(PKG_VERSION) $(NFPM) package -f dist/nfpm-$@.yaml -p $@ -t dist/
 

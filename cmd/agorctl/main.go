@@ -37,6 +37,7 @@ SYNOPSIS
     agorctl permissions [list] | approve ID | deny ID [--reason R]
     agorctl audit [--user U] [--action A] [--task T] [--limit N]
     agorctl doctor [--json] [--config FILE] [--api PATH]
+    agorctl completion bash
     agorctl version
 
 COMMANDS
@@ -60,6 +61,8 @@ COMMANDS
                      and the executor's exposure score. One "ok|FAIL|warn NAME DETAIL"
                      line each, a "fix:" line under each FAIL; --json for a JSON
                      array. Exits 1 if any check failed. Run it as root for all checks.
+    completion bash  Print a bash completion script (installed by the package; by hand:
+                     source <(agorctl completion bash)).
     version          Print agorctl's version.
 
   Through the daemon (agor-daemon's API socket, /run/agor/daemon.sock; the
@@ -137,6 +140,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch {
+	case args[0] == "completion":
+		return completionCmd(args[1:], stdout, stderr)
 	case args[0] == "version":
 		fmt.Fprintln(stdout, "agorctl", version.Version)
 		return 0

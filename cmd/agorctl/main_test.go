@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,6 +70,34 @@ func TestParseInterspersed(t *testing.T) {
 		rest, err := parseInterspersed(fs, tc.args)
 		if err != nil || *mode != tc.mode || !slices.Equal(rest, tc.rest) {
 			t.Errorf("%q: mode %q rest %q err %v; want %q %q", tc.args, *mode, rest, err, tc.mode, tc.rest)
+		}
+	}
+}
+
+// The completion script is valid bash and completes commands and options.
+func TestCompletionBash(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"completion", "bash"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	script := filepath.Join(t.TempDir(), "agorctl.bash")
+	if err := os.WriteFile(script, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probe := `source "$1"; COMP_WORDS=(agorctl pro); COMP_CWORD=1; _agorctl; echo "${COMPREPLY[*]}";` +
+		` COMP_WORDS=(agorctl events --f); COMP_CWORD=2; _agorctl; echo "${COMPREPLY[*]}"`
+	got, err := exec.Command("bash", "-c", probe, "bash", script).CombinedOutput()
+	if err != nil || string(got) != "prompt\n--follow\n" {
+		t.Fatalf("completions %q: %v", got, err)
+	}
+	for _, cmd := range completions[""] {
+		if strings.HasPrefix(cmd, "-") || cmd == "executor" || cmd == "completion" {
+			continue
+		}
+		var o, e bytes.Buffer
+		run(context.Background(), []string{cmd, "--help"}, &o, &e)
+		if strings.Contains(e.String(), "unknown command") {
+			t.Errorf("completion offers %q, which agorctl does not know", cmd)
 		}
 	}
 }
