@@ -382,6 +382,33 @@ prompt_alice() {
 }
 check "as alice, agorctl prompt runs the real Claude Code in her executor (uid alice), events stream and replay; bob cannot read them" prompt_alice
 
+refused_as() { # refused_as USER CMD...: the command must fail; prints why
+	local u=$1 out
+	shift
+	if out=$(as "$u" "$@" 2>&1 </dev/null); then echo "$u could: $* -> $out"; return 1; fi
+	echo "$u: $* -> $(echo "$out" | tail -n 1)"
+}
+authorisation() {
+	local s
+	s=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	test -n "$s"
+	if as bob agorctl sessions --json | grep "$s" >/dev/null; then echo "bob lists alice's session"; return 1; fi
+	refused_as bob agorctl tasks "$s"
+	refused_as bob agorctl executors start alice
+	refused_as bob agorctl exec alice -- id -un
+	refused_as bob agorctl prompt alice hello
+	refused_as bob agorctl terminal --attach term_x alice
+	refused_as bob agorctl executors list
+	refused_as bob sh -c "printf 'sk-x\n' | agorctl creds set ANTHROPIC_API_KEY --daemon" | tee /dev/stderr | grep admin_only >/dev/null
+	if as bob agorctl audit | grep '"user":"alice"' >/dev/null; then echo "bob sees alice's audit records"; return 1; fi
+	# root (an admin) may act for anyone
+	agorctl sessions --user alice --json | grep "$s" >/dev/null
+	agorctl tasks "$s" >/dev/null
+	want "$(agorctl exec alice -- id -un)" alice
+	echo "bob could not see or act on alice's sessions, tasks, executor, terminals or daemon-wide keys; root could"
+}
+check "authorisation: bob cannot see or act on alice's sessions, tasks, executor, terminals, keys; an admin can" authorisation
+
 crash_mid_task() {
 	start_model -bash 'sleep 20' -text 'slept'
 	as alice agorctl prompt alice 'take your time' --mode bypassPermissions >/tmp/long.out 2>&1 &
