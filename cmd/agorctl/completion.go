@@ -11,7 +11,7 @@ import (
 // completions are each command's words: subcommands, then options.
 var completions = map[string][]string{
 	"":            {"prompt", "sessions", "tasks", "events", "stop", "terminal", "exec", "executors", "creds", "permissions", "audit", "doctor", "executor", "completion", "version", "--help"},
-	"prompt":      {"--tool", "--cwd", "--mode", "--model", "--session", "--limit", "--json", "--api", "--timeout"},
+	"prompt":      {"--tool", "--cwd", "--mode", "--model", "--session", "--limit", "--json", "--detach", "--api", "--timeout"},
 	"sessions":    {"--user", "--json", "--api"},
 	"tasks":       {"--json", "--api"},
 	"events":      {"--follow", "--after", "--api"},

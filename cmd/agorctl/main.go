@@ -27,7 +27,7 @@ SYNOPSIS
     agorctl executor list [OPTIONS] [--json]
     agorctl executors [list] | start USER... | stop USER...   [--api PATH]
     agorctl exec [--cwd DIR] [--limit D] USER -- COMMAND [ARG...]
-    agorctl prompt [--tool T] [--cwd DIR] [--mode M] [--model M] [--session ID] [--limit D] [--json] USER PROMPT...
+    agorctl prompt [--tool T] [--cwd DIR] [--mode M] [--model M] [--session ID] [--limit D] [--json] [--detach] USER PROMPT...
     agorctl sessions [--user U] [--json]
     agorctl tasks SESSION [--json]
     agorctl events [--follow] [--after N] TASK
@@ -79,7 +79,8 @@ COMMANDS
                      here on a terminal, else answer with agorctl permissions), then a
                      summary with token usage. --session continues an earlier session
                      (the agent resumes its own). Exits 0 completed, 1 failed, 124
-                     timeout, 130 cancelled.
+                     timeout, 130 cancelled. --detach returns at once with the task's
+                     id; the task runs on in the daemon.
     sessions         List sessions (yours; admins: everyone's, or --user's).
     tasks            List a session's tasks with their status.
     events           Print a task's stored events as JSON lines; --follow keeps

@@ -24,7 +24,7 @@ import (
 type promptOptions struct {
 	tool, cwd, mode, model, session string
 	limit                           time.Duration
-	jsonOut                         bool
+	jsonOut, detach                 bool
 }
 
 // promptCmd: agorctl prompt [OPTIONS] USER PROMPT... — runs one agent turn
@@ -39,6 +39,7 @@ func promptCmd(ctx context.Context, args []string, stdin *os.File, stdout, stder
 		fs.StringVar(&o.session, "session", "", "continue this session `ID` (printed by an earlier prompt)")
 		fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
 		fs.BoolVar(&o.jsonOut, "json", false, "print the raw NDJSON stream instead of rendering it")
+		fs.BoolVar(&o.detach, "detach", false, "start the task and return at once, printing its ids (follow with agorctl events --follow)")
 	})
 	if !ok {
 		return code
@@ -49,6 +50,9 @@ func promptCmd(ctx context.Context, args []string, stdin *os.File, stdout, stder
 	}
 	body := api.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(rest[1:], " "), Cwd: o.cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds()}
+	if o.detach {
+		return detached(ctx, newAPIClient(a.socket), rest[0], body, stdout, stderr)
+	}
 	resp, err := startPrompt(ctx, newAPIClient(a.socket), rest[0], body)
 	if err != nil {
 		return fail(stderr, "prompt", err)
@@ -56,6 +60,28 @@ func promptCmd(ctx context.Context, args []string, stdin *os.File, stdout, stder
 	defer resp.Body.Close()
 	r := &renderer{out: stdout, errw: stderr, c: newAPIClient(a.socket), stdin: stdin, json: o.jsonOut, start: time.Now()}
 	return r.run(ctx, resp.Body)
+}
+
+// detached starts the task through the session API and returns at once.
+func detached(ctx context.Context, c *apiClient, user string, body api.PromptBody, stdout, stderr io.Writer) int {
+	if body.SessionID == "" {
+		var sess api.SessionView
+		req := map[string]any{"unix_user": user, "agentic_tool": body.Tool, "cwd": body.Cwd, "model": body.Model, "permission_mode": body.PermissionMode}
+		if err := c.do(ctx, "POST", "/v1/sessions", req, &sess); err != nil {
+			return fail(stderr, "prompt", err)
+		}
+		body.SessionID = sess.ID
+	}
+	var out struct {
+		TaskID    string `json:"task_id"`
+		SessionID string `json:"session_id"`
+	}
+	if err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(body.SessionID)+"/prompt", body, &out); err != nil {
+		return fail(stderr, "prompt", err)
+	}
+	fmt.Fprintf(stdout, "task %s session %s\n", out.TaskID, out.SessionID)
+	fmt.Fprintf(stderr, "follow it with: agorctl events --follow %s\n", out.TaskID)
+	return 0
 }
 
 func startPrompt(ctx context.Context, c *apiClient, user string, body api.PromptBody) (*http.Response, error) {

@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agor-sh/agor/internal/account"
@@ -47,7 +48,12 @@ type Server struct {
 	AdminGroup string
 	Log        *slog.Logger
 
+	// BaseContext bounds background tasks; the daemon cancels it on
+	// shutdown, then calls Wait.
+	BaseContext context.Context
+
 	metrics metrics
+	tasks   sync.WaitGroup
 }
 
 // Handler routes the API.
@@ -73,7 +79,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Broker != nil && s.Events != nil && s.Store != nil {
 		m.HandleFunc("POST /v1/executors/{user}/prompt", s.forUser(s.prompt))
+		m.HandleFunc("POST /v1/sessions/{id}/prompt", s.promptAsync)
 		m.HandleFunc("GET /v1/sessions", s.listSessions)
+		m.HandleFunc("POST /v1/sessions", s.createSession)
 		m.HandleFunc("GET /v1/sessions/{id}/tasks", s.listTasks)
 		m.HandleFunc("GET /v1/tasks/{id}", s.getTask)
 		m.HandleFunc("GET /v1/tasks/{id}/events", s.taskEvents)

@@ -44,50 +44,31 @@ type promptLine struct {
 
 // prompt runs a turn and streams its events (application/x-ndjson).
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
-	var b PromptBody
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
-		writeError(w, rpc.InvalidParams("body", err.Error()))
+	t, ok := s.startTask(w, r)
+	if !ok {
 		return
 	}
-	if b.PermissionMode == "" {
-		b.PermissionMode = string(broker.ModeDefault)
-	}
-	user, task := r.PathValue("user"), newID()
-	sess, err := s.session(user, &b)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	tok, err := s.Broker.StartTask(token.Binding{User: user, Session: sess.ID, Task: task}, broker.Mode(b.PermissionMode))
-	if err != nil {
-		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
-		return
-	}
-	if _, err := s.Store.CreateTask(store.Task{ID: task, SessionID: sess.ID, UnixUser: user, Prompt: b.Prompt, Status: store.Running}); err != nil {
-		s.Broker.EndTask(task)
-		writeError(w, err)
-		return
-	}
-	sub := s.Events.Subscribe(task, 4096)
+	sub := s.Events.Subscribe(t.id, 4096)
 	defer sub.Close()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	flush := func() { _ = http.NewResponseController(w).Flush() }
-	_ = enc.Encode(promptLine{TaskID: task, SessionID: sess.ID})
+	_ = enc.Encode(promptLine{TaskID: t.id, SessionID: t.sess.ID})
 	flush()
 	done := make(chan promptLine, 1)
-	// The task outlives this request: a client that goes away can follow it
-	// with GET /v1/tasks/{id}/events, and stop it with POST .../stop.
-	go func() { done <- s.runPrompt(context.WithoutCancel(r.Context()), user, task, tok, b, sess) }()
+	s.background(func(ctx context.Context) { done <- s.runTask(ctx, t) })
+	live := sub.C
 	for {
 		select {
-		case ev := <-sub.C:
+		case ev, ok := <-live:
+			if !ok { // closed when the task ends: the result follows
+				live = nil
+				continue
+			}
 			_ = enc.Encode(promptLine{Event: &ev})
 			flush()
 		case last := <-done:
 			drain(sub, enc) // events came before the result; some may still wait here
-			last.Missing = s.Broker.EndTask(task)
-			s.finish(task, sess, last)
 			_ = enc.Encode(last)
 			flush()
 			return
@@ -95,10 +76,104 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// promptAsync starts the task and answers at once (202) with its ids; the
+// client follows it with GET /v1/tasks/{id}/events.
+func (s *Server) promptAsync(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.startTask(w, r)
+	if !ok {
+		return
+	}
+	s.background(func(ctx context.Context) { s.runTask(ctx, t) })
+	writeJSON(w, http.StatusAccepted, map[string]string{"task_id": t.id, "session_id": t.sess.ID, "status": string(store.Running)})
+}
+
+// started is a task that has its token and its row in the store.
+type started struct {
+	user, id, tok string
+	body          PromptBody
+	sess          store.Session
+}
+
+// startTask reads the prompt, finds or makes the session, issues the
+// task's token and stores the task as running.
+func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, bool) {
+	var b PromptBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
+		writeError(w, rpc.InvalidParams("body", err.Error()))
+		return started{}, false
+	}
+	if b.PermissionMode == "" {
+		b.PermissionMode = string(broker.ModeDefault)
+	}
+	t := started{user: r.PathValue("user"), id: newID(), body: b}
+	if t.user == "" { // POST /v1/sessions/{id}/prompt: the session says whose
+		sess, err := s.Store.GetSession(r.PathValue("id"))
+		if err == nil {
+			err = s.owned(r, sess.UnixUser)
+		}
+		if err != nil {
+			writeError(w, storeErr(err, "session"))
+			return started{}, false
+		}
+		t.user, t.body.SessionID = sess.UnixUser, sess.ID
+	}
+	var err error
+	if t.sess, err = s.session(t.user, &t.body); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
+	if t.tok, err = s.Broker.StartTask(token.Binding{User: t.user, Session: t.sess.ID, Task: t.id}, broker.Mode(t.body.PermissionMode)); err != nil {
+		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
+		return started{}, false
+	}
+	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.user, Prompt: t.body.Prompt, Status: store.Running}); err != nil {
+		s.Broker.EndTask(t.id)
+		writeError(w, err)
+		return started{}, false
+	}
+	t.sess.Status = string(store.Running) // the session follows its task
+	if sess, err := s.Store.UpdateSession(t.sess); err == nil {
+		t.sess = sess
+	}
+	return t, true
+}
+
+// runTask runs the task to its end and records it. A task cut short by
+// the daemon stopping stays "running" in the store, which marks it
+// interrupted at the next start.
+func (s *Server) runTask(ctx context.Context, t started) promptLine {
+	last := s.runPrompt(ctx, t.user, t.id, t.tok, t.body, t.sess)
+	last.Missing = s.Broker.EndTask(t.id)
+	if ctx.Err() == nil {
+		s.finish(t.id, t.sess, last)
+	}
+	return last
+}
+
+// background runs f with the daemon's lifetime (not a request's): a task
+// outlives the client that started it. Shutdown cancels and waits.
+func (s *Server) background(f func(context.Context)) {
+	s.tasks.Add(1)
+	go func() {
+		defer s.tasks.Done()
+		ctx := s.BaseContext
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		f(ctx)
+	}()
+}
+
+// Wait waits for the background tasks (after BaseContext has ended).
+func (s *Server) Wait() { s.tasks.Wait() }
+
 func drain(sub *events.Subscription, enc *json.Encoder) {
 	for {
 		select {
-		case ev := <-sub.C:
+		case ev, ok := <-sub.C:
+			if !ok {
+				return
+			}
 			_ = enc.Encode(promptLine{Event: &ev})
 		default:
 			return
@@ -134,7 +209,7 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b Prompt
 func (s *Server) session(user string, b *PromptBody) (store.Session, error) {
 	if b.SessionID == "" {
 		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, AgenticTool: b.Tool, Cwd: b.Cwd,
-			Model: b.Model, PermissionMode: b.PermissionMode, Status: "running"})
+			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
 	}
 	sess, err := s.Store.GetSession(b.SessionID)
 	if err != nil || sess.UnixUser != user {

@@ -124,6 +124,42 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
 }
 
+// createSession makes a session: {unix_user, agentic_tool, cwd, model,
+// permission_mode}; unix_user defaults to the caller, and only an admin
+// may name another.
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		UnixUser string `json:"unix_user"`
+		PromptBody
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
+		writeError(w, rpc.InvalidParams("body", err.Error()))
+		return
+	}
+	name, _, err := s.callerName(r)
+	if b.UnixUser == "" {
+		b.UnixUser = name
+	}
+	if err == nil {
+		err = s.owned(r, b.UnixUser)
+	}
+	if err != nil {
+		writeError(w, rpc.Errorf(rpc.CodePermissionDenied, "not_yourself", "you may make sessions only for yourself"))
+		return
+	}
+	if b.Tool == "" {
+		writeError(w, rpc.InvalidParams("agentic_tool", "required"))
+		return
+	}
+	b.SessionID = ""
+	sess, err := s.session(b.UnixUser, &b.PromptBody)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sessionView(sess))
+}
+
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.Store.GetSession(r.PathValue("id"))
 	if err == nil {

@@ -56,6 +56,7 @@ type Daemon struct {
 	audit   *audit.Logger
 	store   *store.DB
 	api     *http.Server
+	srv     *api.Server
 }
 
 // New builds the daemon; nothing runs until Run.
@@ -132,8 +133,8 @@ func (d *Daemon) build(creds *credstore.Store) {
 		// daemon's connection alone would keep it running.
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
-	srv := &api.Server{Outputs: outputs, Terminals: terms, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
-	d.api = api.NewHTTPServer(srv.Handler())
+	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	d.api = api.NewHTTPServer(d.srv.Handler())
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -158,6 +159,7 @@ func newBackend(o Options) (lifecycle.Backend, func(), error) {
 func (d *Daemon) Run(ctx context.Context) error {
 	defer d.close()
 	g, ctx := errgroup.WithContext(ctx)
+	d.srv.BaseContext = ctx // tasks run until the daemon stops
 	g.Go(func() error { return d.backend.Watch(ctx, d.unitChanged) })
 	d.reattach(ctx)
 	g.Go(func() error { return d.serveAPI(ctx) })
@@ -190,6 +192,7 @@ func (d *Daemon) serveAPI(ctx context.Context) error {
 }
 
 func (d *Daemon) close() {
+	d.srv.Wait() // tasks end with the daemon; the store marks them interrupted at the next start
 	d.pool.Close()
 	d.closeBE()
 	if err := d.audit.Close(); err != nil {

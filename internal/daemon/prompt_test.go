@@ -311,3 +311,36 @@ func TestDaemonStopTask(t *testing.T) {
 		t.Fatalf("task %v", out)
 	}
 }
+
+// A session made through the API takes a prompt that answers at once; the
+// task then runs on its own and the client follows it by its events.
+func TestDaemonPromptAsync(t *testing.T) {
+	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "async done"})
+	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
+	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
+		t.Fatalf("set key: %d %v", code, out)
+	}
+	name, _ := target(t)
+	code, sess := h.do(t, "POST", "/v1/sessions", map[string]any{"unix_user": name, "agentic_tool": "claude-code", "cwd": "."})
+	if code != 201 || sess["status"] != "idle" {
+		t.Fatalf("create session: %d %v", code, sess)
+	}
+	code, out := h.do(t, "POST", "/v1/sessions/"+sess["id"].(string)+"/prompt", map[string]any{"prompt": "hi", "timeout_ms": 60000})
+	task, _ := out["task_id"].(string)
+	if code != 202 || task == "" {
+		t.Fatalf("prompt: %d %v", code, out)
+	}
+	seen := map[int64]int{}
+	h.follow(t, task, -1, 0, seen)
+	if len(seen) == 0 {
+		t.Fatal("no events")
+	}
+	_, tv := h.do(t, "GET", "/v1/tasks/"+task, nil)
+	if tv["status"] != "completed" {
+		t.Fatalf("task %v", tv)
+	}
+	_, sv := h.do(t, "GET", "/v1/sessions", nil)
+	if s := sv["sessions"].([]any)[0].(map[string]any); s["status"] != "completed" {
+		t.Fatalf("session %v", s)
+	}
+}
