@@ -51,6 +51,9 @@ bench: build
 	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/files
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/procexec
+	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/terminal
+	$(GO) test -run '^$$' -bench . ./internal/broker ./internal/store
 
 # run: build and start an executor by hand on a private socket, ping it with
 # agorctl, and leave it serving until Ctrl-C.

@@ -28,10 +28,11 @@ var binary string
 
 func TestMain(m *testing.M) { exectest.Main(m, &binary) }
 
-func target(t *testing.T) (string, int) { return exectest.Target(t) }
+func target(t testing.TB) (string, int) { return exectest.Target(t) }
 
 type harness struct {
 	client *http.Client
+	d      *Daemon
 	sock   string
 	work   string
 	state  string
@@ -41,12 +42,12 @@ type harness struct {
 }
 
 // start runs the daemon with the direct backend on a private socket.
-func start(t *testing.T) *harness { return startWith(t, nil, nil) }
+func start(t testing.TB) *harness { return startWith(t, nil, nil) }
 
 // startWith is start with the executors' agents.yaml written by agents
 // (given the work directory) and the configuration changed by tune, each
 // when not nil.
-func startWith(t *testing.T, agents func(work string) string, tune func(*config.Config)) *harness {
+func startWith(t testing.TB, agents func(work string) string, tune func(*config.Config)) *harness {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "agor-daemon")
 	if err != nil {
@@ -92,7 +93,7 @@ func startWith(t *testing.T, agents func(work string) string, tune func(*config.
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{d: d, sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()
 	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -110,7 +111,7 @@ func (h *harness) stop() {
 	})
 }
 
-func (h *harness) do(t *testing.T, method, path string, body any) (int, map[string]any) {
+func (h *harness) do(t testing.TB, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(method, "http://agor"+path, bytes.NewReader(b))

@@ -244,7 +244,7 @@ func (h *harness) waitTask(t *testing.T) string {
 // follow reads the task's SSE stream from after, counting each event in
 // seen; it hangs up after max events (0: at the end) and returns the last
 // sequence read.
-func (h *harness) follow(t *testing.T, task string, after int64, max int, seen map[int64]int) int64 {
+func (h *harness) follow(t testing.TB, task string, after int64, max int, seen map[int64]int) int64 {
 	t.Helper()
 	req, _ := http.NewRequest("GET", "http://agor/v1/tasks/"+task+"/events?follow=1", nil)
 	req.Header.Set("Last-Event-ID", fmt.Sprint(after))
