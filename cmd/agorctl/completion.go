@@ -10,7 +10,7 @@ import (
 
 // completions are each command's words: subcommands, then options.
 var completions = map[string][]string{
-	"":            {"prompt", "sessions", "tasks", "events", "stop", "terminal", "exec", "executors", "creds", "permissions", "audit", "doctor", "executor", "completion", "version", "--help"},
+	"":            {"prompt", "sessions", "tasks", "events", "stop", "terminal", "exec", "executors", "creds", "permissions", "audit", "doctor", "executor", "api-token", "completion", "version", "--help"},
 	"prompt":      {"--tool", "--cwd", "--mode", "--model", "--session", "--limit", "--json", "--detach", "--api", "--timeout"},
 	"sessions":    {"--user", "--json", "--api"},
 	"tasks":       {"--json", "--api"},
@@ -24,6 +24,7 @@ var completions = map[string][]string{
 	"doctor":      {"--json", "--config", "--api"},
 	"executor":    {"ping", "ensure", "stop", "list"},
 	"completion":  {"bash"},
+	"api-token":   {"new", "--config"},
 }
 
 // completionCmd: agorctl completion bash — prints a bash completion

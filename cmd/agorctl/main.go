@@ -37,6 +37,7 @@ SYNOPSIS
     agorctl permissions [list] | approve ID | deny ID [--reason R]
     agorctl audit [--user U] [--action A] [--task T] [--limit N]
     agorctl doctor [--json] [--config FILE] [--api PATH]
+    agorctl api-token new USER
     agorctl completion bash
     agorctl version
 
@@ -61,6 +62,9 @@ COMMANDS
                      and the executor's exposure score. One "ok|FAIL|warn NAME DETAIL"
                      line each, a "fix:" line under each FAIL; --json for a JSON
                      array. Exits 1 if any check failed. Run it as root for all checks.
+    api-token new    Make a bearer token acting as USER for the daemon's TCP API
+                     (api.tcp_address, off by default); only its hash is kept, in
+                     api.tokens_file. Run as root.
     completion bash  Print a bash completion script (installed by the package; by hand:
                      source <(agorctl completion bash)).
     version          Print agorctl's version.
@@ -141,6 +145,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	switch {
+	case args[0] == "api-token":
+		return apiTokenCmd(args[1:], stdout, stderr)
 	case args[0] == "completion":
 		return completionCmd(args[1:], stdout, stderr)
 	case args[0] == "version":

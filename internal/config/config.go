@@ -37,6 +37,10 @@ type Daemon struct {
 type API struct {
 	SocketPath string `yaml:"socket_path"` // used when the socket is not activated
 	AdminGroup string `yaml:"admin_group"` // members may act for any user; root always may
+	// TCPAddress, when set, also serves the API on TCP, where callers
+	// authenticate with a bearer token from TokensFile (off by default).
+	TCPAddress string `yaml:"tcp_address"`
+	TokensFile string `yaml:"tokens_file"` // lines "USER SHA256-HEX"; agorctl api-token new writes it
 }
 
 // Execution is how and where user work runs. Every default is in Default.
@@ -69,7 +73,7 @@ func Default() Config {
 		SessionTokenExpirationMS: 24 * 60 * 60 * 1000,
 		SessionTokenMaxUses:      10_000,
 		MinUID:                   1000,
-	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins"},
+	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens"},
 		Daemon: Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 
@@ -34,6 +35,14 @@ func (c Config) Validate() error {
 	}
 	if !filepath.IsAbs(c.API.SocketPath) {
 		return fmt.Errorf("api.socket_path: %q is not an absolute path", c.API.SocketPath)
+	}
+	if a := c.API.TCPAddress; a != "" {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("api.tcp_address: %q: %v", a, err)
+		}
+	}
+	if c.API.TokensFile != "" && !filepath.IsAbs(c.API.TokensFile) {
+		return fmt.Errorf("api.tokens_file: %q is not an absolute path", c.API.TokensFile)
 	}
 	if c.API.AdminGroup != "" {
 		if err := account.ValidName(c.API.AdminGroup); err != nil {

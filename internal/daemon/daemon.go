@@ -56,29 +56,39 @@ type Daemon struct {
 	audit   *audit.Logger
 	store   *store.DB
 	api     *http.Server
+	tcp     net.Listener // the API on TCP (bearer tokens), when configured
 	srv     *api.Server
 }
 
 // New builds the daemon; nothing runs until Run.
-func New(o Options) (*Daemon, error) {
-	d := &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener}
-	var err error
+func New(o Options) (d *Daemon, err error) {
+	d = &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener}
+	var undo []func()
+	defer func() { // on failure, release what was opened, newest first
+		for i := len(undo) - 1; err != nil && i >= 0; i-- {
+			undo[i]()
+		}
+	}()
 	if d.backend, d.closeBE, err = newBackend(o); err != nil {
 		return nil, err
 	}
+	undo = append(undo, d.closeBE)
 	state := o.Config.Daemon.StateDir
 	creds, err := credstore.Open(filepath.Join(state, "credentials.json"), o.MasterKey)
 	if err != nil {
-		d.closeBE()
 		return nil, err
 	}
 	if d.audit, err = audit.Open(audit.Options{Path: filepath.Join(state, "audit.jsonl"), Log: o.Log}); err != nil {
-		d.closeBE()
 		return nil, err
 	}
+	undo = append(undo, func() { _ = d.audit.Close() })
+	if a := o.Config.API.TCPAddress; a != "" {
+		if d.tcp, err = net.Listen("tcp", a); err != nil {
+			return nil, fmt.Errorf("api.tcp_address: %w", err)
+		}
+		undo = append(undo, func() { _ = d.tcp.Close() })
+	}
 	if d.store, err = openStore(filepath.Join(state, "agor.db"), o.Log); err != nil {
-		d.closeBE()
-		_ = d.audit.Close()
 		return nil, err
 	}
 	d.build(creds)
@@ -162,7 +172,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.srv.BaseContext = ctx // tasks run until the daemon stops
 	g.Go(func() error { return d.backend.Watch(ctx, d.unitChanged) })
 	d.reattach(ctx)
-	g.Go(func() error { return d.serveAPI(ctx) })
+	g.Go(func() error { return serveHTTP(ctx, d.api, d.ln) })
+	if d.tcp != nil {
+		tcp := api.NewHTTPServer((&api.Bearer{Path: d.cfg.API.TokensFile}).Wrap(d.srv.Handler()))
+		g.Go(func() error { return serveHTTP(ctx, tcp, d.tcp) })
+		d.log.Info("serving on TCP with bearer tokens", "address", d.tcp.Addr().String(), "tokens_file", d.cfg.API.TokensFile)
+	}
 	g.Go(func() error { d.pool.Reap(ctx); return nil })
 	g.Go(func() error { d.sweepTokens(ctx); return nil })
 	g.Go(func() error { sdnotify.Watchdog(ctx, d.log); return nil })
@@ -176,9 +191,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return err
 }
 
-func (d *Daemon) serveAPI(ctx context.Context) error {
+// serveHTTP serves srv on ln until ctx ends, then shuts it down.
+func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	done := make(chan error, 1)
-	go func() { done <- d.api.Serve(d.ln) }()
+	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("api: %w", err)
@@ -186,7 +202,7 @@ func (d *Daemon) serveAPI(ctx context.Context) error {
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = d.api.Shutdown(shutdown)
+	_ = srv.Shutdown(shutdown)
 	<-done
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agor-sh/agor/internal/api"
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/logging"
@@ -305,5 +306,44 @@ func (s *stream) exitCode(t *testing.T) int {
 			return int(exit["exit_code"].(float64))
 		}
 		s.seen.Write(out)
+	}
+}
+
+// With api.tcp_address set, the API also answers on TCP, to bearer
+// tokens only: a token acts as its user, with that user's rights.
+func TestDaemonTCPBearer(t *testing.T) {
+	name, _ := target(t)
+	tokens := filepath.Join(t.TempDir(), "api-tokens")
+	const tok = "tok-0123456789abcdef0123456789abcdef"
+	if err := os.WriteFile(tokens, []byte("# user sha256\n"+name+" "+api.HashToken(tok)+"\nroot nothex\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startWith(t, nil, func(c *config.Config) { c.API.TCPAddress = "127.0.0.1:0"; c.API.TokensFile = tokens })
+	url := "http://" + h.d.tcp.Addr().String()
+	get := func(path, bearer string) int {
+		req, _ := http.NewRequest("GET", url+path, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		path, bearer string
+		want         int
+	}{
+		{"/v1/health", "", 401},
+		{"/v1/health", "wrong", 401},
+		{"/v1/health", tok, 200},
+		{"/v1/sessions", tok, 200},
+		{"/v1/executors", tok, 403}, // the token's user is not an admin
+	} {
+		if got := get(tc.path, tc.bearer); got != tc.want {
+			t.Errorf("GET %s with %q: %d, want %d", tc.path, tc.bearer, got, tc.want)
+		}
 	}
 }

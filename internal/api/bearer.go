@@ -1,0 +1,123 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// Bearer authenticates TCP callers by token: the file holds one line per
+// token, "USER SHA256-HEX" (only the hash), and a request acts as USER,
+// exactly as that user would over the Unix socket.
+type Bearer struct {
+	Path string
+
+	mu      sync.Mutex
+	modTime time.Time
+	tokens  map[[sha256.Size]byte]string
+}
+
+// HashToken is how a token is kept in the file.
+func HashToken(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(h[:])
+}
+
+// Wrap admits requests with a known token and refuses the rest (401).
+func (b *Bearer) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		name := ""
+		if ok {
+			name = b.user(tok)
+		}
+		cred, err := credOf(name)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agor"`)
+			writeJSONError(w, http.StatusUnauthorized, rpc.Errorf(rpc.CodeTokenInvalid, "unauthenticated", "a valid bearer token is required"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(peer.NewContext(r.Context(), cred)))
+	})
+}
+
+// user is the token's user, or "". Hashes are compared in constant time.
+func (b *Bearer) user(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	for h, name := range b.load() {
+		if subtle.ConstantTimeCompare(h[:], sum[:]) == 1 {
+			return name
+		}
+	}
+	return ""
+}
+
+// load rereads the file when it changed, so new tokens work at once.
+func (b *Bearer) load() map[[sha256.Size]byte]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fi, err := os.Stat(b.Path)
+	if err != nil {
+		b.tokens = nil
+		return nil
+	}
+	if fi.ModTime().Equal(b.modTime) && b.tokens != nil {
+		return b.tokens
+	}
+	data, err := os.ReadFile(b.Path)
+	if err != nil {
+		return b.tokens
+	}
+	b.tokens, b.modTime = parseTokens(data), fi.ModTime()
+	return b.tokens
+}
+
+// parseTokens reads "USER HEX" lines; anything else is skipped.
+func parseTokens(data []byte) map[[sha256.Size]byte]string {
+	out := map[[sha256.Size]byte]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 || account.ValidName(f[0]) != nil {
+			continue
+		}
+		raw, err := hex.DecodeString(f[1])
+		if err != nil || len(raw) != sha256.Size {
+			continue
+		}
+		out[[sha256.Size]byte(raw)] = f[0]
+	}
+	return out
+}
+
+func credOf(name string) (peer.Cred, error) {
+	if name == "" {
+		return peer.Cred{}, rpc.Errorf(rpc.CodeTokenInvalid, "unauthenticated", "no token")
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return peer.Cred{}, err
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return peer.Cred{UID: uint32(uid), GID: uint32(gid)}, nil
+}
+
+func writeJSONError(w http.ResponseWriter, code int, e *rpc.Error) {
+	var body ErrorBody
+	body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
+	writeJSON(w, code, body)
+}
