@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -18,6 +20,16 @@ type metrics struct {
 	mu       sync.Mutex
 	requests map[[2]string]int64 // route pattern, status code
 	limited  int64
+	tasks    map[string]int64 // ended tasks by status
+}
+
+func (m *metrics) taskEnded(status string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tasks == nil {
+		m.tasks = map[string]int64{}
+	}
+	m.tasks[status]++
 }
 
 // statusWriter remembers the status a handler wrote.
@@ -106,6 +118,10 @@ func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "# HELP agor_api_requests_total API requests by route and status.\n# TYPE agor_api_requests_total counter")
 	for _, k := range keys {
 		fmt.Fprintf(w, "agor_api_requests_total{route=%q,code=%q} %d\n", k[0], k[1], s.metrics.requests[k])
+	}
+	fmt.Fprintln(w, "# HELP agor_tasks_total Tasks ended, by status.\n# TYPE agor_tasks_total counter")
+	for _, st := range slices.Sorted(maps.Keys(s.metrics.tasks)) {
+		fmt.Fprintf(w, "agor_tasks_total{status=%q} %d\n", st, s.metrics.tasks[st])
 	}
 	fmt.Fprintf(w, "# HELP agor_api_rate_limited_total API requests refused by the per-caller limit.\n# TYPE agor_api_rate_limited_total counter\nagor_api_rate_limited_total %d\n", s.metrics.limited)
 	s.metrics.mu.Unlock()

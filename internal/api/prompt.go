@@ -164,7 +164,8 @@ func (s *Server) background(f func(context.Context)) {
 	}()
 }
 
-// Wait waits for the background tasks (after BaseContext has ended).
+// Wait waits until no background task runs (at shutdown, after
+// BaseContext has ended; in benchmarks, for the tasks to finish).
 func (s *Server) Wait() { s.tasks.Wait() }
 
 func drain(sub *events.Subscription, enc *json.Encoder) {
@@ -241,6 +242,7 @@ func (s *Server) finish(task string, sess store.Session, last promptLine) {
 			msg = r.Error.Message
 		}
 	}
+	s.metrics.taskEnded(string(status))
 	if err := s.Store.SetTaskStatus(task, status, last.Result, msg); err != nil {
 		s.log().Warn("task status not stored", "task", task, "err", err)
 	}

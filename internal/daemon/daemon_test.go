@@ -150,6 +150,21 @@ func TestDaemonEndToEnd(t *testing.T) {
 	if code, out = h.do(t, "PUT", "/v1/credentials/bad-name", map[string]any{"value": "x"}); code != 400 {
 		t.Fatalf("bad credential name: %d %v", code, out)
 	}
+	if code, out = h.do(t, "PUT", "/v1/credentials/OTHER_KEY", map[string]any{"value": "v-123456"}); code != 200 {
+		t.Fatalf("set another credential: %d %v", code, out)
+	}
+	if code, out = h.do(t, "DELETE", "/v1/credentials/OTHER_KEY", nil); code != 200 || out["deleted"] != true {
+		t.Fatalf("delete credential: %d %v", code, out)
+	}
+	if code, out = h.do(t, "DELETE", "/v1/credentials/OTHER_KEY", nil); code != 404 {
+		t.Fatalf("delete it again: %d %v", code, out)
+	}
+	if code, out = h.do(t, "GET", "/v1/executors/"+name+"/terminals", nil); code != 200 || out["terminals"] == nil {
+		t.Fatalf("list terminals: %d %v", code, out)
+	}
+	if code, out = h.do(t, "GET", "/v1/executors", nil); code != 200 || !strings.Contains(fmt.Sprint(out["executors"]), name) {
+		t.Fatalf("list executors: %d %v", code, out)
+	}
 	resp, err := h.client.Get("http://agor/v1/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -161,9 +176,12 @@ func TestDaemonEndToEnd(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", want, metrics)
 		}
 	}
+	if code, out = h.do(t, "DELETE", "/v1/executors/"+name, nil); code != 200 || out["stopped"] != true {
+		t.Fatalf("stop executor: %d %v", code, out)
+	}
 	_, out = h.do(t, "GET", "/v1/audit", nil)
 	got := fmt.Sprint(out["records"])
-	for _, want := range []string{"executor_started", "credential_set", "ANTHROPIC_API_KEY"} {
+	for _, want := range []string{"executor_started", "credential_set", "credential_deleted", "ANTHROPIC_API_KEY"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("audit trail lacks %s: %s", want, got)
 		}

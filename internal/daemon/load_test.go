@@ -23,6 +23,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.ReportMetric(sessionsPerSecond(b, h, name, 500), "sessions/s")
+		b.ReportMetric(promptsPerSecond(b, h, name, 200), "prompts-accepted/s")
 		b.ReportMetric(fanOut(b, h, name, 5000, 10), "events/s-delivered")
 	}
 	b.ReportMetric(float64(rssKiB())/1024, "RSS-MiB")
@@ -36,6 +37,23 @@ func sessionsPerSecond(b *testing.B, h *harness, user string, n int) float64 {
 		}
 	}
 	return float64(n) / time.Since(t0).Seconds()
+}
+
+// promptsPerSecond posts n prompts to one session through the API, which
+// answers each at once (202) and runs the task in the background; the
+// tasks end quickly here (the daemon holds no API key for the agent).
+func promptsPerSecond(b *testing.B, h *harness, user string, n int) float64 {
+	_, sess := h.do(b, "POST", "/v1/sessions", map[string]any{"unix_user": user, "agentic_tool": "claude-code", "cwd": "."})
+	path := "/v1/sessions/" + sess["id"].(string) + "/prompt"
+	t0 := time.Now()
+	for range n {
+		if code, out := h.do(b, "POST", path, map[string]any{"prompt": "hi"}); code != 202 {
+			b.Fatalf("prompt: %d %v", code, out)
+		}
+	}
+	rate := float64(n) / time.Since(t0).Seconds()
+	h.d.srv.Wait()
+	return rate
 }
 
 // fanOut puts n events into one task through the daemon's sink while
