@@ -84,7 +84,7 @@ func (s *Server) promptAsync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.background(func(ctx context.Context) { s.runTask(ctx, t) })
-	writeJSON(w, http.StatusAccepted, map[string]string{"task_id": t.id, "session_id": t.sess.ID, "status": string(store.Running)})
+	writeJSON(w, http.StatusAccepted, map[string]string{"task_id": t.id, "session_id": t.sess.ID, "status": string(store.Queued)})
 }
 
 // started is a task that has its token and its row in the store.
@@ -95,7 +95,7 @@ type started struct {
 }
 
 // startTask reads the prompt, finds or makes the session, issues the
-// task's token and stores the task as running.
+// task's token and stores the task as queued (runTask makes it running).
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, bool) {
 	var b PromptBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
@@ -126,7 +126,7 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
 		return started{}, false
 	}
-	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.user, Prompt: t.body.Prompt, Status: store.Running}); err != nil {
+	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.user, Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
 		s.Broker.EndTask(t.id)
 		writeError(w, err)
 		return started{}, false
@@ -142,6 +142,9 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 // the daemon stopping stays "running" in the store, which marks it
 // interrupted at the next start.
 func (s *Server) runTask(ctx context.Context, t started) promptLine {
+	if err := s.Store.SetTaskStatus(t.id, store.Running, nil, ""); err != nil {
+		s.log().Warn("task status not stored", "task", t.id, "err", err)
+	}
 	last := s.runPrompt(ctx, t.user, t.id, t.tok, t.body, t.sess)
 	last.Missing = s.Broker.EndTask(t.id)
 	if ctx.Err() == nil {
