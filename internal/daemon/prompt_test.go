@@ -45,9 +45,7 @@ func TestDaemonPromptWithClaude(t *testing.T) {
 	bin := claudeCLI(t)
 	h := startWith(t, claudeSettings(bin, model.URL), nil)
 	const key = "sk-ant-test-4f1c2b"
-	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": key, "scope": "daemon"}); code != 200 {
-		t.Fatalf("set key: %d %v", code, out)
-	}
+	h.setKey(t, key)
 	name, uid := target(t)
 	go h.approveAll(t, 60*time.Second)
 	lines := h.prompt(t, name, map[string]any{"agentic_tool": "claude-code", "prompt": "make the file", "cwd": ".", "permission_mode": "default", "timeout_ms": 120000})
@@ -110,9 +108,7 @@ func claudeSettings(bin, url string) func(work string) string {
 func TestDaemonPromptPermissionTimeout(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "could not", Bash: "touch made-by-agent"})
 	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), func(c *config.Config) { c.Daemon.PermissionTimeoutMS = 700 })
-	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
-		t.Fatalf("set key: %d %v", code, out)
-	}
+	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	lines := h.prompt(t, name, map[string]any{"agentic_tool": "claude-code", "prompt": "make the file", "cwd": ".", "permission_mode": "default", "timeout_ms": 120000})
 	var decided map[string]any
@@ -136,6 +132,14 @@ func TestDaemonPromptPermissionTimeout(t *testing.T) {
 	}
 	if conv := model.Conversation(); len(conv) < 2 || !conv[1].AnthHasToolResult() {
 		t.Fatalf("the model was not told the tool was refused: %d requests", len(conv))
+	}
+}
+
+// setKey stores the daemon-wide ANTHROPIC_API_KEY, as an admin would.
+func (h *harness) setKey(t testing.TB, key string) {
+	t.Helper()
+	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": key, "scope": "daemon"}); code != 200 {
+		t.Fatalf("set key: %d %v", code, out)
 	}
 }
 
@@ -191,9 +195,7 @@ func (h *harness) approveAll(t *testing.T, d time.Duration) {
 func TestDaemonEventsResume(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "slept", Bash: "sleep 2; echo awake"})
 	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
-	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
-		t.Fatalf("set key: %d %v", code, out)
-	}
+	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	done := make(chan []map[string]any, 1)
 	go func() {
@@ -280,9 +282,7 @@ func (h *harness) follow(t testing.TB, task string, after int64, max int, seen m
 func TestDaemonStopTask(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "never", Bash: "sleep 60"})
 	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
-	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
-		t.Fatalf("set key: %d %v", code, out)
-	}
+	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	done := make(chan []map[string]any, 1)
 	go func() {
@@ -317,9 +317,7 @@ func TestDaemonStopTask(t *testing.T) {
 func TestDaemonPromptAsync(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "async done"})
 	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
-	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-ant-x-12345678", "scope": "daemon"}); code != 200 {
-		t.Fatalf("set key: %d %v", code, out)
-	}
+	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	code, sess := h.do(t, "POST", "/v1/sessions", map[string]any{"unix_user": name, "agentic_tool": "claude-code", "cwd": "."})
 	if code != 201 || sess["status"] != "idle" {
