@@ -64,15 +64,11 @@ func (g *Gemini) Requests() []GeminiRequest {
 
 // Keys returns the distinct API keys seen.
 func (g *Gemini) Keys() []string {
-	seen := map[string]bool{}
 	var keys []string
 	for _, r := range g.Requests() {
-		if !seen[r.Key] {
-			seen[r.Key] = true
-			keys = append(keys, r.Key)
-		}
+		keys = append(keys, r.Key)
 	}
-	return keys
+	return distinct(keys)
 }
 
 type gemPart struct {

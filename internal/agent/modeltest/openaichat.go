@@ -76,15 +76,11 @@ func (o *OpenAIChat) Requests() []OpenAIChatRequest {
 
 // Keys returns the distinct API keys seen.
 func (o *OpenAIChat) Keys() []string {
-	seen := map[string]bool{}
 	var keys []string
 	for _, r := range o.Requests() {
-		if !seen[r.Key] {
-			seen[r.Key] = true
-			keys = append(keys, r.Key)
-		}
+		keys = append(keys, r.Key)
 	}
-	return keys
+	return distinct(keys)
 }
 
 type oaicMessage struct {
@@ -151,21 +147,7 @@ func oaicLast(ms []oaicMessage) oaicMessage {
 }
 
 // oaicText flattens a message's content (a string or a list of parts).
-func oaicText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text + "\n")
-	}
-	return b.String()
-}
+func oaicText(raw json.RawMessage) string { return contentText(raw, "\n") }
 
 func oaicCommand(m oaicMessage) (string, bool) {
 	if m.Role != "user" {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -244,18 +243,4 @@ func (b *oairBody) summary(raw []byte, auth string) OpenAIRequest {
 }
 
 // oairText flattens a content field: a string or a list of parts with text.
-func oairText(c json.RawMessage) string {
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(c, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
+func oairText(c json.RawMessage) string { return contentText(c, "") }
