@@ -85,7 +85,7 @@ type acpCase struct {
 	text    string // the plain turn's reply
 	done    string // the reply after a tool result
 	marker  string // makes the stand-in call the shell tool
-	// noResume says why this agent's CLI cannot resume: the turn must
+	// noResume says why this agent's CLI may fail to resume: the turn must
 	// then fail, not start afresh without the history.
 	noResume string
 }
@@ -448,11 +448,15 @@ func testACPResume(t *testing.T, c acpCase) {
 	req.Prompt, req.Resume = "The second prompt.", first.AgentSession
 	h := &acpHost{}
 	res, err := c.run(t, t.Context(), req, h)
-	if c.noResume != "" {
-		if err == nil || res.Status != "failed" || len(h.ofType(TextDelta)) > 0 {
-			t.Fatalf("resume is known broken (%s), yet the turn went on: status %q, err %v", c.noResume, res.Status, err)
+	// gemini-cli 0.61 sometimes finds its saved session and sometimes
+	// answers session/load with "No previous sessions found"; when it
+	// fails that way the turn must fail cleanly, and when it works the
+	// resumed turn must carry the context like any other agent's.
+	if c.noResume != "" && err != nil {
+		if res.Status != "failed" || len(h.ofType(TextDelta)) > 0 {
+			t.Fatalf("resume failed (%v) yet the turn went on: status %q", err, res.Status)
 		}
-		t.Skipf("resume fails as expected: %s", c.noResume)
+		t.Skipf("resume failed this time, a known gemini-cli flaw (%s): %v", c.noResume, err)
 	}
 	if err != nil || res.Status != "completed" {
 		t.Fatalf("resumed turn: status %q, err %v", res.Status, err)
