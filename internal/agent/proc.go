@@ -41,26 +41,42 @@ func Start(ctx context.Context, req Request, install string, args ...string) (*P
 	if _, err := os.Stat(req.Binary); err != nil {
 		return nil, &Error{Code: CodeAgentMissing, Message: fmt.Sprintf("%s is not installed: install with %s (and set its path in the executor's agent configuration)", req.Binary, install)}
 	}
+	tag := runTag()
+	for attempt := 0; ; attempt++ {
+		p, out, err := start(req, tag, args)
+		// A binary written a moment ago can still be open for writing in a
+		// process forked meanwhile (go.dev/issue/22315): exec then fails
+		// with ETXTBSY until that process execs or exits. Try again.
+		if errors.Is(err, syscall.ETXTBSY) && attempt < 10 {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return nil, &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("start %s: %v", req.Binary, err)}
+		}
+		p.lines = bufio.NewScanner(out)
+		p.lines.Buffer(make([]byte, 64<<10), MaxLine)
+		p.stop = procexec.KillOnDone(ctx, p.cmd)
+		return p, nil
+	}
+}
+
+// start makes one attempt at starting the agent with its pipes.
+func start(req Request, tag string, args []string) (*Proc, io.ReadCloser, error) {
 	cmd := exec.Command(req.Binary, args...)
-	p := &Proc{cmd: cmd, tag: runTag()}
-	cmd.Dir, cmd.Env = req.Cwd, append(req.Env[:len(req.Env):len(req.Env)], p.tag)
+	p := &Proc{cmd: cmd, tag: tag}
+	cmd.Dir, cmd.Env = req.Cwd, append(req.Env[:len(req.Env):len(req.Env)], tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = &p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("start %s: %v", req.Binary, err)}
-	}
-	p.lines = bufio.NewScanner(out)
-	p.lines.Buffer(make([]byte, 64<<10), MaxLine)
-	p.stop = procexec.KillOnDone(ctx, cmd)
-	return p, nil
+	return p, out, cmd.Start()
 }
 
 // Line returns the next line of output, or io.EOF when the agent closed
