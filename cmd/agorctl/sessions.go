@@ -162,10 +162,10 @@ func streamEvents(ctx context.Context, c *apiClient, task string, after int64, f
 	if !follow {
 		return after, true, sc.Err()
 	}
-	if sc.Err() == nil && ctx.Err() == nil {
-		return after, false, errors.New("stream ended before the task did")
+	if err := sc.Err(); err != nil {
+		return after, false, fmt.Errorf("stream ended early: %w", err)
 	}
-	return after, false, fmt.Errorf("stream ended early: %v", sc.Err())
+	return after, false, errors.New("stream ended before the task did")
 }
 
 // stopCmd: agorctl stop TASK — stops a running task (its agent is killed).

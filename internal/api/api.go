@@ -224,16 +224,21 @@ type ErrorBody struct {
 	} `json:"error"`
 }
 
-func asRPC(err error, e **rpc.Error) bool { return errors.As(err, e) }
-
-func writeError(w http.ResponseWriter, err error) {
+// errorBody is err as the API shows it, and its HTTP status; an error
+// that is not the protocol's own is an internal error.
+func errorBody(err error) (int, *ErrorBody) {
 	var e *rpc.Error
 	if !errors.As(err, &e) {
 		e = rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
 	}
-	var body ErrorBody
+	body := &ErrorBody{}
 	body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
-	writeJSON(w, status(e.Code), body)
+	return status(e.Code), body
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code, body := errorBody(err)
+	writeJSON(w, code, body)
 }
 
 func status(code int) int {

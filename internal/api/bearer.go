@@ -47,7 +47,8 @@ func (b *Bearer) Wrap(next http.Handler) http.Handler {
 		cred, err := credOf(name)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agor"`)
-			writeJSONError(w, http.StatusUnauthorized, rpc.Errorf(rpc.CodeTokenInvalid, "unauthenticated", "a valid bearer token is required"))
+			_, body := errorBody(rpc.Errorf(rpc.CodeTokenInvalid, "unauthenticated", "a valid bearer token is required"))
+			writeJSON(w, http.StatusUnauthorized, body)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(peer.NewContext(r.Context(), cred)))
@@ -114,10 +115,4 @@ func credOf(name string) (peer.Cred, error) {
 	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
 	return peer.Cred{UID: uint32(uid), GID: uint32(gid)}, nil
-}
-
-func writeJSONError(w http.ResponseWriter, code int, e *rpc.Error) {
-	var body ErrorBody
-	body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
-	writeJSON(w, code, body)
 }

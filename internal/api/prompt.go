@@ -197,12 +197,7 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b Prompt
 	}
 	var res json.RawMessage
 	if err := s.Pool.Call(ctx, user, "execute_prompt", params, &res); err != nil {
-		var e *rpc.Error
-		body := &ErrorBody{}
-		if !asRPC(err, &e) {
-			e = rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
-		}
-		body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
+		_, body := errorBody(err)
 		return promptLine{Error: body}
 	}
 	return promptLine{Result: res}
