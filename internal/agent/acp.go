@@ -330,7 +330,7 @@ func (c *acpConn) turn(ctx context.Context, req Request) (Result, error) {
 
 // session starts a new session or continues req.Resume: session/resume
 // when the agent offers it (no history replay), else session/load (whose
-// history replay is not reported: no turn is set while it runs). An agent
+// history replay is not reported: no turn is set until it is over). An agent
 // with neither cannot resume, and the turn fails saying so rather than
 // silently starting without the earlier conversation.
 func (c *acpConn) session(ctx context.Context, req Request, init acpInitResult) (string, error) {
@@ -356,8 +356,27 @@ func (c *acpConn) session(ctx context.Context, req Request, init acpInitResult) 
 	if err := c.call(ctx, method, params, nil); err != nil {
 		return "", fmt.Errorf("resume agent session %q: %w", req.Resume, err)
 	}
+	if method == "session/load" {
+		c.awaitReplay(ctx)
+	}
 	return req.Resume, nil
 }
+
+// awaitReplay returns once the agent has sent the history that
+// session/load replays. ACP has it sent before the load's answer, but
+// gemini-cli 0.61 answers first and streams the history after; any answer
+// to a further request comes behind that history on the agent's single
+// write queue, so one round trip (an extension method the agent may well
+// refuse; either answer will do) keeps the replay out of the new turn.
+// Bounded, since an agent might not answer an unknown method at all.
+func (c *acpConn) awaitReplay(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, acpReplayWait)
+	defer cancel()
+	_ = c.call(ctx, "_agor/sync", map[string]any{}, nil)
+}
+
+// acpReplayWait bounds awaitReplay.
+const acpReplayWait = 5 * time.Second
 
 // acpTurn normalises one prompt's updates and permission questions.
 type acpTurn struct {

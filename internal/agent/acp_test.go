@@ -85,9 +85,6 @@ type acpCase struct {
 	text    string // the plain turn's reply
 	done    string // the reply after a tool result
 	marker  string // makes the stand-in call the shell tool
-	// noResume says why this agent's CLI may fail to resume: the turn must
-	// then fail, not start afresh without the history.
-	noResume string
 }
 
 // acpBinary finds an agent CLI: $envVar, else test/agents.sh's install.
@@ -124,9 +121,6 @@ func acpCases(t *testing.T) []acpCase {
 			return []string{"GEMINI_API_KEY=" + acpTestKey, "GOOGLE_GEMINI_BASE_URL=" + g.URL}, acpStandIn{g.Keys, g.Close, bodies}
 		},
 		text: modeltest.GeminiText, done: modeltest.GeminiDone, marker: modeltest.GeminiCommandMarker,
-		// gemini 0.61 writes the session (~/.gemini/tmp/work/chats) but
-		// its ACP session/load does not find it.
-		noResume: "gemini-cli 0.61: session/load answers \"No previous sessions found for this project.\"",
 	}, {
 		name:    "opencode",
 		adapter: NewOpencode(),
@@ -448,16 +442,6 @@ func testACPResume(t *testing.T, c acpCase) {
 	req.Prompt, req.Resume = "The second prompt.", first.AgentSession
 	h := &acpHost{}
 	res, err := c.run(t, t.Context(), req, h)
-	// gemini-cli 0.61 sometimes finds its saved session and sometimes
-	// answers session/load with "No previous sessions found"; when it
-	// fails that way the turn must fail cleanly, and when it works the
-	// resumed turn must carry the context like any other agent's.
-	if c.noResume != "" && err != nil {
-		if res.Status != "failed" || len(h.ofType(TextDelta)) > 0 {
-			t.Fatalf("resume failed (%v) yet the turn went on: status %q", err, res.Status)
-		}
-		t.Skipf("resume failed this time, a known gemini-cli flaw (%s): %v", c.noResume, err)
-	}
 	if err != nil || res.Status != "completed" {
 		t.Fatalf("resumed turn: status %q, err %v", res.Status, err)
 	}

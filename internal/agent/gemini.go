@@ -3,9 +3,13 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+
+	"golang.org/x/sys/unix"
 )
 
 // GeminiDefaultModel is used when a request names none: gemini-cli's own
@@ -22,11 +26,9 @@ func init() { Register("gemini", NewGemini(nil)) }
 // "general" settings for it (maxAttempts, retryFetchErrors). An existing
 // settings file is the user's and is left alone.
 //
-// Resume would use session/load (gemini offers it and keeps sessions
-// under ~/.gemini/tmp/PROJECT/chats), but gemini-cli 0.61 answers it
-// "No previous sessions found for this project." for a session it has
-// just written: a turn with req.Resume fails saying so (it does not
-// silently start without the history).
+// Resume uses session/load; gemini keeps sessions under
+// ~/.gemini/tmp/PROJECT/chats, and geminiSetAsideSession works around
+// its reset of a session begun in the same minute.
 func NewGemini(general map[string]any) *ACP {
 	return &ACP{
 		Key:     "GEMINI_API_KEY",
@@ -44,6 +46,11 @@ func geminiSetup(req *Request, general map[string]any) ([]string, error) {
 	}
 	if err := geminiSettings(filepath.Join(home, ".gemini", "settings.json"), general); err != nil {
 		return nil, err
+	}
+	if req.Resume != "" {
+		if err := geminiSetAsideSession(filepath.Join(home, ".gemini", "tmp"), req.Resume); err != nil {
+			return nil, fmt.Errorf("prepare gemini session %q for resume: %w", req.Resume, err)
+		}
 	}
 	req.Env = acpSetenv(req.Env, "GEMINI_CLI_TRUST_WORKSPACE", "true")
 	req.Env = acpSetenv(req.Env, "GEMINI_CLI_NO_RELAUNCH", "true") // no second node process
@@ -72,4 +79,56 @@ func geminiSettings(path string, extra map[string]any) error {
 		return err
 	}
 	return acpWriteFile(path, data)
+}
+
+// geminiSessionFile is the name gemini-cli 0.61 gives a new session's
+// record: session-YYYY-MM-DDTHH-MM-ID8.jsonl, the minute it began and the
+// first 8 characters of the session id.
+var geminiSessionFile = regexp.MustCompile(`^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-([A-Za-z0-9]{8})\.jsonl$`)
+
+// geminiSetAsideSession renames the records of session id under tmp
+// (~/.gemini/tmp) so that gemini-cli 0.61 can load it. Its session/load
+// first sets up recording as for a new session with that id, appending a
+// context-only reset to session-NOW-ID8.jsonl; when NOW is the minute the
+// session began, that is the file holding the conversation, the reset
+// hides every message, and the load answers "No previous sessions found
+// for this project." (a follow-up within the minute always failed).
+// The new name, session-YYYY-MM-DDTHH-MM-rN-ID8.jsonl, is one gemini never
+// creates but still lists, loads by content and deletes by its short id.
+var geminiShortID = regexp.MustCompile(`^[A-Za-z0-9]{8}`)
+
+func geminiSetAsideSession(tmp, id string) error {
+	if !geminiShortID.MatchString(id) {
+		return nil // not one of gemini's ids; session/load will say so
+	}
+	short := id[:8]
+	files, err := filepath.Glob(filepath.Join(tmp, "*", "chats", "session-*-"+short+".jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		m := geminiSessionFile.FindStringSubmatch(filepath.Base(f))
+		if m == nil || m[1] != short {
+			continue
+		}
+		if err := renameAside(f, short); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// renameAside moves session-STAMP-ID8.jsonl to the first free
+// session-STAMP-rN-ID8.jsonl, never replacing a file.
+func renameAside(path, short string) error {
+	dir, base := filepath.Split(path)
+	stamp := base[:len(base)-len(short)-len(".jsonl")] // "session-STAMP-"
+	for n := 1; n <= 100; n++ {
+		to := filepath.Join(dir, fmt.Sprintf("%sr%d-%s.jsonl", stamp, n, short))
+		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+		if !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: no free name to move it aside", path)
 }

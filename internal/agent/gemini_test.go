@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// Only the files gemini-cli would reset on load move aside, to names it
+// never creates but still finds by the short id, and nothing is replaced.
+func TestGeminiSetAsideSession(t *testing.T) {
+	tmp := t.TempDir()
+	chats := filepath.Join(tmp, "work", "chats")
+	if err := os.MkdirAll(chats, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"session-2026-11-23T09-42-9e1a3c57.jsonl":    "session",
+		"session-2026-11-23T09-42-r1-9e1a3c57.jsonl": "moved earlier",
+		"session-2026-11-23T09-43-9e1a3c57.json":     "legacy, never reset",
+		"session-2026-11-23T09-42-ba4cbebf.jsonl":    "another session",
+		"notes-2026-11-23T09-42-9e1a3c57.jsonl":      "not a session",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(chats, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := geminiSetAsideSession(tmp, "9e1a3c57-5681-49e2-87d3-b568db1a5bf6"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(chats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := []string{
+		"notes-2026-11-23T09-42-9e1a3c57.jsonl",
+		"session-2026-11-23T09-42-ba4cbebf.jsonl",
+		"session-2026-11-23T09-42-r1-9e1a3c57.jsonl",
+		"session-2026-11-23T09-42-r2-9e1a3c57.jsonl",
+		"session-2026-11-23T09-43-9e1a3c57.json",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	for name, body := range map[string]string{
+		"session-2026-11-23T09-42-r1-9e1a3c57.jsonl": "moved earlier",
+		"session-2026-11-23T09-42-r2-9e1a3c57.jsonl": "session",
+	} {
+		if b, _ := os.ReadFile(filepath.Join(chats, name)); string(b) != body {
+			t.Errorf("%s holds %q, want %q", name, b, body)
+		}
+	}
+	// Ids gemini never makes, or with path characters, touch nothing.
+	for _, id := range []string{"", "short", "../../x/yz"} {
+		if err := geminiSetAsideSession(tmp, id); err != nil {
+			t.Errorf("id %q: %v", id, err)
+		}
+	}
+}
