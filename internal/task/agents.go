@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -56,6 +57,11 @@ func LoadAgents(path string) (Agents, error) {
 		if ag.Binary != "" && !filepath.IsAbs(ag.Binary) && filepath.Base(ag.Binary) != ag.Binary {
 			return nil, fmt.Errorf("agents %s: %s.binary: %q must be absolute or a bare name", path, name, ag.Binary)
 		}
+		for k := range ag.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") || childenv.Manager(k) {
+				return nil, fmt.Errorf("agents %s: %s.env: %q cannot be set for an agent", path, name, k)
+			}
+		}
 	}
 	return a, nil
 }
@@ -73,11 +79,8 @@ func (a Agents) command(tool, keyName, key string) (string, []string) {
 		}
 	}
 	extra := map[string]string{}
-	for k, v := range ag.Env {
-		extra[k] = v
-	}
 	if key != "" {
 		extra[keyName] = key
 	}
-	return bin, childenv.Build(os.Environ(), extra)
+	return bin, childenv.Configured(os.Environ(), extra, ag.Env)
 }
