@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,9 @@ type acpCase struct {
 	text    string // the plain turn's reply
 	done    string // the reply after a tool result
 	marker  string // makes the stand-in call the shell tool
+	// usage is what the agent reports for the plain turn (one model call)
+	// and toolUsage for the tool turn (two calls).
+	usage, toolUsage Usage
 }
 
 // acpBinary finds an agent CLI: $envVar, else test/agents.sh's install.
@@ -121,6 +125,8 @@ func acpCases(t *testing.T) []acpCase {
 			return []string{"GEMINI_API_KEY=" + acpTestKey, "GOOGLE_GEMINI_BASE_URL=" + g.URL}, acpStandIn{g.Keys, g.Close, bodies}
 		},
 		text: modeltest.GeminiText, done: modeltest.GeminiDone, marker: modeltest.GeminiCommandMarker,
+		// gemini sums its calls; its ACP reply has no cache figures.
+		usage: Usage{InputTokens: 11, OutputTokens: 7}, toolUsage: Usage{InputTokens: 22, OutputTokens: 14},
 	}, {
 		name:    "opencode",
 		adapter: NewOpencode(),
@@ -140,6 +146,9 @@ func acpCases(t *testing.T) []acpCase {
 			return []string{"OPENAI_API_KEY=" + acpTestKey, OpencodeBaseURLEnv + "=" + o.URL}, acpStandIn{o.Keys, refuse, bodies}
 		},
 		text: modeltest.OpenAIChatText, done: modeltest.OpenAIChatDone, marker: modeltest.OpenAIChatCommandMarker,
+		// 13 prompt tokens of which 4 cached, 5 out per call; opencode
+		// 1.18's reply holds its last call's figures, not the turn's sum.
+		usage: Usage{InputTokens: 9, OutputTokens: 5, CacheReadTokens: 4}, toolUsage: Usage{InputTokens: 9, OutputTokens: 5, CacheReadTokens: 4},
 	}}
 }
 
@@ -220,6 +229,7 @@ func testACPPlain(t *testing.T, c acpCase) {
 	if res.AgentSession == "" || res.MessageCount < 1 {
 		t.Errorf("agent session %q, messages %d", res.AgentSession, res.MessageCount)
 	}
+	checkACPUsage(t, h, res, c.usage)
 	if len(h.ofType(MessageStart)) == 0 || len(h.ofType(MessageStop)) == 0 {
 		t.Error("no message_start/message_stop around the reply")
 	}
@@ -269,6 +279,20 @@ func testACPTool(t *testing.T, c acpCase, allow bool) {
 		if results := h.ofType(ToolResult); len(results) == 0 || results[0].Data["is_error"] != false {
 			t.Errorf("tool results %v, want one that succeeded", results)
 		}
+		checkACPUsage(t, h, res, c.toolUsage)
+	}
+}
+
+// checkACPUsage: the result and the one usage event carry the agent's figures.
+func checkACPUsage(t *testing.T, h *acpHost, res Result, want Usage) {
+	t.Helper()
+	if res.Usage != want {
+		t.Errorf("usage %+v, want %+v", res.Usage, want)
+	}
+	evs := h.ofType(UsageReport)
+	if len(evs) != 1 || fmt.Sprint(evs[0].Data["input_tokens"], evs[0].Data["output_tokens"], evs[0].Data["cache_read_tokens"]) !=
+		fmt.Sprint(want.InputTokens, want.OutputTokens, want.CacheReadTokens) {
+		t.Errorf("usage events %v, want one with %+v", evs, want)
 	}
 }
 

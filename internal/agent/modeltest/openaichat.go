@@ -204,7 +204,7 @@ func (s oaicStream) finish(reason string) {
 	s.send(s.chunk(map[string]any{}, reason))
 	usage := s.chunk(nil, nil)
 	usage["choices"] = []any{}
-	usage["usage"] = map[string]any{"prompt_tokens": 13, "completion_tokens": 5, "total_tokens": 18}
+	usage["usage"] = map[string]any{"prompt_tokens": 13, "completion_tokens": 5, "total_tokens": 18, "prompt_tokens_details": map[string]any{"cached_tokens": 4}}
 	s.send(usage)
 	fmt.Fprint(s.w, "data: [DONE]\n\n")
 }
