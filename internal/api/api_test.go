@@ -143,7 +143,10 @@ func TestExecutorCrashFailsInFlight(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("in-flight request did not fail after kill -9")
 	}
-	_, out = do(t, c, "PUT", "/v1/executors/"+name, "")
+	code, out := do(t, c, "PUT", "/v1/executors/"+name, "")
+	if code != 200 {
+		t.Fatalf("the next use did not start a new executor: %d %v", code, out)
+	}
 	if newPid := int(out["ping"].(map[string]any)["pid"].(float64)); newPid == pid {
 		t.Fatalf("same pid %d after the executor was killed", pid)
 	}

@@ -49,15 +49,37 @@ type directExec struct {
 	done chan struct{} // closed when cmd has exited
 }
 
-// dying reports whether the executor is a zombie (or gone) that Wait has
-// not reaped yet.
+// dying reports whether the executor has begun to exit (or is a zombie,
+// or gone) and Wait has not reaped it yet. A killed process closes its
+// descriptors (the daemon sees its connection drop) before it becomes a
+// zombie, so the state letter alone would call it alive in between; the
+// kernel's PF_EXITING flag is set before either.
 func (e *directExec) dying() bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(e.cmd.Process.Pid) + "/stat")
 	if err != nil {
 		return true
 	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	return statExiting(b)
+}
+
+// pfExiting is PF_EXITING in the flags of /proc/PID/stat (linux/sched.h).
+const pfExiting = 0x4
+
+// statExiting reads /proc/PID/stat: state Z or X, or PF_EXITING in flags.
+func statExiting(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return true
+	}
+	f := strings.Fields(string(stat[i+1:])) // state ppid pgrp session tty tpgid flags ...
+	if len(f) < 7 {
+		return true
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return true
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err != nil || flags&pfExiting != 0
 }
 
 func (e *directExec) running() bool {

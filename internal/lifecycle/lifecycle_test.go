@@ -148,3 +148,25 @@ func TestParseUnit(t *testing.T) {
 		t.Error("parsed a foreign unit")
 	}
 }
+
+func TestStatExiting(t *testing.T) {
+	for _, tc := range []struct {
+		stat string
+		want bool
+	}{
+		{"42 (agor-executor) S 1 42 42 0 -1 4194560 100 0", false},
+		{"42 (agor-executor) R 1 42 42 0 -1 4194564 100 0", true}, // PF_EXITING
+		{"42 (a) b) Z 1 42 42 0 -1 4194560 100 0", true},
+		{"42 (x) X 1 42 42 0 -1 0", true},
+		{"42 (x) S 1", true}, // too short to trust
+		{"garbage", true},
+	} {
+		if got := statExiting([]byte(tc.stat)); got != tc.want {
+			t.Errorf("statExiting(%q) = %v, want %v", tc.stat, got, tc.want)
+		}
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil || statExiting(self) {
+		t.Fatalf("this live process reads as exiting (%v): %s", err, self)
+	}
+}
