@@ -54,6 +54,8 @@ bench: build
 	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/terminal
 	$(GO) test -run '^$$' -bench . ./internal/broker ./internal/store
+	test/agents.sh
+	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/task
 
 # run: build and start an executor by hand on a private socket, ping it with
 # agorctl, and leave it serving until Ctrl-C.

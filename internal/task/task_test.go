@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -56,6 +57,7 @@ type daemonSide struct {
 	events  []message
 	key     string
 	approve bool
+	onEvent func(message) // called with mu held, as each event arrives
 }
 
 func (d *daemonSide) mux() *rpc.Mux {
@@ -73,6 +75,9 @@ func (d *daemonSide) mux() *rpc.Mux {
 		var msg message
 		_ = json.Unmarshal(r.Params, &msg)
 		d.mu.Lock()
+		if d.onEvent != nil {
+			d.onEvent(msg)
+		}
 		d.events = append(d.events, msg)
 		d.mu.Unlock()
 		return nil, nil
@@ -80,7 +85,12 @@ func (d *daemonSide) mux() *rpc.Mux {
 	return m
 }
 
-func setup(t *testing.T, d *daemonSide) (*rpc.Conn, string) {
+func setup(t testing.TB, d *daemonSide) (*rpc.Conn, string) {
+	return setupWith(t, d, nil)
+}
+
+// setupWith is setup with the executor's agent settings.
+func setupWith(t testing.TB, d *daemonSide, agents Agents) (*rpc.Conn, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "work"), 0o755); err != nil {
@@ -90,7 +100,10 @@ func setup(t *testing.T, d *daemonSide) (*rpc.Conn, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &Service{Root: root}
+	svc := &Service{Root: root, Agents: agents}
+	if _, bench := t.(*testing.B); bench {
+		svc.Log = slog.New(slog.DiscardHandler) // keep the numbers readable
+	}
 	em := rpc.NewMux()
 	svc.Register(em)
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
