@@ -376,11 +376,20 @@ prompt_alice() {
 	as alice agorctl events "$task" | grep '"event_type":"tool_call"' >/dev/null
 	as alice agorctl events "$task" | grep -c sk-ant-suite >/dev/null && { echo "an event holds the key"; return 1; }
 	echo "agorctl events replayed $n events of task $task"
+	# The key went to the agent process only: not the executor's own
+	# environment, not the journal (every field), not the audit trail.
+	local pid
+	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	[ "$pid" -gt 0 ] || { echo "alice's executor is not running"; return 1; }
+	want "$(tr '\0' '\n' </proc/"$pid"/environ | grep -c sk-ant-suite || true)" 0
+	want "$(journalctl --no-pager -o verbose -u agor-daemon.service -u agor-executor@alice.service | grep -c sk-ant-suite || true)" 0
+	want "$(grep -c sk-ant-suite /var/lib/agor/audit.jsonl || true)" 0
+	echo "the key is in none of: events, executor pid $pid's environment, journal, audit trail"
 	if out=$(as bob agorctl events "$task" 2>&1); then echo "bob read alice's events: $out"; return 1; fi
 	echo "bob: $out"
 	agorctl events "$task" >/dev/null # root, an admin, may
 }
-check "as alice, agorctl prompt runs the real Claude Code in her executor (uid alice), events stream and replay; bob cannot read them" prompt_alice
+check "as alice, agorctl prompt runs the real Claude Code in her executor (uid alice), events stream and replay, the key leaks nowhere; bob cannot read them" prompt_alice
 
 refused_as() { # refused_as USER CMD...: the command must fail; prints why
 	local u=$1 out
