@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
+	"github.com/agor-sh/agor/internal/agenttest"
 )
 
 // acpTestKey is the API key the tests hand the agents; the stand-ins must
@@ -91,29 +92,12 @@ type acpCase struct {
 	usage, toolUsage Usage
 }
 
-// acpBinary finds an agent CLI: $envVar, else test/agents.sh's install.
-func acpBinary(t *testing.T, envVar, rel string) string {
-	t.Helper()
-	bin := os.Getenv(envVar)
-	if bin == "" {
-		bin = filepath.Join("..", "..", "test", ".cache", "agents", rel)
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("agent CLI %s missing (%v): run test/agents.sh, or set %s", abs, err, envVar)
-	}
-	return abs
-}
-
 func acpCases(t *testing.T) []acpCase {
 	return []acpCase{{
 		name: "gemini",
 		// One attempt, no fetch retries: a dead stand-in fails fast.
 		adapter: NewGemini(map[string]any{"maxAttempts": 1, "retryFetchErrors": false}),
-		binary:  acpBinary(t, "AGOR_AGENT_GEMINI", "gemini/node_modules/.bin/gemini"),
+		binary:  agenttest.Binary(t, "gemini"),
 		env: func(t *testing.T) ([]string, acpStandIn) {
 			g := modeltest.NewGemini(t)
 			bodies := func() (out []string) {
@@ -130,7 +114,7 @@ func acpCases(t *testing.T) []acpCase {
 	}, {
 		name:    "opencode",
 		adapter: NewOpencode(),
-		binary:  acpBinary(t, "AGOR_AGENT_OPENCODE", "opencode/node_modules/.bin/opencode"),
+		binary:  agenttest.Binary(t, "opencode"),
 		env: func(t *testing.T) ([]string, acpStandIn) {
 			o := modeltest.NewOpenAIChat(t)
 			bodies := func() (out []string) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/agent"
 	"github.com/agor-sh/agor/internal/agent/modeltest"
+	"github.com/agor-sh/agor/internal/agenttest"
 )
 
 const claudeTestKey = "sk-ant-test-0123456789abcdef"
@@ -72,23 +73,6 @@ func (h *claudeHost) check(t *testing.T) {
 	}
 }
 
-// claudeBinary is the installed CLI; its absence fails the test.
-func claudeBinary(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("AGOR_AGENT_CLAUDE_CODE")
-	if bin == "" {
-		bin = "../../test/.cache/agents/claude-code/node_modules/.bin/claude"
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("claude CLI not found at %s (%v): run test/agents.sh to install the agent CLIs, or set AGOR_AGENT_CLAUDE_CODE", abs, err)
-	}
-	return abs
-}
-
 // claudeRig is one agent run's sandbox: its own HOME and cwd, owned by
 // the uid the agent runs as (nobody when the tests run as root, since
 // Claude Code refuses bypassPermissions as root).
@@ -100,7 +84,7 @@ type claudeRig struct {
 
 func newClaudeRig(t *testing.T) *claudeRig {
 	t.Helper()
-	bin := claudeBinary(t)
+	bin := agenttest.Binary(t, "claude-code")
 	dir, err := os.MkdirTemp("", "agor-claude-")
 	if err != nil {
 		t.Fatal(err)

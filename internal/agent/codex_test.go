@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
+	"github.com/agor-sh/agor/internal/agenttest"
 )
 
 const codexTestKey = "sk-codex-test-0123456789"
@@ -121,23 +122,6 @@ func (h *codexHost) log(t *testing.T) {
 	}
 }
 
-// codexBinary is the CLI test/agents.sh installs, or AGOR_AGENT_CODEX.
-func codexBinary(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("AGOR_AGENT_CODEX")
-	if bin == "" {
-		bin = "../../test/.cache/agents/codex/node_modules/.bin/codex"
-	}
-	abs, err := filepath.Abs(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("codex CLI not found at %s (%v): run test/agents.sh, or set AGOR_AGENT_CODEX", abs, err)
-	}
-	return abs
-}
-
 // codexRequest is a request against the stand-in with its own HOME,
 // CODEX_HOME and working directory.
 func codexRequest(t *testing.T, srv *modeltest.OpenAIResponses, prompt, mode string) Request {
@@ -146,7 +130,7 @@ func codexRequest(t *testing.T, srv *modeltest.OpenAIResponses, prompt, mode str
 	cwd := t.TempDir()
 	return Request{
 		TaskID: codexTaskID(t), Prompt: prompt, Cwd: cwd, PermissionMode: mode,
-		Binary: codexBinary(t),
+		Binary: agenttest.Binary(t, "codex"),
 		Env: []string{
 			"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"),
 			"PATH=" + os.Getenv("PATH"), "USER=" + os.Getenv("USER"), "LANG=C.UTF-8",

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
@@ -41,22 +42,22 @@ func Cases(tb testing.TB, home string, plainTurns int) []Case {
 	gem := modeltest.NewGemini(tb)
 	oaic := modeltest.NewOpenAIChat(tb)
 	return []Case{{
-		Tool: "claude-code", Cred: "ANTHROPIC_API_KEY", Binary: Binary(tb, "claude-code/node_modules/.bin/claude"),
+		Tool: "claude-code", Cred: "ANTHROPIC_API_KEY", Binary: Binary(tb, "claude-code"),
 		Env:   map[string]string{"ANTHROPIC_BASE_URL": anth.URL, "HOME": home, "CLAUDE_CODE_MAX_RETRIES": "0"},
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(anth.Requests()) },
 	}, {
-		Tool: "codex", Cred: "OPENAI_API_KEY", Binary: Binary(tb, "codex/node_modules/.bin/codex"),
+		Tool: "codex", Cred: "OPENAI_API_KEY", Binary: Binary(tb, "codex"),
 		Env:   map[string]string{"AGOR_CODEX_BASE_URL": oair.URL, "HOME": home, "CODEX_HOME": filepath.Join(home, ".codex")},
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(oair.Requests()) },
 	}, {
-		Tool: "gemini", Cred: "GEMINI_API_KEY", Binary: Binary(tb, "gemini/node_modules/.bin/gemini"),
+		Tool: "gemini", Cred: "GEMINI_API_KEY", Binary: Binary(tb, "gemini"),
 		Env:   map[string]string{"GOOGLE_GEMINI_BASE_URL": gem.URL, "HOME": home},
 		Plain: "say hello", ToolPrompt: modeltest.GeminiCommandMarker + Command,
 		Requests: func() int { return len(gem.Requests()) },
 	}, {
-		Tool: "opencode", Cred: "OPENAI_API_KEY", Binary: Binary(tb, "opencode/node_modules/.bin/opencode"),
+		Tool: "opencode", Cred: "OPENAI_API_KEY", Binary: Binary(tb, "opencode"),
 		// opencode runs commands with $SHELL, which the executor takes
 		// from the account: nologin for nobody, the tests' target user.
 		Env:   map[string]string{"AGOR_OPENCODE_BASE_URL": oaic.URL, "HOME": home, "SHELL": "/bin/sh"},
@@ -65,14 +66,26 @@ func Cases(tb testing.TB, home string, plainTurns int) []Case {
 	}}
 }
 
-// Binary is a CLI test/agents.sh installs (rel to test/.cache/agents), as
-// an absolute path; it fails tb when missing.
-func Binary(tb testing.TB, rel string) string {
+// clis are each agentic tool's command, as npm installs it.
+var clis = map[string]string{"claude-code": "claude", "codex": "codex", "gemini": "gemini", "opencode": "opencode"}
+
+// Binary is tool's CLI as an absolute path: $AGOR_AGENT_<TOOL> (claude-code
+// is AGOR_AGENT_CLAUDE_CODE) when set, else what test/agents.sh installs
+// under test/.cache/agents. It fails tb when the file is missing.
+func Binary(tb testing.TB, tool string) string {
 	tb.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	abs := filepath.Join(filepath.Dir(file), "..", "..", "test", ".cache", "agents", rel)
-	if _, err := os.Stat(abs); err != nil {
-		tb.Fatalf("agent CLI %s missing (%v): run test/agents.sh", abs, err)
+	envVar := "AGOR_AGENT_" + strings.ToUpper(strings.ReplaceAll(tool, "-", "_"))
+	bin := os.Getenv(envVar)
+	if bin == "" {
+		_, file, _, _ := runtime.Caller(0)
+		bin = filepath.Join(filepath.Dir(file), "..", "..", "test", ".cache", "agents", tool, "node_modules", ".bin", clis[tool])
+	}
+	abs, err := filepath.Abs(bin)
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
+	if err != nil {
+		tb.Fatalf("%s CLI missing at %s (%v): run test/agents.sh, or set %s", tool, abs, err, envVar)
 	}
 	return abs
 }

@@ -14,25 +14,9 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
+	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/config"
 )
-
-// claudeCLI is the real Claude Code CLI that test/agents.sh installs.
-func claudeCLI(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("AGOR_AGENT_CLAUDE_CODE")
-	if bin == "" {
-		bin = "../../test/.cache/agents/claude-code/node_modules/.bin/claude"
-	}
-	abs, err := filepath.Abs(bin)
-	if err == nil {
-		_, err = os.Stat(abs)
-	}
-	if err != nil {
-		t.Fatalf("claude CLI not found at %s (%v): run test/agents.sh", abs, err)
-	}
-	return abs
-}
 
 // The whole prompt path: the daemon issues the task's token and runs
 // execute_prompt in the user's executor, which fetches the key from the
@@ -42,7 +26,7 @@ func claudeCLI(t *testing.T) string {
 // and the events and usage stream back to the client.
 func TestDaemonPromptWithClaude(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "made it", Bash: "touch made-by-agent"})
-	bin := claudeCLI(t)
+	bin := agenttest.Binary(t, "claude-code")
 	h := startWith(t, claudeSettings(bin, model.URL), nil)
 	const key = "sk-ant-test-4f1c2b"
 	h.setKey(t, key)
@@ -107,7 +91,7 @@ func claudeSettings(bin, url string) func(work string) string {
 // told, and the turn still completes.
 func TestDaemonPromptPermissionTimeout(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "could not", Bash: "touch made-by-agent"})
-	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), func(c *config.Config) { c.Daemon.PermissionTimeoutMS = 700 })
+	h := startWith(t, claudeSettings(agenttest.Binary(t, "claude-code"), model.URL), func(c *config.Config) { c.Daemon.PermissionTimeoutMS = 700 })
 	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	lines := h.prompt(t, name, map[string]any{"agentic_tool": "claude-code", "prompt": "make the file", "cwd": ".", "permission_mode": "default", "timeout_ms": 120000})
@@ -194,7 +178,7 @@ func (h *harness) approveAll(t *testing.T, d time.Duration) {
 // store keeps the session and task, and the task ends completed.
 func TestDaemonEventsResume(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "slept", Bash: "sleep 2; echo awake"})
-	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
+	h := startWith(t, claudeSettings(agenttest.Binary(t, "claude-code"), model.URL), nil)
 	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	done := make(chan []map[string]any, 1)
@@ -281,7 +265,7 @@ func (h *harness) follow(t testing.TB, task string, after int64, max int, seen m
 // though the client that started it is still waiting.
 func TestDaemonStopTask(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "never", Bash: "sleep 60"})
-	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
+	h := startWith(t, claudeSettings(agenttest.Binary(t, "claude-code"), model.URL), nil)
 	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	done := make(chan []map[string]any, 1)
@@ -316,7 +300,7 @@ func TestDaemonStopTask(t *testing.T) {
 // task then runs on its own and the client follows it by its events.
 func TestDaemonPromptAsync(t *testing.T) {
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "async done"})
-	h := startWith(t, claudeSettings(claudeCLI(t), model.URL), nil)
+	h := startWith(t, claudeSettings(agenttest.Binary(t, "claude-code"), model.URL), nil)
 	h.setKey(t, "sk-ant-x-12345678")
 	name, _ := target(t)
 	code, sess := h.do(t, "POST", "/v1/sessions", map[string]any{"unix_user": name, "agentic_tool": "claude-code", "cwd": "."})
