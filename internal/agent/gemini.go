@@ -84,7 +84,11 @@ func geminiSettings(path string, extra map[string]any) error {
 // geminiSessionFile is the name gemini-cli 0.61 gives a new session's
 // record: session-YYYY-MM-DDTHH-MM-ID8.jsonl, the minute it began and the
 // first 8 characters of the session id.
-var geminiSessionFile = regexp.MustCompile(`^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-([A-Za-z0-9]{8})\.jsonl$`)
+var geminiSessionFile = regexp.MustCompile(`^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-[A-Za-z0-9]{8}\.jsonl$`)
+
+// geminiShortID is the start of an id gemini makes: 8 letters or digits,
+// so that it is safe in a glob and a file name.
+var geminiShortID = regexp.MustCompile(`^[A-Za-z0-9]{8}`)
 
 // geminiSetAsideSession renames the records of session id under tmp
 // (~/.gemini/tmp) so that gemini-cli 0.61 can load it. Its session/load
@@ -95,8 +99,6 @@ var geminiSessionFile = regexp.MustCompile(`^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{
 // for this project." (a follow-up within the minute always failed).
 // The new name, session-YYYY-MM-DDTHH-MM-rN-ID8.jsonl, is one gemini never
 // creates but still lists, loads by content and deletes by its short id.
-var geminiShortID = regexp.MustCompile(`^[A-Za-z0-9]{8}`)
-
 func geminiSetAsideSession(tmp, id string) error {
 	if !geminiShortID.MatchString(id) {
 		return nil // not one of gemini's ids; session/load will say so
@@ -107,9 +109,8 @@ func geminiSetAsideSession(tmp, id string) error {
 		return err
 	}
 	for _, f := range files {
-		m := geminiSessionFile.FindStringSubmatch(filepath.Base(f))
-		if m == nil || m[1] != short {
-			continue
+		if !geminiSessionFile.MatchString(filepath.Base(f)) {
+			continue // already moved aside, or not gemini's name
 		}
 		if err := renameAside(f, short); err != nil {
 			return err
