@@ -19,9 +19,9 @@ import (
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/daemon"
-	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/flagenv"
 	"github.com/agor-sh/agor/internal/logging"
+	"github.com/agor-sh/agor/internal/unixsock"
 	"github.com/agor-sh/agor/internal/version"
 )
 
@@ -172,7 +172,7 @@ func apiListener(flagPath, cfgPath string) (net.Listener, error) {
 		}
 		flagPath = cfgPath
 	}
-	ln, err := executor.ListenPath(flagPath)
+	ln, err := unixsock.Listen(flagPath)
 	if err != nil {
 		return nil, err
 	}

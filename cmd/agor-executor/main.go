@@ -25,6 +25,7 @@ import (
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/sdnotify"
 	"github.com/agor-sh/agor/internal/task"
+	"github.com/agor-sh/agor/internal/unixsock"
 	"github.com/agor-sh/agor/internal/version"
 )
 
@@ -183,7 +184,7 @@ func config(o *options, log *slog.Logger) (executor.Config, error) {
 
 func listener(o *options) (*net.UnixListener, error) {
 	if o.listen != "" {
-		return executor.ListenPath(o.listen)
+		return unixsock.Listen(o.listen)
 	}
 	return executor.Activated(o.socketName)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/agor-sh/agor/internal/files"
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/procexec"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/task"
 	"github.com/agor-sh/agor/internal/terminal"
@@ -18,10 +19,10 @@ import (
 // watching, terminals) to srv; the returned func releases what they hold.
 func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Agents, log *slog.Logger) (closeAll func()) {
 	if root == nil {
-		for _, m := range []string{"exec", "read_file", "write_file", "write_files", "list_files", "watch", "unwatch",
-			"spawn_terminal", "attach_terminal", "resize_terminal", "terminate_terminal", "list_terminals",
-			"execute_prompt", "stop_task"} {
-			srv.Mux().Register(m, unavailable)
+		for _, m := range protocol.ExecutorMethods {
+			if m != protocol.MethodPing && m != protocol.MethodShutdown { // the server's own
+				srv.Mux().Register(m, unavailable)
+			}
 		}
 		return func() {}
 	}
@@ -44,5 +45,5 @@ func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Age
 // unavailable answers the primitives when no root directory could be
 // opened (e.g. an account whose home does not exist).
 func unavailable(context.Context, *rpc.Request) (any, error) {
-	return nil, rpc.Errorf(rpc.CodeExecutorUnavailable, "no_root", "this executor has no root directory (the user's home is missing; see --root)")
+	return nil, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonNoRoot, "this executor has no root directory (the user's home is missing; see --root)")
 }

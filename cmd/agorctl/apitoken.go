@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	"github.com/agor-sh/agor/internal/account"
-	"github.com/agor-sh/agor/internal/api"
+	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/config"
 )
 
@@ -63,7 +63,7 @@ func appendToken(path, name string) (string, error) {
 		gid, _ := strconv.Atoi(g.Gid)
 		_ = f.Chown(0, gid)
 	}
-	if _, err := fmt.Fprintf(f, "%s %s\n", name, api.HashToken(tok)); err != nil {
+	if _, err := fmt.Fprintf(f, "%s %s\n", name, apiwire.HashToken(tok)); err != nil {
 		return "", err
 	}
 	return tok, f.Close()

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/version"
 )
@@ -227,7 +228,7 @@ func ping(ctx context.Context, socket string) (json.RawMessage, error) {
 	}
 	defer c.Close()
 	var res json.RawMessage
-	if err := c.Call(ctx, "ping", struct{}{}, &res); err != nil {
+	if err := c.Call(ctx, protocol.MethodPing, struct{}{}, &res); err != nil {
 		if errors.Is(err, rpc.ErrClosed) {
 			return nil, fmt.Errorf("%s closed the connection (is this user allowed? only root and the daemon's account are served): %w", socket, err)
 		}

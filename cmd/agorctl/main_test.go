@@ -14,11 +14,13 @@ import (
 
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/unixsock"
 )
 
 func TestExecutorPing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "e.sock")
-	ln, err := executor.ListenPath(path)
+	ln, err := unixsock.Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestExecutorPing(t *testing.T) {
 	if code := run(context.Background(), []string{"executor", "ping", "--socket", path}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var res executor.PingResult
+	var res protocol.PingResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Pong || res.UID != os.Getuid() {
 		t.Fatalf("output %q: %v", out.String(), err)
 	}

@@ -16,9 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agor-sh/agor/internal/apiwire"
 	"golang.org/x/term"
-
-	"github.com/agor-sh/agor/internal/api"
 )
 
 type promptOptions struct {
@@ -48,7 +47,7 @@ func promptCmd(ctx context.Context, args []string, stdin *os.File, stdout, stder
 		fmt.Fprintln(stderr, "agorctl prompt: usage: agorctl prompt [OPTIONS] USER PROMPT...")
 		return 2
 	}
-	body := api.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(rest[1:], " "), Cwd: o.cwd,
+	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(rest[1:], " "), Cwd: o.cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds()}
 	if o.detach {
 		return detached(ctx, newAPIClient(a.socket), rest[0], body, stdout, stderr)
@@ -63,9 +62,9 @@ func promptCmd(ctx context.Context, args []string, stdin *os.File, stdout, stder
 }
 
 // detached starts the task through the session API and returns at once.
-func detached(ctx context.Context, c *apiClient, user string, body api.PromptBody, stdout, stderr io.Writer) int {
+func detached(ctx context.Context, c *apiClient, user string, body apiwire.PromptBody, stdout, stderr io.Writer) int {
 	if body.SessionID == "" {
-		var sess api.SessionView
+		var sess apiwire.SessionView
 		req := map[string]any{"unix_user": user, "agentic_tool": body.Tool, "cwd": body.Cwd, "model": body.Model, "permission_mode": body.PermissionMode}
 		if err := c.do(ctx, "POST", "/v1/sessions", req, &sess); err != nil {
 			return fail(stderr, "prompt", err)
@@ -84,7 +83,7 @@ func detached(ctx context.Context, c *apiClient, user string, body api.PromptBod
 	return 0
 }
 
-func startPrompt(ctx context.Context, c *apiClient, user string, body api.PromptBody) (*http.Response, error) {
+func startPrompt(ctx context.Context, c *apiClient, user string, body apiwire.PromptBody) (*http.Response, error) {
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, "POST", "http://agor/v1/executors/"+url.PathEscape(user)+"/prompt", bytes.NewReader(b))
 	if err != nil {
@@ -96,7 +95,7 @@ func startPrompt(ctx context.Context, c *apiClient, user string, body api.Prompt
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		var e api.ErrorBody
+		var e apiwire.ErrorBody
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
 			return nil, fmt.Errorf("%s (%s)", e.Error.Message, e.Error.Reason)
@@ -126,12 +125,12 @@ type renderer struct {
 }
 
 type streamLine struct {
-	TaskID    string          `json:"task_id"`
-	SessionID string          `json:"session_id"`
-	Event     *streamEvent    `json:"event"`
-	Result    *promptResult   `json:"result"`
-	Missing   json.RawMessage `json:"missing_events"`
-	Error     *api.ErrorBody  `json:"error"`
+	TaskID    string             `json:"task_id"`
+	SessionID string             `json:"session_id"`
+	Event     *streamEvent       `json:"event"`
+	Result    *promptResult      `json:"result"`
+	Missing   json.RawMessage    `json:"missing_events"`
+	Error     *apiwire.ErrorBody `json:"error"`
 }
 
 type streamEvent struct {

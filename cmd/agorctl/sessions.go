@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agor-sh/agor/internal/api"
+	"github.com/agor-sh/agor/internal/apiwire"
 )
 
 // sessionsCmd: agorctl sessions [--user U] [--json]
@@ -31,7 +31,7 @@ func sessionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	c, ctx, cancel := a.client(ctx)
 	defer cancel()
-	var out struct{ Sessions []api.SessionView }
+	var out struct{ Sessions []apiwire.SessionView }
 	var raw json.RawMessage
 	if err := c.do(ctx, "GET", "/v1/sessions?user="+url.QueryEscape(user), nil, &raw); err != nil {
 		return fail(stderr, "sessions", err)
@@ -73,7 +73,7 @@ func tasksCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stdout, string(raw))
 		return 0
 	}
-	var out struct{ Tasks []api.TaskView }
+	var out struct{ Tasks []apiwire.TaskView }
 	_ = json.Unmarshal(raw, &out)
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATUS\tCREATED\tPROMPT")
@@ -133,7 +133,7 @@ func streamEvents(ctx context.Context, c *apiClient, task string, after int64, f
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e api.ErrorBody
+		var e apiwire.ErrorBody
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 			return after, true, fmt.Errorf("%s (%s)", e.Error.Message, e.Error.Reason)

@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/agor-sh/agor/internal/api"
-	"github.com/agor-sh/agor/internal/terminal"
+	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // DetachKey (Ctrl-]) leaves the terminal running and returns to the
@@ -88,7 +88,7 @@ func spawn(ctx context.Context, c *apiClient, name string, o terminalOptions, co
 	var res struct {
 		TerminalID string `json:"terminal_id"`
 	}
-	p := terminal.SpawnParams{Cwd: o.cwd, Shell: o.shell, Cols: cols, Rows: rows}
+	p := protocol.SpawnTerminalParams{Cwd: o.cwd, Shell: o.shell, Cols: cols, Rows: rows}
 	if err := c.do(ctx, "POST", "/v1/executors/"+url.PathEscape(name)+"/terminals", p, &res); err != nil {
 		return "", err
 	}
@@ -112,7 +112,7 @@ func attach(ctx context.Context, socket, name, id string) (net.Conn, *bufio.Read
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		defer conn.Close()
-		var e struct{ Error api.ErrorBody }
+		var e struct{ Error apiwire.ErrorBody }
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		if json.Unmarshal(body, &e.Error) == nil && e.Error.Error.Message != "" {
 			return nil, nil, fmt.Errorf("%s (%s)", e.Error.Error.Message, e.Error.Error.Reason)
@@ -132,7 +132,7 @@ type session struct {
 	id, user string
 }
 
-func (s *session) send(f api.Frame) error {
+func (s *session) send(f apiwire.Frame) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.enc.Encode(f)
@@ -147,7 +147,7 @@ func (s *session) run(stdin *os.File, rd *bufio.Reader, cols, rows int) int {
 		}
 		fmt.Fprintf(s.stderr, "[agorctl: terminal %s of %s; detach with Ctrl-]]\r\n", s.id, s.user)
 	}
-	_ = s.send(api.Frame{Resize: &[2]int{cols, rows}})
+	_ = s.send(apiwire.Frame{Resize: &[2]int{cols, rows}})
 	detached := make(chan struct{})
 	go s.keys(stdin, detached)
 	stopWinch := s.forwardResizes(stdin)
@@ -174,14 +174,14 @@ func (s *session) keys(stdin io.Reader, detached chan struct{}) {
 		for i := 0; i < n; i++ {
 			if buf[i] == DetachKey {
 				if i > 0 {
-					_ = s.send(api.Frame{Input: buf[:i]})
+					_ = s.send(apiwire.Frame{Input: buf[:i]})
 				}
 				close(detached)
-				_ = s.send(api.Frame{Detach: true})
+				_ = s.send(apiwire.Frame{Detach: true})
 				return
 			}
 		}
-		if n > 0 && s.send(api.Frame{Input: append([]byte(nil), buf[:n]...)}) != nil {
+		if n > 0 && s.send(apiwire.Frame{Input: append([]byte(nil), buf[:n]...)}) != nil {
 			return
 		}
 		if err != nil {
@@ -200,7 +200,7 @@ func (s *session) forwardResizes(stdin *os.File) func() {
 			select {
 			case <-ch:
 				cols, rows := termSize(stdin)
-				_ = s.send(api.Frame{Resize: &[2]int{cols, rows}})
+				_ = s.send(apiwire.Frame{Resize: &[2]int{cols, rows}})
 			case <-done:
 				return
 			}
@@ -215,7 +215,7 @@ func (s *session) output(rd *bufio.Reader) (int, error) {
 	dec := json.NewDecoder(rd)
 	for {
 		var f struct {
-			api.Frame
+			apiwire.Frame
 			Error string `json:"error"`
 		}
 		if err := dec.Decode(&f); err != nil {
@@ -239,7 +239,7 @@ func (s *session) output(rd *bufio.Reader) (int, error) {
 
 // exitStatus is the shell's status as a shell reports it: 128+N when a
 // signal ended it.
-func exitStatus(e *terminal.Exit) int {
+func exitStatus(e *protocol.TerminalExit) int {
 	if e.Signal == "" {
 		return e.ExitCode
 	}

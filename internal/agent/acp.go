@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // ACP drives an agent CLI that speaks the Agent Client Protocol
@@ -54,7 +56,7 @@ const acpExitGrace = 3 * time.Second
 func (a *ACP) Run(ctx context.Context, req Request, host Host) (Result, error) {
 	args, err := a.Setup(&req)
 	if err != nil {
-		return acpFailed(&Error{Code: CodeAgentCrashed, Message: "prepare agent: " + err.Error()})
+		return acpFailed(&Error{Code: protocol.TaskAgentCrashed, Message: "prepare agent: " + err.Error()})
 	}
 	procCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	defer kill()
@@ -92,7 +94,7 @@ func (a *ACP) Run(ctx context.Context, req Request, host Host) (Result, error) {
 func acpFailed(err error) (Result, error) {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = &Error{Code: CodeAgentCrashed, Message: err.Error()}
+		e = &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}
 	}
 	return Result{Status: "failed", Err: e}, e
 }
@@ -103,9 +105,9 @@ func acpCrashErr(runErr, waitErr error, p *Proc) *Error {
 		return e
 	}
 	if errors.As(waitErr, &e) {
-		return &Error{Code: CodeAgentCrashed, Message: runErr.Error() + "; " + e.Message}
+		return &Error{Code: protocol.TaskAgentCrashed, Message: runErr.Error() + "; " + e.Message}
 	}
-	return &Error{Code: CodeAgentCrashed, Message: runErr.Error() + "; stderr: " + p.Stderr()}
+	return &Error{Code: protocol.TaskAgentCrashed, Message: runErr.Error() + "; stderr: " + p.Stderr()}
 }
 
 // acpMsg is any JSON-RPC message in either direction.
@@ -351,7 +353,7 @@ func (c *acpConn) session(ctx context.Context, req Request, init acpInitResult) 
 	case caps.SessionCapabilities.Resume != nil:
 		method = "session/resume"
 	case !caps.LoadSession:
-		return "", &Error{Code: CodeAgentCrashed, Message: "this agent cannot resume a session (no loadSession capability); start a new session"}
+		return "", &Error{Code: protocol.TaskAgentCrashed, Message: "this agent cannot resume a session (no loadSession capability); start a new session"}
 	}
 	if err := c.call(ctx, method, params, nil); err != nil {
 		return "", fmt.Errorf("resume agent session %q: %w", req.Resume, err)
@@ -398,7 +400,7 @@ func (t *acpTurn) result(sid string, pr acpPromptResult, err error) (Result, err
 		if errors.As(err, &rpcErr) {
 			// A prompt the agent answers with an error is nearly always
 			// the model API failing (the agent itself is still talking).
-			res.Err = &Error{Code: CodeModelAPI, Message: err.Error()}
+			res.Err = &Error{Code: protocol.TaskModelAPI, Message: err.Error()}
 		}
 		return res, err
 	}
@@ -408,9 +410,9 @@ func (t *acpTurn) result(sid string, pr acpPromptResult, err error) (Result, err
 	case "cancelled":
 		res.Status, res.Err = "failed", &Error{Code: "cancelled", Message: "the agent cancelled the turn"}
 	case "refusal":
-		res.Status, res.Err = "failed", &Error{Code: CodeModelAPI, Message: "the model refused"}
+		res.Status, res.Err = "failed", &Error{Code: protocol.TaskModelAPI, Message: "the model refused"}
 	default: // max_tokens, max_turn_requests, or one this client does not know
-		res.Status, res.Err = "failed", &Error{Code: CodeModelAPI, Message: "the turn stopped: " + pr.StopReason}
+		res.Status, res.Err = "failed", &Error{Code: protocol.TaskModelAPI, Message: "the turn stopped: " + pr.StopReason}
 	}
 	return res, nil
 }
@@ -440,7 +442,7 @@ func (t *acpTurn) promptUsage(pr acpPromptResult, res *Result) {
 		return
 	}
 	res.Usage = Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CachedReadTokens, CacheWriteTokens: u.CachedWriteTokens}
-	t.host.Emit(Event{Type: UsageReport, Data: map[string]any{
+	t.host.Emit(Event{Type: protocol.EventUsage, Data: map[string]any{
 		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 		"cache_read_tokens": u.CachedReadTokens, "cache_write_tokens": u.CachedWriteTokens,
 	}})
@@ -471,18 +473,18 @@ func (t *acpTurn) update(params json.RawMessage, raw []byte) {
 	case "agent_message_chunk":
 		if text := acpText(u.Content); text != "" {
 			t.startMessage()
-			t.host.Emit(Event{Type: TextDelta, Data: map[string]any{"text": text}, Raw: rawCopy})
+			t.host.Emit(Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": text}, Raw: rawCopy})
 		}
 	case "agent_thought_chunk":
 		if text := acpText(u.Content); text != "" {
-			t.host.Emit(Event{Type: ThinkingDelta, Data: map[string]any{"text": text}, Raw: rawCopy})
+			t.host.Emit(Event{Type: protocol.EventThinkingDelta, Data: map[string]any{"text": text}, Raw: rawCopy})
 		}
 	case "tool_call":
 		t.toolCall(u, p.Update, rawCopy)
 	case "tool_call_update":
 		if u.Status == "completed" || u.Status == "failed" {
 			t.toolCall(u, p.Update, rawCopy) // when no tool_call came first
-			t.host.Emit(Event{Type: ToolResult, Data: map[string]any{
+			t.host.Emit(Event{Type: protocol.EventToolResult, Data: map[string]any{
 				"tool_use_id": u.ToolCallID, "output": acpOutput(u.Content, u.RawOutput), "is_error": u.Status == "failed",
 			}, Raw: rawCopy})
 		}
@@ -501,7 +503,7 @@ func (t *acpTurn) toolCall(u acpUpdate, call, raw json.RawMessage) {
 	t.calls[u.ToolCallID] = true
 	t.endMessage()
 	t.messages++
-	t.host.Emit(Event{Type: ToolCall, Data: map[string]any{
+	t.host.Emit(Event{Type: protocol.EventToolCall, Data: map[string]any{
 		"tool_use_id": u.ToolCallID, "tool_name": acpToolName(u.Title, u.Kind), "tool_input": acpInput(u.RawInput, call),
 		"kind": u.Kind,
 	}, Raw: raw})
@@ -511,14 +513,14 @@ func (t *acpTurn) startMessage() {
 	if !t.inMessage {
 		t.inMessage = true
 		t.messages++
-		t.host.Emit(Event{Type: MessageStart, Data: map[string]any{"role": "assistant"}})
+		t.host.Emit(Event{Type: protocol.EventMessageStart, Data: map[string]any{"role": "assistant"}})
 	}
 }
 
 func (t *acpTurn) endMessage() {
 	if t.inMessage {
 		t.inMessage = false
-		t.host.Emit(Event{Type: MessageStop, Data: map[string]any{"role": "assistant"}})
+		t.host.Emit(Event{Type: protocol.EventMessageStop, Data: map[string]any{"role": "assistant"}})
 	}
 }
 
@@ -541,13 +543,13 @@ func (t *acpTurn) permission(params json.RawMessage, raw []byte) any {
 	rawCopy := json.RawMessage(append([]byte(nil), raw...))
 	t.toolCall(call, p.ToolCall, rawCopy)
 	name, input := acpToolName(call.Title, call.Kind), acpInput(call.RawInput, p.ToolCall)
-	t.host.Emit(Event{Type: PermissionAsked, Data: map[string]any{"tool_name": name, "tool_input": input, "kind": call.Kind},
+	t.host.Emit(Event{Type: protocol.EventPermissionAsked, Data: map[string]any{"tool_name": name, "tool_input": input, "kind": call.Kind},
 		Raw: rawCopy})
 	d, asked := t.byMode(call.Kind)
 	if !asked {
 		d = t.host.Ask(t.ctx, name, input)
 	}
-	t.host.Emit(Event{Type: PermissionDecided, Data: map[string]any{"tool_name": name, "approved": d.Approved, "reason": d.Reason}})
+	t.host.Emit(Event{Type: protocol.EventPermissionDecided, Data: map[string]any{"tool_name": name, "approved": d.Approved, "reason": d.Reason}})
 	want := []string{"reject_once", "reject_always"}
 	if d.Approved {
 		want = []string{"allow_once", "allow_always"}
@@ -588,7 +590,7 @@ func acpToolName(title, kind string) string {
 }
 
 // acpInput is a tool call's input: its rawInput, or (gemini sends none)
-// the whole ToolCall, whose title, content and locations say what it does.
+// the whole protocol.EventToolCall, whose title, content and locations say what it does.
 func acpInput(rawInput, call json.RawMessage) json.RawMessage {
 	switch {
 	case len(rawInput) > 0 && string(rawInput) != "null":

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
 	"github.com/agor-sh/agor/internal/agenttest"
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // acpTestKey is the API key the tests hand the agents; the stand-ins must
@@ -58,7 +59,7 @@ func (h *acpHost) ofType(typ string) []Event {
 
 func (h *acpHost) text() string {
 	var b strings.Builder
-	for _, ev := range h.ofType(TextDelta) {
+	for _, ev := range h.ofType(protocol.EventTextDelta) {
 		b.WriteString(ev.Data["text"].(string))
 	}
 	return b.String()
@@ -214,10 +215,10 @@ func testACPPlain(t *testing.T, c acpCase) {
 		t.Errorf("agent session %q, messages %d", res.AgentSession, res.MessageCount)
 	}
 	checkACPUsage(t, h, res, c.usage)
-	if len(h.ofType(MessageStart)) == 0 || len(h.ofType(MessageStop)) == 0 {
+	if len(h.ofType(protocol.EventMessageStart)) == 0 || len(h.ofType(protocol.EventMessageStop)) == 0 {
 		t.Error("no message_start/message_stop around the reply")
 	}
-	for _, ev := range h.ofType(TextDelta) {
+	for _, ev := range h.ofType(protocol.EventTextDelta) {
 		if len(ev.Raw) == 0 || strings.Contains(string(ev.Raw), acpTestKey) {
 			t.Errorf("text_delta raw %q: want the notification, without the key", ev.Raw)
 		}
@@ -241,11 +242,11 @@ func testACPTool(t *testing.T, c acpCase, allow bool) {
 	if len(h.asked) != 1 {
 		t.Errorf("daemon asked %d times (%q), want once", len(h.asked), h.asked)
 	}
-	decided := h.ofType(PermissionDecided)
-	if len(h.ofType(PermissionAsked)) != 1 || len(decided) != 1 || decided[0].Data["approved"] != allow {
-		t.Errorf("permission events: asked %d, decided %v", len(h.ofType(PermissionAsked)), decided)
+	decided := h.ofType(protocol.EventPermissionDecided)
+	if len(h.ofType(protocol.EventPermissionAsked)) != 1 || len(decided) != 1 || decided[0].Data["approved"] != allow {
+		t.Errorf("permission events: asked %d, decided %v", len(h.ofType(protocol.EventPermissionAsked)), decided)
 	}
-	if len(h.ofType(ToolCall)) == 0 {
+	if len(h.ofType(protocol.EventToolCall)) == 0 {
 		t.Error("no tool_call event")
 	}
 	bodies := model.bodies()
@@ -260,7 +261,7 @@ func testACPTool(t *testing.T, c acpCase, allow bool) {
 		if res.Status != "completed" || !strings.HasPrefix(h.text(), c.done) {
 			t.Errorf("after the tool: status %q, text %q, want %q...", res.Status, h.text(), c.done)
 		}
-		if results := h.ofType(ToolResult); len(results) == 0 || results[0].Data["is_error"] != false {
+		if results := h.ofType(protocol.EventToolResult); len(results) == 0 || results[0].Data["is_error"] != false {
 			t.Errorf("tool results %v, want one that succeeded", results)
 		}
 		checkACPUsage(t, h, res, c.toolUsage)
@@ -273,7 +274,7 @@ func checkACPUsage(t *testing.T, h *acpHost, res Result, want Usage) {
 	if res.Usage != want {
 		t.Errorf("usage %+v, want %+v", res.Usage, want)
 	}
-	evs := h.ofType(UsageReport)
+	evs := h.ofType(protocol.EventUsage)
 	if len(evs) != 1 || fmt.Sprint(evs[0].Data["input_tokens"], evs[0].Data["output_tokens"], evs[0].Data["cache_read_tokens"]) !=
 		fmt.Sprint(want.InputTokens, want.OutputTokens, want.CacheReadTokens) {
 		t.Errorf("usage events %v, want one with %+v", evs, want)
@@ -369,8 +370,8 @@ func testACPModelDown(t *testing.T, c acpCase) {
 	if ctx.Err() != nil {
 		t.Fatalf("a failing model API did not fail the turn within 90s")
 	}
-	if err == nil || res.Status != "failed" || res.Err == nil || res.Err.Code != CodeModelAPI {
-		t.Fatalf("failing model API: status %q, err %v, result err %v; want %s", res.Status, err, res.Err, CodeModelAPI)
+	if err == nil || res.Status != "failed" || res.Err == nil || res.Err.Code != protocol.TaskModelAPI {
+		t.Fatalf("failing model API: status %q, err %v, result err %v; want %s", res.Status, err, res.Err, protocol.TaskModelAPI)
 	}
 }
 
@@ -384,8 +385,8 @@ func TestACPMissingBinary(t *testing.T) {
 		home := t.TempDir()
 		res, err := a.Run(t.Context(), Request{Cwd: home, Binary: filepath.Join(home, "no-such-cli"), Env: []string{"HOME=" + home}}, &acpHost{})
 		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeAgentMissing || res.Err == nil || res.Err.Code != CodeAgentMissing || res.Status != "failed" {
-			t.Errorf("%s: res %+v, err %v; want %s", name, res, err, CodeAgentMissing)
+		if !errors.As(err, &e) || e.Code != protocol.TaskAgentMissing || res.Err == nil || res.Err.Code != protocol.TaskAgentMissing || res.Status != "failed" {
+			t.Errorf("%s: res %+v, err %v; want %s", name, res, err, protocol.TaskAgentMissing)
 		}
 	}
 }
@@ -402,7 +403,7 @@ func acpTail(s string, n int) string {
 // tool result saying so.
 func acpToldOfDenial(h *acpHost) bool {
 	said := []string{h.text()}
-	for _, ev := range h.ofType(ToolResult) {
+	for _, ev := range h.ofType(protocol.EventToolResult) {
 		if ev.Data["is_error"] == true {
 			said = append(said, ev.Data["output"].(string))
 		}
@@ -432,7 +433,7 @@ func testACPBypass(t *testing.T, c acpCase) {
 	if len(h.asked) != 0 {
 		t.Errorf("daemon asked %q", h.asked)
 	}
-	decided := h.ofType(PermissionDecided)
+	decided := h.ofType(protocol.EventPermissionDecided)
 	if len(decided) != 1 || decided[0].Data["approved"] != true || decided[0].Data["reason"] != "bypassPermissions" {
 		t.Errorf("permission_decided %v, want one approved for bypassPermissions", decided)
 	}

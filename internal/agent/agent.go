@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // Request is one prompt for one agent process.
@@ -48,35 +50,12 @@ type Host interface {
 	Ask(ctx context.Context, toolName string, toolInput json.RawMessage) Decision
 }
 
-// Event types: the one vocabulary every agent's output is normalised to.
-const (
-	MessageStart      = "message_start"      // {role}
-	MessageStop       = "message_stop"       // {role}
-	TextDelta         = "text_delta"         // {text}
-	ThinkingDelta     = "thinking_delta"     // {text}
-	ToolCall          = "tool_call"          // {tool_use_id, tool_name, tool_input}
-	ToolResult        = "tool_result"        // {tool_use_id, output, is_error}
-	PermissionAsked   = "permission_asked"   // {tool_name, tool_input}
-	PermissionDecided = "permission_decided" // {tool_name, approved, reason}
-	UsageReport       = "usage"              // Usage fields
-	ErrorEvent        = "error"              // {code, message}
-)
-
-// Event is one normalised event. Raw keeps the agent's own line (or
-// message) for fidelity; it must never hold the API key.
-type Event struct {
-	Type string          `json:"type"`
-	Data map[string]any  `json:"data,omitempty"`
-	Raw  json.RawMessage `json:"raw,omitempty"`
-}
+// Event is one normalised event, as report_message carries it; the event
+// types are protocol's Event* constants.
+type Event = protocol.Event
 
 // Usage is token usage from the agent's own final figures.
-type Usage struct {
-	InputTokens      int64 `json:"input_tokens"`
-	OutputTokens     int64 `json:"output_tokens"`
-	CacheReadTokens  int64 `json:"cache_read_tokens"`
-	CacheWriteTokens int64 `json:"cache_write_tokens"`
-}
+type Usage = protocol.TokenUsage
 
 // Result of one turn, before the host adds timeout and cancellation.
 type Result struct {
@@ -87,23 +66,8 @@ type Result struct {
 	Err          *Error // set when Status is "failed"
 }
 
-// Error codes of a failed turn.
-const (
-	CodeAgentMissing = "agent_missing" // binary not found
-	CodeAgentCrashed = "agent_crashed" // exited or broke its protocol
-	CodeModelAPI     = "model_api"     // the model API refused or failed
-	CodeTimeout      = "timeout"
-	// CodeCredentialMissing: the daemon has no API key for the agent.
-	CodeCredentialMissing = "credential_missing"
-)
-
-// Error says why a turn failed.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+// Error says why a turn failed; its codes are protocol's Task* constants.
+type Error = protocol.TaskError
 
 // Adapter drives one agent CLI. Run starts the process (through Start),
 // speaks its protocol, emits events, asks for permissions, and returns

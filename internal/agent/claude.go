@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"syscall"
+
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // Claude drives Claude Code through the Agent SDK's stream-json control
@@ -164,13 +166,13 @@ func (t *claudeTurn) finish(cause error) Result {
 	t.res.Status = "failed"
 	switch {
 	case t.ctx.Err() != nil:
-		code := CodeAgentCrashed
+		code := protocol.TaskAgentCrashed
 		if errors.Is(t.ctx.Err(), context.DeadlineExceeded) {
-			code = CodeTimeout
+			code = protocol.TaskTimeout
 		}
 		t.res.Err = &Error{Code: code, Message: "claude-code stopped: " + t.ctx.Err().Error()}
 	case cause != nil && !errors.Is(cause, io.EOF):
-		t.res.Err = &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("claude-code: %v; stderr: %s", cause, t.redact([]byte(t.p.Stderr())))}
+		t.res.Err = &Error{Code: protocol.TaskAgentCrashed, Message: fmt.Sprintf("claude-code: %v; stderr: %s", cause, t.redact([]byte(t.p.Stderr())))}
 	default:
 		msg := "exited without a result"
 		var we *Error
@@ -181,7 +183,7 @@ func (t *claudeTurn) finish(cause error) Result {
 		} else if s := t.p.Stderr(); s != "" {
 			msg += ": " + s
 		}
-		t.res.Err = &Error{Code: CodeAgentCrashed, Message: "claude-code " + string(t.redact([]byte(msg)))}
+		t.res.Err = &Error{Code: protocol.TaskAgentCrashed, Message: "claude-code " + string(t.redact([]byte(msg)))}
 	}
 	return t.res
 }
@@ -264,25 +266,25 @@ func (t *claudeTurn) emit(typ string, data map[string]any, raw []byte) {
 
 func (t *claudeTurn) assistant(msg json.RawMessage, raw []byte) {
 	_, blocks := claudeBlocks(msg)
-	t.emit(MessageStart, map[string]any{"role": "assistant"}, raw)
+	t.emit(protocol.EventMessageStart, map[string]any{"role": "assistant"}, raw)
 	for _, b := range blocks {
 		switch b.Type {
 		case "text":
-			t.emit(TextDelta, map[string]any{"text": b.Text}, raw)
+			t.emit(protocol.EventTextDelta, map[string]any{"text": b.Text}, raw)
 		case "thinking":
-			t.emit(ThinkingDelta, map[string]any{"text": b.Thinking}, raw)
+			t.emit(protocol.EventThinkingDelta, map[string]any{"text": b.Thinking}, raw)
 		case "tool_use":
-			t.emit(ToolCall, map[string]any{"tool_use_id": b.ID, "tool_name": b.Name, "tool_input": b.Input}, raw)
+			t.emit(protocol.EventToolCall, map[string]any{"tool_use_id": b.ID, "tool_name": b.Name, "tool_input": b.Input}, raw)
 		}
 	}
-	t.emit(MessageStop, map[string]any{"role": "assistant"}, raw)
+	t.emit(protocol.EventMessageStop, map[string]any{"role": "assistant"}, raw)
 }
 
 func (t *claudeTurn) user(msg json.RawMessage, raw []byte) {
 	_, blocks := claudeBlocks(msg)
 	for _, b := range blocks {
 		if b.Type == "tool_result" {
-			t.emit(ToolResult, map[string]any{"tool_use_id": b.ToolUseID, "output": claudeText(b.Content), "is_error": b.IsError}, raw)
+			t.emit(protocol.EventToolResult, map[string]any{"tool_use_id": b.ToolUseID, "output": claudeText(b.Content), "is_error": b.IsError}, raw)
 		}
 	}
 }
@@ -323,7 +325,7 @@ func (t *claudeTurn) result(l claudeLine, raw []byte) {
 		_ = json.Unmarshal(l.Usage, &u)
 	}
 	t.res.Usage = Usage(u)
-	t.emit(UsageReport, map[string]any{
+	t.emit(protocol.EventUsage, map[string]any{
 		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 		"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens,
 	}, raw)
@@ -333,7 +335,7 @@ func (t *claudeTurn) result(l claudeLine, raw []byte) {
 	}
 	t.res.Status = "failed"
 	t.res.Err = claudeResultError(l)
-	t.emit(ErrorEvent, map[string]any{"code": t.res.Err.Code, "message": t.res.Err.Message}, raw)
+	t.emit(protocol.EventError, map[string]any{"code": t.res.Err.Code, "message": t.res.Err.Message}, raw)
 }
 
 // claudeResultError classifies a failed result: an error from the model
@@ -348,9 +350,9 @@ func claudeResultError(l claudeLine) *Error {
 	}
 	apiStatus := len(l.APIErrorStatus) > 0 && string(l.APIErrorStatus) != "null"
 	if apiStatus || strings.Contains(msg, "API Error") {
-		return &Error{Code: CodeModelAPI, Message: msg}
+		return &Error{Code: protocol.TaskModelAPI, Message: msg}
 	}
-	return &Error{Code: CodeAgentCrashed, Message: msg}
+	return &Error{Code: protocol.TaskAgentCrashed, Message: msg}
 }
 
 type claudeToolRequest struct {
@@ -374,9 +376,9 @@ func (t *claudeTurn) control(l claudeLine, raw []byte) error {
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	t.emit(PermissionAsked, map[string]any{"tool_name": r.ToolName, "tool_input": input, "tool_use_id": r.ToolUseID}, raw)
+	t.emit(protocol.EventPermissionAsked, map[string]any{"tool_name": r.ToolName, "tool_input": input, "tool_use_id": r.ToolUseID}, raw)
 	d := t.host.Ask(t.ctx, r.ToolName, input)
-	t.emit(PermissionDecided, map[string]any{"tool_name": r.ToolName, "approved": d.Approved, "reason": d.Reason}, raw)
+	t.emit(protocol.EventPermissionDecided, map[string]any{"tool_name": r.ToolName, "approved": d.Approved, "reason": d.Reason}, raw)
 	answer := map[string]any{"behavior": "allow", "updatedInput": input}
 	if !d.Approved {
 		reason := d.Reason

@@ -18,6 +18,7 @@ import (
 	"github.com/agor-sh/agor/internal/agent"
 	"github.com/agor-sh/agor/internal/agent/modeltest"
 	"github.com/agor-sh/agor/internal/agenttest"
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 const claudeTestKey = "sk-ant-test-0123456789abcdef"
@@ -191,13 +192,13 @@ func TestClaudePlainTurn(t *testing.T) {
 		t.Errorf("MessageCount = %d, want 1", res.MessageCount)
 	}
 	var text string
-	for _, ev := range h.of(agent.TextDelta) {
+	for _, ev := range h.of(protocol.EventTextDelta) {
 		text += ev.Data["text"].(string)
 	}
 	if text != "Hello from the stand-in." {
 		t.Errorf("text deltas = %q", text)
 	}
-	if u := h.of(agent.UsageReport); len(u) != 1 || u[0].Data["output_tokens"] != int64(45) {
+	if u := h.of(protocol.EventUsage); len(u) != 1 || u[0].Data["output_tokens"] != int64(45) {
 		t.Errorf("usage events = %+v", u)
 	}
 	conv := srv.Conversation()
@@ -227,14 +228,14 @@ func claudeToolTurn(t *testing.T, mode, command string, ask func(context.Context
 
 func claudeToolEvents(t *testing.T, h *claudeHost, command string) {
 	t.Helper()
-	calls := h.of(agent.ToolCall)
+	calls := h.of(protocol.EventToolCall)
 	if len(calls) != 1 || calls[0].Data["tool_name"] != "Bash" || calls[0].Data["tool_use_id"] != "toolu_standin01" {
 		t.Fatalf("tool_call events = %+v", calls)
 	}
 	if in, _ := json.Marshal(calls[0].Data["tool_input"]); !strings.Contains(string(in), command) {
 		t.Errorf("tool_input = %s, want the command %q", in, command)
 	}
-	results := h.of(agent.ToolResult)
+	results := h.of(protocol.EventToolResult)
 	if len(results) != 1 || results[0].Data["tool_use_id"] != "toolu_standin01" {
 		t.Fatalf("tool_result events = %+v", results)
 	}
@@ -245,10 +246,10 @@ func TestClaudeToolTurnBypass(t *testing.T) {
 	_, srv, h, res := claudeToolTurn(t, "bypassPermissions", "echo agor-marker-$((6*7))", nil)
 	claudeCompleted(t, res)
 	claudeToolEvents(t, h, "echo agor-marker")
-	if out := h.of(agent.ToolResult)[0].Data; out["output"] != "agor-marker-42" || out["is_error"] != false {
+	if out := h.of(protocol.EventToolResult)[0].Data; out["output"] != "agor-marker-42" || out["is_error"] != false {
 		t.Errorf("tool_result = %+v, want the command's output", out)
 	}
-	if n := len(h.of(agent.PermissionAsked)); n != 0 {
+	if n := len(h.of(protocol.EventPermissionAsked)); n != 0 {
 		t.Errorf("%d permission questions in bypassPermissions", n)
 	}
 	if res.MessageCount != 3 {
@@ -285,14 +286,14 @@ func TestClaudePermissionApproved(t *testing.T) {
 	if uid := fi.Sys().(*syscall.Stat_t).Uid; int(uid) != rig.uid {
 		t.Errorf("file owned by uid %d, want the agent's uid %d", uid, rig.uid)
 	}
-	pa, pd := h.of(agent.PermissionAsked), h.of(agent.PermissionDecided)
+	pa, pd := h.of(protocol.EventPermissionAsked), h.of(protocol.EventPermissionDecided)
 	if len(pa) != 1 || pa[0].Data["tool_name"] != "Bash" {
 		t.Errorf("permission_asked = %+v", pa)
 	}
 	if len(pd) != 1 || pd[0].Data["approved"] != true {
 		t.Errorf("permission_decided = %+v", pd)
 	}
-	if r := h.of(agent.ToolResult)[0].Data; r["is_error"] != false {
+	if r := h.of(protocol.EventToolResult)[0].Data; r["is_error"] != false {
 		t.Errorf("tool_result = %+v", r)
 	}
 	h.check(t)
@@ -308,12 +309,12 @@ func TestClaudePermissionDenied(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rig.cwd, "made-by-agent")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("denied command ran: stat = %v", err)
 	}
-	pd := h.of(agent.PermissionDecided)
+	pd := h.of(protocol.EventPermissionDecided)
 	if len(pd) != 1 || pd[0].Data["approved"] != false || pd[0].Data["reason"] != reason {
 		t.Errorf("permission_decided = %+v", pd)
 	}
 	claudeToolEvents(t, h, "touch made-by-agent")
-	if r := h.of(agent.ToolResult)[0].Data; r["is_error"] != true || !strings.Contains(r["output"].(string), reason) {
+	if r := h.of(protocol.EventToolResult)[0].Data; r["is_error"] != true || !strings.Contains(r["output"].(string), reason) {
 		t.Errorf("tool_result = %+v, want an error carrying the reason", r)
 	}
 	conv := srv.Conversation()
@@ -350,7 +351,7 @@ func TestClaudeCancelKillsGroup(t *testing.T) {
 	sleeping := make(chan struct{})
 	var cancelled time.Time
 	h := &claudeHost{onEmit: func(ev agent.Event) {
-		if ev.Type != agent.ToolCall {
+		if ev.Type != protocol.EventToolCall {
 			return
 		}
 		go func() { // cancel once the tool's sleep runs
@@ -416,13 +417,13 @@ func TestClaudeMissingBinary(t *testing.T) {
 	req := agent.Request{Prompt: "hi", Cwd: t.TempDir(), Binary: "/nonexistent/claude", Env: []string{"HOME=/nonexistent"}}
 	res, err := agent.Claude{}.Run(context.Background(), req, &claudeHost{})
 	var e *agent.Error
-	if !errors.As(err, &e) || e.Code != agent.CodeAgentMissing {
-		t.Fatalf("err = %v, want *Error %s", err, agent.CodeAgentMissing)
+	if !errors.As(err, &e) || e.Code != protocol.TaskAgentMissing {
+		t.Fatalf("err = %v, want *Error %s", err, protocol.TaskAgentMissing)
 	}
 	if !strings.Contains(e.Message, "npm install -g @anthropic-ai/claude-code") {
 		t.Errorf("message lacks install advice: %s", e.Message)
 	}
-	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeAgentMissing {
+	if res.Status != "failed" || res.Err == nil || res.Err.Code != protocol.TaskAgentMissing {
 		t.Errorf("result = %+v", res)
 	}
 }
@@ -433,13 +434,13 @@ func TestClaudeModelAPIError(t *testing.T) {
 	rig := newClaudeRig(t)
 	h := &claudeHost{}
 	res := claudeRun(t, rig.request(srv, "say hello", "default"), h)
-	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeModelAPI {
-		t.Fatalf("result = %+v (err %v), want failed with %s", res, res.Err, agent.CodeModelAPI)
+	if res.Status != "failed" || res.Err == nil || res.Err.Code != protocol.TaskModelAPI {
+		t.Fatalf("result = %+v (err %v), want failed with %s", res, res.Err, protocol.TaskModelAPI)
 	}
 	if !strings.Contains(res.Err.Message, "stand-in failure 400") {
 		t.Errorf("error message = %q, want the API's own message", res.Err.Message)
 	}
-	if ev := h.of(agent.ErrorEvent); len(ev) != 1 || ev[0].Data["code"] != agent.CodeModelAPI {
+	if ev := h.of(protocol.EventError); len(ev) != 1 || ev[0].Data["code"] != protocol.TaskModelAPI {
 		t.Errorf("error events = %+v", ev)
 	}
 	h.check(t)
@@ -457,8 +458,8 @@ func TestClaudeExitWithoutResult(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeAgentCrashed {
-		t.Fatalf("result = %+v, want failed with %s", res, agent.CodeAgentCrashed)
+	if res.Status != "failed" || res.Err == nil || res.Err.Code != protocol.TaskAgentCrashed {
+		t.Fatalf("result = %+v, want failed with %s", res, protocol.TaskAgentCrashed)
 	}
 	if !strings.Contains(res.Err.Message, "out of cheese") || !strings.Contains(res.Err.Message, "exit status 3") {
 		t.Errorf("message = %q, want the exit status and stderr tail", res.Err.Message)
@@ -482,7 +483,7 @@ func TestClaudeProtocolBroken(t *testing.T) {
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("Run: %v (ctx %v), want it to give up on its own", err, ctx.Err())
 	}
-	if res.Status != "failed" || res.Err == nil || res.Err.Code != agent.CodeAgentCrashed || !strings.Contains(res.Err.Message, "bad output line") {
-		t.Fatalf("result = %+v, want failed with %s about the bad line", res, agent.CodeAgentCrashed)
+	if res.Status != "failed" || res.Err == nil || res.Err.Code != protocol.TaskAgentCrashed || !strings.Contains(res.Err.Message, "bad output line") {
+		t.Fatalf("result = %+v, want failed with %s about the bad line", res, protocol.TaskAgentCrashed)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 func init() { Register("codex", Codex{}) }
@@ -65,7 +67,7 @@ func (Codex) CredentialKey() string { return "OPENAI_API_KEY" }
 func (c Codex) Run(ctx context.Context, req Request, host Host) (Result, error) {
 	policy, sandbox, err := codexMode(req.PermissionMode)
 	if err != nil {
-		return Result{Status: "failed", Err: &Error{Code: CodeAgentCrashed, Message: err.Error()}}, err
+		return Result{Status: "failed", Err: &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}}, err
 	}
 	if _, err := os.Stat(req.Binary); err == nil { // missing binary: Start says so
 		if err := codexConfigure(req.Env, c.CredentialKey()); err != nil {
@@ -390,15 +392,15 @@ func (t *codexTurn) finish(cause error, kill context.CancelFunc) Result {
 	var rpcErr *codexRPCError
 	switch {
 	case t.ctx.Err() != nil:
-		code := CodeAgentCrashed
+		code := protocol.TaskAgentCrashed
 		if errors.Is(t.ctx.Err(), context.DeadlineExceeded) {
-			code = CodeTimeout
+			code = protocol.TaskTimeout
 		}
 		t.res.Err = &Error{Code: code, Message: "codex stopped: " + t.ctx.Err().Error()}
 	case errors.As(cause, &rpcErr):
-		t.res.Err = &Error{Code: CodeAgentCrashed, Message: "codex " + string(t.redact([]byte(rpcErr.Error())))}
+		t.res.Err = &Error{Code: protocol.TaskAgentCrashed, Message: "codex " + string(t.redact([]byte(rpcErr.Error())))}
 	case cause != nil && !errors.Is(cause, io.EOF):
-		t.res.Err = &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("codex: %v; stderr: %s", cause, t.redact([]byte(t.p.Stderr())))}
+		t.res.Err = &Error{Code: protocol.TaskAgentCrashed, Message: fmt.Sprintf("codex: %v; stderr: %s", cause, t.redact([]byte(t.p.Stderr())))}
 	default:
 		msg := "exited before the turn completed"
 		if waitErr != nil {
@@ -406,7 +408,7 @@ func (t *codexTurn) finish(cause error, kill context.CancelFunc) Result {
 		} else if s := t.p.Stderr(); s != "" {
 			msg += ": " + s
 		}
-		t.res.Err = &Error{Code: CodeAgentCrashed, Message: "codex " + string(t.redact([]byte(msg)))}
+		t.res.Err = &Error{Code: protocol.TaskAgentCrashed, Message: "codex " + string(t.redact([]byte(msg)))}
 	}
 	return t.res
 }
@@ -498,9 +500,9 @@ func (t *codexTurn) notification(method string, params json.RawMessage, raw []by
 		}
 	case "item/agentMessage/delta":
 		t.deltas[p.ItemID] = true
-		t.emit(TextDelta, map[string]any{"text": p.Delta}, raw)
+		t.emit(protocol.EventTextDelta, map[string]any{"text": p.Delta}, raw)
 	case "item/reasoning/textDelta", "item/reasoning/summaryTextDelta":
-		t.emit(ThinkingDelta, map[string]any{"text": p.Delta}, raw)
+		t.emit(protocol.EventThinkingDelta, map[string]any{"text": p.Delta}, raw)
 	case "item/started":
 		t.itemStarted(p.Item, raw)
 	case "item/completed":
@@ -509,7 +511,7 @@ func (t *codexTurn) notification(method string, params json.RawMessage, raw []by
 		t.tokens(p)
 	case "error":
 		if !p.WillRetry {
-			t.emit(ErrorEvent, map[string]any{"code": CodeModelAPI, "message": p.Error.String()}, raw)
+			t.emit(protocol.EventError, map[string]any{"code": protocol.TaskModelAPI, "message": p.Error.String()}, raw)
 		}
 	case "turn/completed":
 		t.completed(p.Turn)
@@ -563,7 +565,7 @@ func (t *codexTurn) itemStarted(it codexItem, raw []byte) {
 	switch name := codexToolName(it); {
 	case it.Type == "agentMessage":
 		t.res.MessageCount++
-		t.emit(MessageStart, map[string]any{"role": "assistant"}, raw)
+		t.emit(protocol.EventMessageStart, map[string]any{"role": "assistant"}, raw)
 	case name != "" && !t.started[it.ID]:
 		t.started[it.ID] = true
 		t.res.MessageCount++
@@ -573,16 +575,16 @@ func (t *codexTurn) itemStarted(it codexItem, raw []byte) {
 			}
 			t.changes[it.ID] = it.Changes
 		}
-		t.emit(ToolCall, map[string]any{"tool_use_id": it.ID, "tool_name": name, "tool_input": codexToolInput(it)}, raw)
+		t.emit(protocol.EventToolCall, map[string]any{"tool_use_id": it.ID, "tool_name": name, "tool_input": codexToolInput(it)}, raw)
 	}
 }
 
 func (t *codexTurn) itemCompleted(it codexItem, raw []byte) {
 	if it.Type == "agentMessage" {
 		if !t.deltas[it.ID] && it.Text != "" {
-			t.emit(TextDelta, map[string]any{"text": it.Text}, raw)
+			t.emit(protocol.EventTextDelta, map[string]any{"text": it.Text}, raw)
 		}
-		t.emit(MessageStop, map[string]any{"role": "assistant"}, raw)
+		t.emit(protocol.EventMessageStop, map[string]any{"role": "assistant"}, raw)
 		return
 	}
 	if codexToolName(it) == "" {
@@ -610,7 +612,7 @@ func (t *codexTurn) itemCompleted(it codexItem, raw []byte) {
 		}
 	}
 	data["status"] = it.Status
-	t.emit(ToolResult, data, raw)
+	t.emit(protocol.EventToolResult, data, raw)
 }
 
 // completed settles the Result from turn/completed.
@@ -620,7 +622,7 @@ func (t *codexTurn) completed(turn codexTurnInfo) {
 	}
 	t.done = true
 	if t.usageSet {
-		t.emit(UsageReport, map[string]any{
+		t.emit(protocol.EventUsage, map[string]any{
 			"input_tokens": t.res.Usage.InputTokens, "output_tokens": t.res.Usage.OutputTokens,
 			"cache_read_tokens": t.res.Usage.CacheReadTokens, "cache_write_tokens": t.res.Usage.CacheWriteTokens,
 		}, nil)
@@ -630,14 +632,14 @@ func (t *codexTurn) completed(turn codexTurnInfo) {
 		t.res.Status = "completed"
 	case "interrupted":
 		t.res.Status = "failed"
-		t.res.Err = &Error{Code: CodeAgentCrashed, Message: "codex turn interrupted"}
+		t.res.Err = &Error{Code: protocol.TaskAgentCrashed, Message: "codex turn interrupted"}
 	default:
 		t.res.Status = "failed"
 		msg := "codex turn " + turn.Status
 		if turn.Error != nil {
 			msg = turn.Error.String()
 		}
-		t.res.Err = &Error{Code: CodeModelAPI, Message: string(t.redact([]byte(msg)))}
+		t.res.Err = &Error{Code: protocol.TaskModelAPI, Message: string(t.redact([]byte(msg)))}
 	}
 }
 
@@ -689,12 +691,12 @@ func (t *codexTurn) serverRequest(m codexMsg, raw []byte) error {
 func (t *codexTurn) decide(tool string, input map[string]any, raw []byte) Decision {
 	if tool == "file_change" && t.req.PermissionMode == "acceptEdits" {
 		d := Decision{Approved: true, Reason: "acceptEdits"}
-		t.emit(PermissionDecided, map[string]any{"tool_name": tool, "approved": true, "reason": d.Reason}, raw)
+		t.emit(protocol.EventPermissionDecided, map[string]any{"tool_name": tool, "approved": true, "reason": d.Reason}, raw)
 		return d
 	}
 	in, _ := json.Marshal(input)
-	t.emit(PermissionAsked, map[string]any{"tool_name": tool, "tool_input": input}, raw)
+	t.emit(protocol.EventPermissionAsked, map[string]any{"tool_name": tool, "tool_input": input}, raw)
 	d := t.host.Ask(t.ctx, tool, in)
-	t.emit(PermissionDecided, map[string]any{"tool_name": tool, "approved": d.Approved, "reason": d.Reason}, nil)
+	t.emit(protocol.EventPermissionDecided, map[string]any{"tool_name": tool, "approved": d.Approved, "reason": d.Reason}, nil)
 	return d
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
 	"github.com/agor-sh/agor/internal/agenttest"
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 const codexTestKey = "sk-codex-test-0123456789"
@@ -108,7 +109,7 @@ func (h *codexHost) of(typ string) []Event {
 
 func (h *codexHost) text() string {
 	var b strings.Builder
-	for _, ev := range h.of(TextDelta) {
+	for _, ev := range h.of(protocol.EventTextDelta) {
 		b.WriteString(ev.Data["text"].(string))
 	}
 	return b.String()
@@ -204,16 +205,16 @@ func TestCodexToolApproved(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(req.Cwd, "made-by-agent")); err != nil {
 		t.Errorf("the approved command did not run: %v", err)
 	}
-	calls := host.of(ToolCall)
+	calls := host.of(protocol.EventToolCall)
 	if len(calls) != 1 || calls[0].Data["tool_name"] != "exec_command" ||
 		!strings.Contains(calls[0].Data["tool_input"].(map[string]any)["command"].(string), "touch made-by-agent") {
 		t.Errorf("tool_call events %+v", calls)
 	}
-	asked, decided := host.of(PermissionAsked), host.of(PermissionDecided)
+	asked, decided := host.of(protocol.EventPermissionAsked), host.of(protocol.EventPermissionDecided)
 	if len(asked) != 1 || len(decided) != 1 || decided[0].Data["approved"] != true {
 		t.Errorf("permission events %+v %+v", asked, decided)
 	}
-	results := host.of(ToolResult)
+	results := host.of(protocol.EventToolResult)
 	if len(results) != 1 || results[0].Data["is_error"] != false || results[0].Data["exit_code"] != 0 {
 		t.Errorf("tool_result events %+v", results)
 	}
@@ -236,7 +237,7 @@ func TestCodexToolDeclined(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(req.Cwd, "made-by-agent")); !os.IsNotExist(err) {
 		t.Errorf("the declined command ran (stat: %v)", err)
 	}
-	decided := host.of(PermissionDecided)
+	decided := host.of(protocol.EventPermissionDecided)
 	if len(decided) != 1 || decided[0].Data["approved"] != false {
 		t.Errorf("permission_decided %+v", decided)
 	}
@@ -266,10 +267,10 @@ func TestCodexModes(t *testing.T) {
 			if created := err == nil; created != tc.created {
 				t.Errorf("file created %v, want %v", created, tc.created)
 			}
-			if asked := host.of(PermissionAsked); len(asked) != 0 {
+			if asked := host.of(protocol.EventPermissionAsked); len(asked) != 0 {
 				t.Errorf("asked %+v", asked)
 			}
-			results := host.of(ToolResult)
+			results := host.of(protocol.EventToolResult)
 			// codex 0.169 does not always report the command's item when the
 			// read-only sandbox refuses it (seen 2 runs in ~20: the model still
 			// got the refusal); what plan mode must guarantee is above.
@@ -315,7 +316,7 @@ func TestCodexMissingBinary(t *testing.T) {
 	req.Binary = filepath.Join(t.TempDir(), "no-codex")
 	res, err := Codex{}.Run(context.Background(), req, &codexHost{})
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeAgentMissing || res.Err == nil || res.Err.Code != CodeAgentMissing {
+	if !errors.As(err, &e) || e.Code != protocol.TaskAgentMissing || res.Err == nil || res.Err.Code != protocol.TaskAgentMissing {
 		t.Fatalf("err %v, result %+v", err, res)
 	}
 	if !strings.Contains(e.Message, "npm install -g @openai/codex") {
@@ -356,8 +357,8 @@ func TestCodexCancel(t *testing.T) {
 		name, mode string
 		when       string // the event at which the test cancels
 	}{
-		{"while asking", "default", PermissionAsked},
-		{"while the command runs", "bypassPermissions", ToolCall},
+		{"while asking", "default", protocol.EventPermissionAsked},
+		{"while the command runs", "bypassPermissions", protocol.EventToolCall},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -367,7 +368,7 @@ func TestCodexCancel(t *testing.T) {
 			defer cancel()
 			var at time.Time
 			host := &codexHost{}
-			if tc.when == PermissionAsked { // Ask blocks until ctx ends
+			if tc.when == protocol.EventPermissionAsked { // Ask blocks until ctx ends
 				host.onAsk = func() { at = time.Now(); cancel() }
 			} else {
 				host.onEmit = func(ev Event) {
@@ -419,10 +420,10 @@ func TestCodexModelAPIFailure(t *testing.T) {
 	start := time.Now()
 	res, err := Codex{}.Run(ctx, codexRequest(t, srv, "hello", "default"), host)
 	host.log(t)
-	if err != nil || res.Status != "failed" || res.Err == nil || res.Err.Code != CodeModelAPI {
+	if err != nil || res.Status != "failed" || res.Err == nil || res.Err.Code != protocol.TaskModelAPI {
 		t.Fatalf("err %v, result %+v", err, res)
 	}
-	for _, ev := range host.of(ErrorEvent) {
+	for _, ev := range host.of(protocol.EventError) {
 		t.Logf("raw %s", ev.Raw)
 	}
 	t.Logf("failed after %v with %v; %d model requests", time.Since(start), res.Err, len(srv.Requests()))
@@ -495,10 +496,10 @@ func TestCodexFileChange(t *testing.T) {
 			if created := err == nil; created != tc.created {
 				t.Errorf("file created %v, want %v", created, tc.created)
 			}
-			if asked := host.of(PermissionAsked); len(asked) != tc.asked {
+			if asked := host.of(protocol.EventPermissionAsked); len(asked) != tc.asked {
 				t.Errorf("asked %+v", asked)
 			}
-			calls := host.of(ToolCall)
+			calls := host.of(protocol.EventToolCall)
 			if len(calls) != 1 || calls[0].Data["tool_name"] != "file_change" {
 				t.Errorf("tool_call %+v", calls)
 			}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/procexec"
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // MaxLine bounds one line of an agent's output (a big tool result).
@@ -36,10 +37,10 @@ type Proc struct {
 
 // Start runs req.Binary with args in req.Cwd and req.Env, in a process
 // group of its own, killed (SIGTERM, then SIGKILL) when ctx ends. A
-// missing binary is CodeAgentMissing with install advice.
+// missing binary is protocol.TaskAgentMissing with install advice.
 func Start(ctx context.Context, req Request, install string, args ...string) (*Proc, error) {
 	if _, err := os.Stat(req.Binary); err != nil {
-		return nil, &Error{Code: CodeAgentMissing, Message: fmt.Sprintf("%s is not installed: install with %s (and set its path in the executor's agent configuration)", req.Binary, install)}
+		return nil, &Error{Code: protocol.TaskAgentMissing, Message: fmt.Sprintf("%s is not installed: install with %s (and set its path in the executor's agent configuration)", req.Binary, install)}
 	}
 	tag := runTag()
 	for attempt := 0; ; attempt++ {
@@ -52,7 +53,7 @@ func Start(ctx context.Context, req Request, install string, args ...string) (*P
 			continue
 		}
 		if err != nil {
-			return nil, &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("start %s: %v", req.Binary, err)}
+			return nil, &Error{Code: protocol.TaskAgentCrashed, Message: fmt.Sprintf("start %s: %v", req.Binary, err)}
 		}
 		p.lines = bufio.NewScanner(out)
 		p.lines.Buffer(make([]byte, 64<<10), MaxLine)
@@ -106,14 +107,14 @@ func (p *Proc) CloseInput() error { return p.stdin.Close() }
 
 // Wait waits for the process, stops the kill watcher and kills whatever
 // the agent left running (see reap). A non-zero exit
-// comes back as CodeAgentCrashed with the end of its stderr.
+// comes back as protocol.TaskAgentCrashed with the end of its stderr.
 func (p *Proc) Wait() error {
 	err := p.cmd.Wait()
 	p.stop()
 	reap(p.tag)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return &Error{Code: CodeAgentCrashed, Message: fmt.Sprintf("%s: %s", ee.ProcessState, p.stderr.String())}
+		return &Error{Code: protocol.TaskAgentCrashed, Message: fmt.Sprintf("%s: %s", ee.ProcessState, p.stderr.String())}
 	}
 	return err
 }

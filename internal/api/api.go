@@ -19,14 +19,15 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/broker"
 	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/events"
-	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/pool"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/version"
 )
@@ -135,7 +136,7 @@ func (s *Server) inAdminGroup(uid uint32) bool {
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if _, ok, admin := s.caller(r); !ok || !admin {
-			writeError(w, rpc.Errorf(rpc.CodePermissionDenied, "admin_only", "only root and members of %q may do this", s.AdminGroup))
+			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may do this", s.AdminGroup))
 			return
 		}
 		h(w, r)
@@ -152,7 +153,7 @@ func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if !ok || (!admin && !isUser(cred.UID, name)) {
-			writeError(w, rpc.Errorf(rpc.CodePermissionDenied, "not_yourself", "you may act only as yourself"))
+			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
 			return
 		}
 		h(w, r)
@@ -170,7 +171,7 @@ type ExecutorInfo struct {
 	Socket    string               `json:"socket_state,omitempty"`
 	Service   string               `json:"service_state,omitempty"`
 	Connected bool                 `json:"connected"`
-	Ping      *executor.PingResult `json:"ping,omitempty"`
+	Ping      *protocol.PingResult `json:"ping,omitempty"`
 }
 
 func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
@@ -215,23 +216,14 @@ func (s *Server) log() *slog.Logger {
 	return slog.Default()
 }
 
-// ErrorBody is every error's JSON: a stable code, the reason, a message.
-type ErrorBody struct {
-	Error struct {
-		Code    int    `json:"code"`
-		Reason  string `json:"reason"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // errorBody is err as the API shows it, and its HTTP status; an error
 // that is not the protocol's own is an internal error.
-func errorBody(err error) (int, *ErrorBody) {
+func errorBody(err error) (int, *apiwire.ErrorBody) {
 	var e *rpc.Error
 	if !errors.As(err, &e) {
 		e = rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
 	}
-	body := &ErrorBody{}
+	body := &apiwire.ErrorBody{}
 	body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
 	return status(e.Code), body
 }
@@ -245,13 +237,13 @@ func status(code int) int {
 	switch code {
 	case rpc.CodeInvalidParams, rpc.CodeInvalidRequest:
 		return http.StatusBadRequest
-	case rpc.CodePermissionDenied, rpc.CodeTokenInvalid:
+	case protocol.CodePermissionDenied, protocol.CodeTokenInvalid:
 		return http.StatusForbidden
-	case rpc.CodeNotFound, rpc.CodeTaskNotFound:
+	case protocol.CodeNotFound, protocol.CodeTaskNotFound:
 		return http.StatusNotFound
-	case rpc.CodeLimitReached:
+	case protocol.CodeLimitReached:
 		return http.StatusTooManyRequests
-	case rpc.CodeExecutorUnavailable:
+	case protocol.CodeExecutorUnavailable:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -11,6 +11,7 @@ import (
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/broker"
 	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -18,7 +19,7 @@ import (
 func (s *Server) callerName(r *http.Request) (string, bool, error) {
 	cred, ok, admin := s.caller(r)
 	if !ok {
-		return "", false, rpc.Errorf(rpc.CodePermissionDenied, "unknown_caller", "caller's credentials unknown")
+		return "", false, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonUnknownCaller, "caller's credentials unknown")
 	}
 	u, err := user.LookupId(strconv.FormatUint(uint64(cred.UID), 10))
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	if !admin && !s.ownsPermission(id, name) {
-		writeError(w, rpc.Errorf(rpc.CodeNotFound, "not_found", "no open permission request %q of yours", id))
+		writeError(w, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no open permission request %q of yours", id))
 		return
 	}
 	var d broker.Decision
@@ -107,7 +108,7 @@ func (s *Server) ownsPermission(id, name string) bool {
 // notFound turns the stores' "not there" errors into the API's not found.
 func notFound(err error, reason string) error {
 	if errors.Is(err, credstore.ErrNotFound) || errors.Is(err, broker.ErrNotPending) {
-		return rpc.Errorf(rpc.CodeNotFound, reason, "%v", err)
+		return rpc.Errorf(protocol.CodeNotFound, reason, "%v", err)
 	}
 	return err
 }

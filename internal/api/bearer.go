@@ -16,6 +16,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -30,12 +31,6 @@ type Bearer struct {
 	tokens  map[[sha256.Size]byte]string
 }
 
-// HashToken is how a token is kept in the file.
-func HashToken(tok string) string {
-	h := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(h[:])
-}
-
 // Wrap admits requests with a known token and refuses the rest (401).
 func (b *Bearer) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +42,7 @@ func (b *Bearer) Wrap(next http.Handler) http.Handler {
 		cred, err := credOf(name)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agor"`)
-			_, body := errorBody(rpc.Errorf(rpc.CodeTokenInvalid, "unauthenticated", "a valid bearer token is required"))
+			_, body := errorBody(rpc.Errorf(protocol.CodeTokenInvalid, protocol.ReasonUnauthenticated, "a valid bearer token is required"))
 			writeJSON(w, http.StatusUnauthorized, body)
 			return
 		}
@@ -106,7 +101,7 @@ func parseTokens(data []byte) map[[sha256.Size]byte]string {
 
 func credOf(name string) (peer.Cred, error) {
 	if name == "" {
-		return peer.Cred{}, rpc.Errorf(rpc.CodeTokenInvalid, "unauthenticated", "no token")
+		return peer.Cred{}, rpc.Errorf(protocol.CodeTokenInvalid, protocol.ReasonUnauthenticated, "no token")
 	}
 	u, err := user.Lookup(name)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -23,18 +24,18 @@ type credentialBody struct {
 func (s *Server) credentialOwner(r *http.Request, scope string) (string, error) {
 	cred, ok, admin := s.caller(r)
 	if !ok {
-		return "", rpc.Errorf(rpc.CodePermissionDenied, "unknown_caller", "caller's credentials unknown")
+		return "", rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonUnknownCaller, "caller's credentials unknown")
 	}
 	switch scope {
 	case "daemon":
 		if !admin {
-			return "", rpc.Errorf(rpc.CodePermissionDenied, "admin_only", "only root and members of %q may set daemon-wide keys", s.AdminGroup)
+			return "", rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may set daemon-wide keys", s.AdminGroup)
 		}
 		return "", nil
 	case "", "user":
 		u, err := user.LookupId(strconv.FormatUint(uint64(cred.UID), 10))
 		if err != nil {
-			return "", rpc.Errorf(rpc.CodePermissionDenied, "unknown_caller", "uid %d has no account", cred.UID)
+			return "", rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonUnknownCaller, "uid %d has no account", cred.UID)
 		}
 		return u.Username, nil
 	}

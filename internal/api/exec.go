@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -50,19 +52,15 @@ func (o *Outputs) end(id string) {
 // Handler serves exec_output and passes every other request to next.
 func (o *Outputs) Handler(next rpc.Handler) rpc.Handler {
 	return rpc.HandlerFunc(func(ctx context.Context, r *rpc.Request) (any, error) {
-		if r.Method != "exec_output" {
+		if r.Method != protocol.MethodExecOutput {
 			if next == nil {
 				return nil, rpc.Errorf(rpc.CodeMethodNotFound, "method_not_found", "method %q not found", r.Method)
 			}
 			return next.Handle(ctx, r)
 		}
-		var p struct {
-			ExecID string `json:"exec_id"`
-			Stream string `json:"stream"`
-			Data   []byte `json:"data"`
-		}
-		if err := json.Unmarshal(r.Params, &p); err != nil {
-			return nil, rpc.InvalidParams("params", err.Error())
+		var p protocol.ExecOutput
+		if err := rpc.Bind(r.Params, &p); err != nil {
+			return nil, err
 		}
 		o.append(p.ExecID, p.Stream, p.Data)
 		return nil, nil
@@ -77,7 +75,7 @@ func (o *Outputs) append(id, stream string, data []byte) {
 		return
 	}
 	buf := &out.stdout
-	if stream == "stderr" {
+	if stream == protocol.StreamStderr {
 		buf = &out.stderr
 	}
 	if room := MaxExecOutput - len(*buf); room < len(data) {
@@ -90,25 +88,22 @@ func (o *Outputs) append(id, stream string, data []byte) {
 // exec runs a command in the user's executor and returns its status and
 // output (up to MaxExecOutput a stream).
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	var params map[string]any
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&params); err != nil {
+	var b apiwire.ExecBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
 	id, out := s.Outputs.start()
 	defer s.Outputs.end(id)
-	params["exec_id"] = id
-	var res map[string]any
-	if err := s.Pool.Call(r.Context(), r.PathValue("user"), "exec", params, &res); err != nil {
+	params := protocol.ExecParams{ExecID: id, Argv: b.Argv, Cwd: b.Cwd, Env: b.Env, Stdin: b.Stdin, TimeoutMS: b.TimeoutMS}
+	var res apiwire.ExecReply
+	if err := s.Pool.Call(r.Context(), r.PathValue("user"), protocol.MethodExec, params, &res.ExecResult); err != nil {
 		writeError(w, err)
 		return
 	}
 	// Notifications and the response arrive in send order: all output is in.
 	s.Outputs.mu.Lock()
-	res["stdout"], res["stderr"] = string(out.stdout), string(out.stderr)
-	if out.dropped > 0 {
-		res["output_dropped_bytes"] = out.dropped
-	}
+	res.Stdout, res.Stderr, res.OutputDroppedBytes = string(out.stdout), string(out.stderr), out.dropped
 	s.Outputs.mu.Unlock()
 	writeJSON(w, http.StatusOK, res)
 }

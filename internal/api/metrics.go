@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -80,7 +81,7 @@ func (s *Server) guard(next *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cred, ok := peer.FromContext(r.Context()); ok && cred.UID != 0 && !lim.allow(cred.UID) {
 			s.metrics.count("limited", http.StatusTooManyRequests)
-			writeError(w, rpc.Errorf(rpc.CodeLimitReached, "too_many_requests", "more than %d requests a second from uid %d", DefaultCallerRate, cred.UID))
+			writeError(w, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyRequests, "more than %d requests a second from uid %d", DefaultCallerRate, cred.UID))
 			return
 		}
 		sw := &statusWriter{ResponseWriter: w}

@@ -7,39 +7,19 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/broker"
 	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/store"
 	"github.com/agor-sh/agor/internal/token"
 )
 
-// PromptBody asks for one agent turn in the user's executor.
-type PromptBody struct {
-	SessionID      string `json:"session_id"` // "" starts a session
-	Tool           string `json:"agentic_tool"`
-	Prompt         string `json:"prompt"`
-	Cwd            string `json:"cwd"`
-	PermissionMode string `json:"permission_mode"`
-	Model          string `json:"model,omitempty"`
-	TimeoutMS      int64  `json:"timeout_ms"`
-}
-
 func newID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// promptLine is one line of the prompt's NDJSON reply: first the ids,
-// then each event as it happens, then the result.
-type promptLine struct {
-	TaskID    string          `json:"task_id,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
-	Event     *events.Event   `json:"event,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Missing   []events.Range  `json:"missing_events,omitempty"`
-	Error     *ErrorBody      `json:"error,omitempty"`
 }
 
 // prompt runs a turn and streams its events (application/x-ndjson).
@@ -53,9 +33,9 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	flush := func() { _ = http.NewResponseController(w).Flush() }
-	_ = enc.Encode(promptLine{TaskID: t.id, SessionID: t.sess.ID})
+	_ = enc.Encode(apiwire.PromptLine{TaskID: t.id, SessionID: t.sess.ID})
 	flush()
-	done := make(chan promptLine, 1)
+	done := make(chan apiwire.PromptLine, 1)
 	s.background(func(ctx context.Context) { done <- s.runTask(ctx, t) })
 	live := sub.C
 	for {
@@ -65,7 +45,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 				live = nil
 				continue
 			}
-			_ = enc.Encode(promptLine{Event: &ev})
+			_ = enc.Encode(apiwire.PromptLine{Event: &ev})
 			flush()
 		case last := <-done:
 			drain(sub, enc) // events came before the result; some may still wait here
@@ -84,20 +64,20 @@ func (s *Server) promptAsync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.background(func(ctx context.Context) { s.runTask(ctx, t) })
-	writeJSON(w, http.StatusAccepted, map[string]string{"task_id": t.id, "session_id": t.sess.ID, "status": string(store.Queued)})
+	writeJSON(w, http.StatusAccepted, apiwire.PromptAccepted{TaskID: t.id, SessionID: t.sess.ID, Status: string(store.Queued)})
 }
 
 // started is a task that has its token and its row in the store.
 type started struct {
 	user, id, tok string
-	body          PromptBody
+	body          apiwire.PromptBody
 	sess          store.Session
 }
 
 // startTask reads the prompt, finds or makes the session, issues the
 // task's token and stores the task as queued (runTask makes it running).
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, bool) {
-	var b PromptBody
+	var b apiwire.PromptBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return started{}, false
@@ -141,7 +121,7 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 // runTask runs the task to its end and records it. A task cut short by
 // the daemon stopping stays "running" in the store, which marks it
 // interrupted at the next start.
-func (s *Server) runTask(ctx context.Context, t started) promptLine {
+func (s *Server) runTask(ctx context.Context, t started) apiwire.PromptLine {
 	if err := s.Store.SetTaskStatus(t.id, store.Running, nil, ""); err != nil {
 		s.log().Warn("task status not stored", "task", t.id, "err", err)
 	}
@@ -178,41 +158,40 @@ func drain(sub *events.Subscription, enc *json.Encoder) {
 			if !ok {
 				return
 			}
-			_ = enc.Encode(promptLine{Event: &ev})
+			_ = enc.Encode(apiwire.PromptLine{Event: &ev})
 		default:
 			return
 		}
 	}
 }
 
-func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b PromptBody, sess store.Session) promptLine {
+func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b apiwire.PromptBody, sess store.Session) apiwire.PromptLine {
 	resume := ""
 	if sess.AgenticTool == b.Tool && sess.Cwd == b.Cwd { // agents find their sessions by directory
 		resume = sess.AgentSessionID
 	}
-	params := map[string]any{
-		"session_token": tok, "session_id": sess.ID, "task_id": task, "agentic_tool": b.Tool,
-		"prompt": b.Prompt, "cwd": b.Cwd, "permission_mode": b.PermissionMode, "model": b.Model,
-		"timeout_ms": b.TimeoutMS, "agent_session_id": resume,
+	params := protocol.ExecutePromptParams{
+		SessionToken: tok, SessionID: sess.ID, TaskID: task, Tool: b.Tool, Prompt: b.Prompt, Cwd: b.Cwd,
+		PermissionMode: b.PermissionMode, Model: b.Model, TimeoutMS: b.TimeoutMS, AgentSessionID: resume,
 	}
 	var res json.RawMessage
-	if err := s.Pool.Call(ctx, user, "execute_prompt", params, &res); err != nil {
+	if err := s.Pool.Call(ctx, user, protocol.MethodExecutePrompt, params, &res); err != nil {
 		_, body := errorBody(err)
-		return promptLine{Error: body}
+		return apiwire.PromptLine{Error: body}
 	}
-	return promptLine{Result: res}
+	return apiwire.PromptLine{Result: res}
 }
 
 // session is the prompt's session: the one it names (the caller's own),
 // or a new one.
-func (s *Server) session(user string, b *PromptBody) (store.Session, error) {
+func (s *Server) session(user string, b *apiwire.PromptBody) (store.Session, error) {
 	if b.SessionID == "" {
 		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, AgenticTool: b.Tool, Cwd: b.Cwd,
 			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
 	}
 	sess, err := s.Store.GetSession(b.SessionID)
 	if err != nil || sess.UnixUser != user {
-		return store.Session{}, rpc.Errorf(rpc.CodeNotFound, "not_found", "no session %q of %s", b.SessionID, user)
+		return store.Session{}, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no session %q of %s", b.SessionID, user)
 	}
 	if b.Tool == "" {
 		b.Tool = sess.AgenticTool
@@ -221,14 +200,8 @@ func (s *Server) session(user string, b *PromptBody) (store.Session, error) {
 }
 
 // finish records the task's end, and the session follows it.
-func (s *Server) finish(task string, sess store.Session, last promptLine) {
-	var r struct {
-		Status         string `json:"status"`
-		AgentSessionID string `json:"agent_session_id"`
-		Error          *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine) {
+	var r protocol.ExecutePromptResult
 	status, msg := store.Failed, ""
 	if last.Error != nil {
 		msg = last.Error.Error.Message

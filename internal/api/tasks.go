@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/store"
 )
@@ -26,38 +28,13 @@ type Store interface {
 	Events(taskID string, afterSeq int64, limit int) ([]events.Event, error)
 }
 
-// SessionView and TaskView are what clients see (snake_case).
-type SessionView struct {
-	ID             string    `json:"id"`
-	UnixUser       string    `json:"unix_user"`
-	AgenticTool    string    `json:"agentic_tool"`
-	Cwd            string    `json:"cwd"`
-	Model          string    `json:"model,omitempty"`
-	PermissionMode string    `json:"permission_mode"`
-	Status         string    `json:"status"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+func sessionView(s store.Session) apiwire.SessionView {
+	return apiwire.SessionView{ID: s.ID, UnixUser: s.UnixUser, AgenticTool: s.AgenticTool, Cwd: s.Cwd, Model: s.Model,
+		PermissionMode: s.PermissionMode, Status: s.Status, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
-// TaskView is one task as the API shows it.
-type TaskView struct {
-	ID        string          `json:"id"`
-	SessionID string          `json:"session_id"`
-	UnixUser  string          `json:"unix_user"`
-	Prompt    string          `json:"prompt"`
-	Status    string          `json:"status"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Error     string          `json:"error,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	EndedAt   *time.Time      `json:"ended_at,omitempty"`
-}
-
-func sessionView(s store.Session) SessionView {
-	return SessionView{s.ID, s.UnixUser, s.AgenticTool, s.Cwd, s.Model, s.PermissionMode, s.Status, s.CreatedAt, s.UpdatedAt}
-}
-
-func taskView(t store.Task) TaskView {
-	v := TaskView{ID: t.ID, SessionID: t.SessionID, UnixUser: t.UnixUser, Prompt: t.Prompt, Status: string(t.Status), Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt}
+func taskView(t store.Task) apiwire.TaskView {
+	v := apiwire.TaskView{ID: t.ID, SessionID: t.SessionID, UnixUser: t.UnixUser, Prompt: t.Prompt, Status: string(t.Status), Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt}
 	if !t.EndedAt.IsZero() {
 		v.EndedAt = &t.EndedAt
 	}
@@ -67,7 +44,7 @@ func taskView(t store.Task) TaskView {
 // storeErr maps the store's errors to the API's.
 func storeErr(err error, what string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "no such %s", what)
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no such %s", what)
 	}
 	return err
 }
@@ -92,7 +69,7 @@ func (s *Server) owned(r *http.Request, user string) error {
 		return err
 	}
 	if !admin && name != user {
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "not found") // not "forbidden": do not confirm it exists
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "not found") // not "forbidden": do not confirm it exists
 	}
 	return nil
 }
@@ -117,7 +94,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := make([]SessionView, 0, len(list))
+	out := make([]apiwire.SessionView, 0, len(list))
 	for _, x := range list {
 		out = append(out, sessionView(x))
 	}
@@ -130,7 +107,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	var b struct {
 		UnixUser string `json:"unix_user"`
-		PromptBody
+		apiwire.PromptBody
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
@@ -144,7 +121,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		err = s.owned(r, b.UnixUser)
 	}
 	if err != nil {
-		writeError(w, rpc.Errorf(rpc.CodePermissionDenied, "not_yourself", "you may make sessions only for yourself"))
+		writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may make sessions only for yourself"))
 		return
 	}
 	if b.Tool == "" {
@@ -179,7 +156,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := make([]TaskView, 0, len(list))
+	out := make([]apiwire.TaskView, 0, len(list))
 	for _, t := range list {
 		out = append(out, taskView(t))
 	}
@@ -213,17 +190,16 @@ func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t.Status.Final() {
-		writeJSON(w, http.StatusOK, map[string]any{"stopped": false, "status": t.Status})
+		writeJSON(w, http.StatusOK, apiwire.StopReply{Stopped: false, Status: string(t.Status)})
 		return
 	}
-	var res json.RawMessage
-	p := map[string]string{"task_id": t.ID, "reason": "stopped through the API"}
-	if err := s.Pool.Call(r.Context(), t.UnixUser, "stop_task", p, &res); err != nil {
+	var res protocol.StopTaskResult
+	p := protocol.StopTaskParams{TaskID: t.ID, Reason: "stopped through the API"}
+	if err := s.Pool.Call(r.Context(), t.UnixUser, protocol.MethodStopTask, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(res, '\n'))
+	writeJSON(w, http.StatusOK, apiwire.StopReply{Stopped: res.Stopped})
 }
 
 // taskEvents streams a task's events as Server-Sent Events: those stored

@@ -10,8 +10,9 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
-	"github.com/agor-sh/agor/internal/terminal"
 )
 
 // Terminals routes executors' terminal_output and terminal_exit to the
@@ -19,18 +20,6 @@ import (
 type Terminals struct {
 	mu      sync.Mutex
 	clients map[string]*termClient // by user + "/" + terminal_id
-}
-
-// Frame is one line of the attach stream, both ways (NDJSON): the daemon
-// sends Output and Exit; the client sends Input, Resize, Detach or
-// Terminate.
-type Frame struct {
-	Output    []byte         `json:"output,omitempty"`
-	Exit      *terminal.Exit `json:"exit,omitempty"`
-	Input     []byte         `json:"input,omitempty"`
-	Resize    *[2]int        `json:"resize,omitempty"` // cols, rows
-	Detach    bool           `json:"detach,omitempty"`
-	Terminate bool           `json:"terminate,omitempty"`
 }
 
 // termClient is one attached client. Until the attach reply (scrollback)
@@ -41,7 +30,7 @@ type termClient struct {
 	flush   func() error
 	ready   bool
 	from    int64 // first seq not in the scrollback
-	pending []terminal.Output
+	pending []protocol.TerminalOutput
 	done    chan struct{} // closed on exit
 	once    sync.Once
 }
@@ -53,8 +42,8 @@ func key(user, id string) string { return user + "/" + id }
 func (t *Terminals) Handler(user string, next rpc.Handler) rpc.Handler {
 	return rpc.HandlerFunc(func(ctx context.Context, r *rpc.Request) (any, error) {
 		switch r.Method {
-		case "terminal_output":
-			var o terminal.Output
+		case protocol.MethodTerminalOutput:
+			var o protocol.TerminalOutput
 			if err := json.Unmarshal(r.Params, &o); err != nil {
 				return nil, rpc.InvalidParams("params", err.Error())
 			}
@@ -62,8 +51,8 @@ func (t *Terminals) Handler(user string, next rpc.Handler) rpc.Handler {
 				c.output(o)
 			}
 			return nil, nil
-		case "terminal_exit":
-			var e terminal.Exit
+		case protocol.MethodTerminalExit:
+			var e protocol.TerminalExit
 			if err := json.Unmarshal(r.Params, &e); err != nil {
 				return nil, rpc.InvalidParams("params", err.Error())
 			}
@@ -100,7 +89,7 @@ func (t *Terminals) detach(user, id string, c *termClient) {
 	}
 }
 
-func (c *termClient) output(o terminal.Output) {
+func (c *termClient) output(o protocol.TerminalOutput) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.ready {
@@ -108,28 +97,28 @@ func (c *termClient) output(o terminal.Output) {
 		return
 	}
 	if o.Seq >= c.from {
-		c.write(Frame{Output: o.Data})
+		c.write(apiwire.Frame{Output: o.Data})
 	}
 }
 
-func (c *termClient) exit(e terminal.Exit) {
+func (c *termClient) exit(e protocol.TerminalExit) {
 	c.mu.Lock()
-	c.write(Frame{Exit: &e})
+	c.write(apiwire.Frame{Exit: &e})
 	c.mu.Unlock()
 	c.once.Do(func() { close(c.done) })
 }
 
 // start writes the scrollback, then whatever output came meanwhile.
-func (c *termClient) start(a terminal.AttachResult) {
+func (c *termClient) start(a protocol.AttachTerminalResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ready, c.from = true, a.Seq
 	if len(a.Scrollback) > 0 {
-		c.write(Frame{Output: a.Scrollback})
+		c.write(apiwire.Frame{Output: a.Scrollback})
 	}
 	for _, o := range c.pending {
 		if o.Seq >= c.from {
-			c.write(Frame{Output: o.Data})
+			c.write(apiwire.Frame{Output: o.Data})
 		}
 	}
 	c.pending = nil
@@ -137,7 +126,7 @@ func (c *termClient) start(a terminal.AttachResult) {
 
 // write sends one frame; the client's pace holds back the executor's
 // notifications (backpressure), a failed client is simply skipped.
-func (c *termClient) write(f Frame) {
+func (c *termClient) write(f apiwire.Frame) {
 	if c.enc.Encode(f) == nil {
 		_ = c.flush()
 	}
@@ -145,13 +134,13 @@ func (c *termClient) write(f Frame) {
 
 // spawnTerminal starts a shell in user's executor: {cwd, shell, env, cols, rows}.
 func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
-	var p terminal.SpawnParams
+	var p protocol.SpawnTerminalParams
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&p); err != nil {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
 	var res json.RawMessage
-	if err := s.Pool.Call(r.Context(), r.PathValue("user"), "spawn_terminal", p, &res); err != nil {
+	if err := s.Pool.Call(r.Context(), r.PathValue("user"), protocol.MethodSpawnTerminal, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -162,7 +151,7 @@ func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) {
 	var res json.RawMessage
-	if err := s.Pool.Call(r.Context(), r.PathValue("user"), "list_terminals", struct{}{}, &res); err != nil {
+	if err := s.Pool.Call(r.Context(), r.PathValue("user"), protocol.MethodListTerminals, struct{}{}, &res); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -194,8 +183,8 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 	c := &termClient{enc: json.NewEncoder(rw), flush: rw.Flush, done: make(chan struct{})}
 	s.Terminals.attach(user, id, c)
 	defer s.Terminals.detach(user, id, c)
-	var a terminal.AttachResult
-	if err := client.Call(r.Context(), "attach_terminal", terminal.IDParams{TerminalID: id}, &a); err != nil {
+	var a protocol.AttachTerminalResult
+	if err := client.Call(r.Context(), protocol.MethodAttachTerminal, protocol.TerminalIDParams{TerminalID: id}, &a); err != nil {
 		c.mu.Lock()
 		_ = c.enc.Encode(map[string]any{"error": err.Error()})
 		_ = rw.Flush()
@@ -222,7 +211,7 @@ func (s *Server) pump(ctx context.Context, exe *rpc.Client, id string, rd *bufio
 	}()
 	dec := json.NewDecoder(rd)
 	for {
-		var f Frame
+		var f apiwire.Frame
 		if err := dec.Decode(&f); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.log().Debug("terminal client ended", "terminal", id, "err", err)
@@ -233,11 +222,11 @@ func (s *Server) pump(ctx context.Context, exe *rpc.Client, id string, rd *bufio
 		case f.Detach:
 			return
 		case f.Terminate:
-			_ = exe.Call(ctx, "terminate_terminal", terminal.IDParams{TerminalID: id}, nil)
+			_ = exe.Call(ctx, protocol.MethodTerminateTerminal, protocol.TerminalIDParams{TerminalID: id}, nil)
 		case f.Resize != nil:
-			_ = exe.Call(ctx, "resize_terminal", terminal.ResizeParams{TerminalID: id, Cols: f.Resize[0], Rows: f.Resize[1]}, nil)
+			_ = exe.Call(ctx, protocol.MethodResizeTerminal, protocol.ResizeTerminalParams{TerminalID: id, Cols: f.Resize[0], Rows: f.Resize[1]}, nil)
 		case len(f.Input) > 0:
-			_ = exe.Notify("terminal_input", terminal.InputParams{TerminalID: id, Data: f.Input})
+			_ = exe.Notify(protocol.MethodTerminalInput, protocol.TerminalInputParams{TerminalID: id, Data: f.Input})
 		}
 	}
 }

@@ -6,17 +6,18 @@ import (
 
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
-type keyParams struct {
-	SessionToken  string `json:"session_token"`
-	CredentialKey string `json:"credential_key"`
-}
+// apiKeyParams is get_api_key's params, the credential's name checked as
+// the credential store names keys.
+type apiKeyParams struct{ protocol.GetAPIKeyParams }
 
-func (p keyParams) Validate() error {
-	if p.SessionToken == "" {
-		return rpc.InvalidParams("session_token", "required")
+// Validate checks the fields.
+func (p apiKeyParams) Validate() error {
+	if err := p.GetAPIKeyParams.Validate(); err != nil {
+		return err
 	}
 	if err := credstore.ValidName(p.CredentialKey); err != nil {
 		return rpc.InvalidParams("credential_key", err.Error())
@@ -24,19 +25,15 @@ func (p keyParams) Validate() error {
 	return nil
 }
 
-type keyResult struct {
-	APIKey string `json:"api_key"`
-}
-
 // getAPIKey hands a credential to the agent just in time. The audit
 // record names the credential and where it came from, never its value.
-func (c *conn) getAPIKey(_ context.Context, p keyParams) (keyResult, error) {
+func (c *conn) getAPIKey(_ context.Context, p apiKeyParams) (protocol.GetAPIKeyResult, error) {
 	rec := audit.Record{Action: audit.APIKeyRefused, User: c.user, Credential: p.CredentialKey}
 	bind, rerr := c.check(p.SessionToken, "")
 	if rerr != nil {
 		rec.Reason = rerr.Reason()
 		c.b.audit.Log(rec)
-		return keyResult{}, rerr
+		return protocol.GetAPIKeyResult{}, rerr
 	}
 	rec.Session, rec.Task = bind.Session, bind.Task
 	val, scope, err := c.b.keys.Get(c.user, p.CredentialKey)
@@ -44,19 +41,19 @@ func (c *conn) getAPIKey(_ context.Context, p keyParams) (keyResult, error) {
 		rerr := c.keyError(p.CredentialKey, err)
 		rec.Reason = rerr.Reason()
 		c.b.audit.Log(rec)
-		return keyResult{}, rerr
+		return protocol.GetAPIKeyResult{}, rerr
 	}
 	rec.Action, rec.Reason = audit.APIKeyIssued, scope+"_credential"
 	c.b.audit.Log(rec)
 	c.b.stats.keysIssued.Add(1)
-	return keyResult{APIKey: val}, nil
+	return protocol.GetAPIKeyResult{APIKey: val}, nil
 }
 
 func (c *conn) keyError(name string, err error) *rpc.Error {
 	var e *rpc.Error
 	switch {
 	case errors.Is(err, credstore.ErrNotFound):
-		e = rpc.Errorf(rpc.CodeNotFound, "credential_not_found",
+		e = rpc.Errorf(protocol.CodeNotFound, protocol.ReasonCredentialNotFound,
 			"credential %q is not set for user %q nor daemon-wide", name, c.user)
 	case errors.Is(err, credstore.ErrCorrupt):
 		c.log.Error("credential cannot be decrypted", "credential", name, "err", err)

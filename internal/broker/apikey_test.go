@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/audit"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/token"
 )
@@ -29,30 +30,30 @@ func TestGetAPIKey(t *testing.T) {
 		{name: "daemon-wide fallback", conn: "alice", credential: "OPENAI_API_KEY", wantKey: daemonKey,
 			token: func(t *testing.T, e *env) string { return e.start(t, "alice", "t1", ModeDefault) }},
 		{name: "missing credential", conn: "bob", credential: "ANTHROPIC_API_KEY",
-			wantCode: rpc.CodeNotFound, wantReason: "credential_not_found",
+			wantCode: protocol.CodeNotFound, wantReason: "credential_not_found",
 			token: func(t *testing.T, e *env) string { return e.start(t, "bob", "t2", ModeDefault) }},
 		{name: "token of another user", conn: "alice", credential: "ANTHROPIC_API_KEY",
-			wantCode: rpc.CodeTokenInvalid, wantReason: "token_mismatch",
+			wantCode: protocol.CodeTokenInvalid, wantReason: "token_mismatch",
 			token: func(t *testing.T, e *env) string { return e.start(t, "bob", "t2", ModeDefault) }},
 		{name: "unknown token", conn: "alice", credential: "ANTHROPIC_API_KEY",
-			wantCode: rpc.CodeTokenInvalid, wantReason: "token_unknown",
+			wantCode: protocol.CodeTokenInvalid, wantReason: "token_unknown",
 			token: func(*testing.T, *env) string { return strings.Repeat("A", 43) }},
 		{name: "tampered token", conn: "alice", credential: "ANTHROPIC_API_KEY",
-			wantCode: rpc.CodeTokenInvalid, wantReason: "token_unknown",
+			wantCode: protocol.CodeTokenInvalid, wantReason: "token_unknown",
 			token: func(t *testing.T, e *env) string {
 				tok := []byte(e.start(t, "alice", "t1", ModeDefault))
 				tok[0] ^= 1
 				return string(tok)
 			}},
 		{name: "expired", conn: "alice", credential: "ANTHROPIC_API_KEY", opts: envOpts{ttl: time.Millisecond},
-			wantCode: rpc.CodeTokenInvalid, wantReason: "token_expired",
+			wantCode: protocol.CodeTokenInvalid, wantReason: "token_expired",
 			token: func(t *testing.T, e *env) string {
 				tok := e.start(t, "alice", "t1", ModeDefault)
 				time.Sleep(5 * time.Millisecond)
 				return tok
 			}},
 		{name: "used up", conn: "alice", credential: "ANTHROPIC_API_KEY", opts: envOpts{maxUses: 2},
-			wantCode: rpc.CodeTokenInvalid, wantReason: "token_used_up",
+			wantCode: protocol.CodeTokenInvalid, wantReason: "token_used_up",
 			token: func(t *testing.T, e *env) string {
 				tok := e.start(t, "alice", "t1", ModeDefault)
 				for range 2 {
@@ -63,7 +64,7 @@ func TestGetAPIKey(t *testing.T) {
 				return tok
 			}},
 		{name: "revoked by EndTask", conn: "alice", credential: "ANTHROPIC_API_KEY",
-			wantCode: rpc.CodeTokenInvalid, wantReason: "token_unknown",
+			wantCode: protocol.CodeTokenInvalid, wantReason: "token_unknown",
 			token: func(t *testing.T, e *env) string {
 				tok := e.start(t, "alice", "t1", ModeDefault)
 				e.b.EndTask("t1")
@@ -73,7 +74,7 @@ func TestGetAPIKey(t *testing.T) {
 			wantCode: rpc.CodeInvalidParams, wantReason: "invalid_params",
 			token: func(t *testing.T, e *env) string { return e.start(t, "alice", "t1", ModeDefault) }},
 		{name: "no user on connection", conn: "", credential: "ANTHROPIC_API_KEY",
-			wantCode: rpc.CodeTokenInvalid, wantReason: "token_mismatch",
+			wantCode: protocol.CodeTokenInvalid, wantReason: "token_mismatch",
 			token: func(t *testing.T, e *env) string { return e.start(t, "alice", "t1", ModeDefault) }},
 	}
 	for _, tt := range tests {

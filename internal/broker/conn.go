@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agor-sh/agor/internal/audit"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/token"
 )
@@ -41,11 +42,11 @@ func (b *Broker) Handler(user string) rpc.Handler {
 		warnDropped:  rate.Sometimes{Interval: time.Second},
 	}
 	m := rpc.NewMux()
-	m.Register("get_api_key", c.limited(rpc.Method(c.getAPIKey)))
-	m.Register("request_permission", c.limited(rpc.Method(c.requestPermission)))
+	m.Register(protocol.MethodGetAPIKey, c.limited(rpc.Method(c.getAPIKey)))
+	m.Register(protocol.MethodRequestPermission, c.limited(rpc.Method(c.requestPermission)))
 	// The event stream is not charged to the request bucket: dropping
 	// events would lose the transcript; the rpc queue pushes back instead.
-	m.Register("report_message", c.reportMessage)
+	m.Register(protocol.MethodReportMessage, c.reportMessage)
 	return m
 }
 
@@ -67,7 +68,7 @@ func (c *conn) throttle() error {
 		c.log.Warn("executor over its request rate; refusing requests",
 			"refused", c.throttledSince.Swap(0), "rate", float64(c.b.limits.Rate), "burst", c.b.limits.Burst)
 	})
-	return rpc.Errorf(rpc.CodeLimitReached, "too_many_requests",
+	return rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyRequests,
 		"too many requests: limit %g/s, burst %d", float64(c.b.limits.Rate), c.b.limits.Burst)
 }
 
@@ -87,7 +88,7 @@ func (c *conn) check(tok, task string) (token.Binding, *rpc.Error) {
 }
 
 func tokenError(err error) *rpc.Error {
-	return rpc.Errorf(rpc.CodeTokenInvalid, tokenReason(err), "session token invalid: %v", err)
+	return rpc.Errorf(protocol.CodeTokenInvalid, tokenReason(err), "session token invalid: %v", err)
 }
 
 func tokenReason(err error) string {

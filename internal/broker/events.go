@@ -9,6 +9,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -32,25 +33,20 @@ type eventTokens struct {
 	seen map[[32]byte]verified
 }
 
-type eventParams struct {
-	SessionToken string `json:"session_token"`
-	events.Event
-}
-
 // reportMessage stores one agent event. It is a notification: nothing can
 // be answered, so refusals are counted, aggregated in the audit trail and
 // logged at most once a second.
 func (c *conn) reportMessage(_ context.Context, r *rpc.Request) (any, error) {
-	var p eventParams
+	var p protocol.ReportMessage
 	if err := rpc.Bind(r.Params, &p); err != nil {
 		c.dropEvent("invalid_params", err)
 		return nil, err
 	}
 	if reason := c.eventToken(p.SessionToken, p.TaskID); reason != "" {
 		c.dropEvent(reason, nil)
-		return nil, rpc.Errorf(rpc.CodeTokenInvalid, reason, "session token invalid")
+		return nil, rpc.Errorf(protocol.CodeTokenInvalid, reason, "session token invalid")
 	}
-	out, err := c.b.sink.Put(p.Event)
+	out, err := c.b.sink.Put(events.Event{TaskID: p.TaskID, Sequence: p.Sequence, Timestamp: p.Timestamp, Type: p.EventType, Data: p.EventData})
 	switch {
 	case errors.Is(err, events.ErrInvalid):
 		c.dropEvent("invalid_event", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/token"
 )
@@ -19,7 +20,7 @@ func tokenBinding(user, task string) token.Binding {
 
 func report(t *testing.T, c *rpc.Conn, tok, task string, seq int64) {
 	t.Helper()
-	must(t, c.Notify("report_message", map[string]any{
+	must(t, c.Notify(protocol.MethodReportMessage, map[string]any{
 		"session_token": tok, "task_id": task, "sequence": seq, "timestamp": 1000 + seq,
 		"event_type": "assistant", "event_data": map[string]any{"n": seq},
 	}))

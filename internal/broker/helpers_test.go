@@ -16,6 +16,7 @@ import (
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/token"
 )
@@ -133,7 +134,7 @@ func getKey(ctx context.Context, c *rpc.Conn, tok, name string) (string, error) 
 	var res struct {
 		APIKey string `json:"api_key"`
 	}
-	err := c.Call(ctx, "get_api_key", map[string]any{"session_token": tok, "credential_key": name}, &res)
+	err := c.Call(ctx, protocol.MethodGetAPIKey, map[string]any{"session_token": tok, "credential_key": name}, &res)
 	return res.APIKey, err
 }
 

@@ -2,37 +2,18 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/agor-sh/agor/internal/audit"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
-type permParams struct {
-	SessionToken string          `json:"session_token"`
-	TaskID       string          `json:"task_id"`
-	ToolName     string          `json:"tool_name"`
-	ToolInput    json.RawMessage `json:"tool_input"`
-}
-
-func (p permParams) Validate() error {
-	switch {
-	case p.SessionToken == "":
-		return rpc.InvalidParams("session_token", "required")
-	case p.TaskID == "":
-		return rpc.InvalidParams("task_id", "required")
-	case p.ToolName == "":
-		return rpc.InvalidParams("tool_name", "required")
-	}
-	return nil
-}
-
 // requestPermission settles a request by the task's mode or waits for a
 // person through the queue.
-func (c *conn) requestPermission(ctx context.Context, p permParams) (Decision, error) {
+func (c *conn) requestPermission(ctx context.Context, p protocol.RequestPermissionParams) (Decision, error) {
 	rec := audit.Record{Action: audit.PermissionDecided, User: c.user, Task: p.TaskID, Tool: p.ToolName}
 	bind, rerr := c.check(p.SessionToken, p.TaskID)
 	if rerr != nil {
@@ -52,7 +33,7 @@ func (c *conn) requestPermission(ctx context.Context, p permParams) (Decision, e
 	return d, err
 }
 
-func (c *conn) decide(ctx context.Context, session string, mode Mode, p permParams) (Decision, error) {
+func (c *conn) decide(ctx context.Context, session string, mode Mode, p protocol.RequestPermissionParams) (Decision, error) {
 	if mode == ModeBypass {
 		return Decision{Approved: true, Reason: "bypass_permissions"}, nil
 	}
@@ -60,7 +41,7 @@ func (c *conn) decide(ctx context.Context, session string, mode Mode, p permPara
 	c.b.audit.Log(audit.Record{Action: audit.PermissionAsked, User: c.user, Session: session, Task: p.TaskID, Tool: p.ToolName, Mode: string(mode)})
 	d, err := c.b.queue.ask(ctx, req, c.b.limits.PermissionTimeout)
 	if errors.Is(err, ErrTooManyOpen) {
-		return Decision{Reason: "too_many_pending"}, rpc.Errorf(rpc.CodeLimitReached, "too_many_pending",
+		return Decision{Reason: "too_many_pending"}, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyPending,
 			"too many open permission requests for user %q (limit %d)", c.user, c.b.limits.MaxPending)
 	}
 	return d, err

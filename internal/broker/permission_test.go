@@ -9,12 +9,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agor-sh/agor/internal/audit"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
 func askPermission(ctx context.Context, c *rpc.Conn, tok, task string) (Decision, error) {
 	var d Decision
-	err := c.Call(ctx, "request_permission", map[string]any{
+	err := c.Call(ctx, protocol.MethodRequestPermission, map[string]any{
 		"session_token": tok, "task_id": task, "tool_name": "Bash", "tool_input": map[string]any{"command": "ls"},
 	}, &d)
 	return d, err
@@ -109,10 +110,10 @@ func TestRequestPermissionRefused(t *testing.T) {
 	alice := e.executor(t, "alice")
 	ctx := context.Background()
 	_, err := askPermission(ctx, alice, tok, "t2")
-	wantRPC(t, err, rpc.CodeTokenInvalid, "token_mismatch") // token of another task
+	wantRPC(t, err, protocol.CodeTokenInvalid, "token_mismatch") // token of another task
 	_, err = askPermission(ctx, alice, bobTok, "t2")
-	wantRPC(t, err, rpc.CodeTokenInvalid, "token_mismatch") // token of another user
-	err = alice.Call(ctx, "request_permission", map[string]any{"session_token": tok, "task_id": "t1"}, nil)
+	wantRPC(t, err, protocol.CodeTokenInvalid, "token_mismatch") // token of another user
+	err = alice.Call(ctx, protocol.MethodRequestPermission, map[string]any{"session_token": tok, "task_id": "t1"}, nil)
 	wantRPC(t, err, rpc.CodeInvalidParams, "invalid_params")
 }
 

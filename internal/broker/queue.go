@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // PermissionRequest is an agent's question waiting for a person's answer.
@@ -22,13 +24,8 @@ type PermissionRequest struct {
 	AskedAt   time.Time       `json:"asked_at"`
 }
 
-// Decision answers a permission request; it is also request_permission's
-// result on the wire.
-type Decision struct {
-	Approved bool   `json:"approved"`
-	Reason   string `json:"reason,omitempty"`
-	Scope    string `json:"scope,omitempty"`
-}
+// Decision answers a permission request: request_permission's result.
+type Decision = protocol.RequestPermissionResult
 
 // PermissionEvent tells a subscriber that a request was asked or, with
 // Resolved set, that it left the queue and how.

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/agor-sh/agor/internal/exectest"
 	"io"
 	"log/slog"
 	"net"
@@ -19,7 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/api"
+	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/exectest"
+
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/logging"
@@ -333,7 +334,7 @@ func TestDaemonTCPBearer(t *testing.T) {
 	name, _ := target(t)
 	tokens := filepath.Join(t.TempDir(), "api-tokens")
 	const tok = "tok-0123456789abcdef0123456789abcdef"
-	if err := os.WriteFile(tokens, []byte("# user sha256\n"+name+" "+api.HashToken(tok)+"\nroot nothex\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte("# user sha256\n"+name+" "+apiwire.HashToken(tok)+"\nroot nothex\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h := startWith(t, nil, func(c *config.Config) { c.API.TCPAddress = "127.0.0.1:0"; c.API.TokensFile = tokens })

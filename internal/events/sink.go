@@ -4,22 +4,17 @@
 package events
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
+
+	"github.com/agor-sh/agor/internal/apiwire"
 )
 
-// Event is one report_message.
-type Event struct {
-	TaskID    string          `json:"task_id"`
-	Sequence  int64           `json:"sequence"`
-	Timestamp int64           `json:"timestamp"`
-	Type      string          `json:"event_type"`
-	Data      json.RawMessage `json:"event_data"`
-}
+// Event is one report_message, as stored and as the API shows it.
+type Event = apiwire.Event
 
 // Store keeps events durably; the message store implements it.
 type Store interface {
@@ -44,7 +39,7 @@ var ErrInvalid = errors.New("invalid event")
 var ErrDuplicate = errors.New("duplicate event")
 
 // Range is a run of missing sequence numbers, From to To inclusive.
-type Range struct{ From, To int64 }
+type Range = apiwire.Range
 
 // Sink is safe for concurrent use.
 type Sink struct {
@@ -133,7 +128,7 @@ func (st *taskState) missing() []Range {
 	from := st.next
 	for _, q := range seqs {
 		if q > from {
-			out = append(out, Range{from, q - 1})
+			out = append(out, Range{From: from, To: q - 1})
 		}
 		from = q + 1
 	}

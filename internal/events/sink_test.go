@@ -39,10 +39,10 @@ func TestExactlyOnceAndGaps(t *testing.T) {
 		{"in order", []int64{0, 1, 2, 3}, []int64{0, 1, 2, 3}, 0, nil, false},
 		{"duplicates", []int64{0, 1, 1, 0, 2, 2}, []int64{0, 1, 2}, 3, nil, false},
 		{"reordered", []int64{1, 0, 3, 2}, []int64{1, 0, 3, 2}, 0, nil, true},
-		{"gap", []int64{0, 1, 4, 5}, []int64{0, 1, 4, 5}, 0, []Range{{2, 3}}, true},
-		{"two gaps then one filled", []int64{0, 2, 5, 1}, []int64{0, 2, 5, 1}, 0, []Range{{3, 4}}, true},
-		{"missing start", []int64{3}, []int64{3}, 0, []Range{{0, 2}}, true},
-		{"duplicate ahead of a gap", []int64{0, 3, 3}, []int64{0, 3}, 1, []Range{{1, 2}}, true},
+		{"gap", []int64{0, 1, 4, 5}, []int64{0, 1, 4, 5}, 0, []Range{{From: 2, To: 3}}, true},
+		{"two gaps then one filled", []int64{0, 2, 5, 1}, []int64{0, 2, 5, 1}, 0, []Range{{From: 3, To: 4}}, true},
+		{"missing start", []int64{3}, []int64{3}, 0, []Range{{From: 0, To: 2}}, true},
+		{"duplicate ahead of a gap", []int64{0, 3, 3}, []int64{0, 3}, 1, []Range{{From: 1, To: 2}}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestTasksAreIndependentAndEndForgets(t *testing.T) {
 	if len(st.Events) != 4 {
 		t.Fatalf("stored %d, want 4", len(st.Events))
 	}
-	if gaps := s.End("b"); !cmp.Equal(gaps, []Range{{1, 1}}) || !strings.Contains(logs.String(), "lost events") {
+	if gaps := s.End("b"); !cmp.Equal(gaps, []Range{{From: 1, To: 1}}) || !strings.Contains(logs.String(), "lost events") {
 		t.Fatalf("End(b) = %v; logs:\n%s", gaps, logs)
 	}
 	if gaps := s.End("a"); gaps != nil {

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/coreos/go-systemd/v22/activation"
 
@@ -44,39 +43,6 @@ func names(m map[string][]net.Listener) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
-}
-
-// ListenPath makes a Unix socket at path, mode 0660, replacing a stale
-// socket file that nothing listens on. It is unlinked when closed.
-func ListenPath(path string) (*net.UnixListener, error) {
-	if err := removeStale(path); err != nil {
-		return nil, err
-	}
-	old := syscall.Umask(0o117)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	return ln, nil
-}
-
-func removeStale(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", path, err)
-	}
-	if fi.Mode().Type() != os.ModeSocket {
-		return fmt.Errorf("listen on %s: exists and is not a socket", path)
-	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return fmt.Errorf("listen on %s: another process is serving it", path)
-	}
-	return os.Remove(path)
 }
 
 // PolicyFor serves root and the daemon's account: who is a user name or a

@@ -6,48 +6,19 @@ import (
 	"os"
 	"time"
 
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/version"
 )
 
-// PingResult is ping's reply.
-type PingResult struct {
-	Pong      bool   `json:"pong"`
-	Timestamp int64  `json:"timestamp"` // Unix milliseconds
-	PID       int    `json:"pid"`
-	UID       int    `json:"uid"`
-	User      string `json:"user"`
-	Version   string `json:"version"`
-	UptimeMS  int64  `json:"uptime_ms"`
-}
-
-// ShutdownParams asks the executor to stop.
-type ShutdownParams struct {
-	Reason    string `json:"reason"`
-	TimeoutMS int64  `json:"timeout_ms"`
-}
-
-// Validate checks the fields.
-func (p ShutdownParams) Validate() error {
-	if p.TimeoutMS < 0 {
-		return rpc.InvalidParams("timeout_ms", "must not be negative")
-	}
-	return nil
-}
-
-// ShutdownResult says how the executor left its work.
-type ShutdownResult struct {
-	Status string `json:"status"` // idle, completed or interrupted
-}
-
 func (s *Server) registerBuiltins() {
-	s.mux.RegisterInline("ping", rpc.Method(s.ping))
-	s.mux.Register("shutdown", rpc.Method(s.shutdown))
+	s.mux.RegisterInline(protocol.MethodPing, rpc.Method(s.ping))
+	s.mux.Register(protocol.MethodShutdown, rpc.Method(s.shutdown))
 }
 
-func (s *Server) ping(context.Context, struct{}) (PingResult, error) {
+func (s *Server) ping(context.Context, struct{}) (protocol.PingResult, error) {
 	now := time.Now()
-	return PingResult{
+	return protocol.PingResult{
 		Pong:      true,
 		Timestamp: now.UnixMilli(),
 		PID:       os.Getpid(),
@@ -60,7 +31,7 @@ func (s *Server) ping(context.Context, struct{}) (PingResult, error) {
 
 // shutdown lets other in-flight work finish for up to timeout_ms, then
 // stops the executor; the reply goes out before the connections close.
-func (s *Server) shutdown(_ context.Context, p ShutdownParams) (ShutdownResult, error) {
+func (s *Server) shutdown(_ context.Context, p protocol.ShutdownParams) (protocol.ShutdownResult, error) {
 	reason := p.Reason
 	if reason == "" {
 		reason = "requested"
@@ -77,7 +48,7 @@ func (s *Server) shutdown(_ context.Context, p ShutdownParams) (ShutdownResult, 
 		grace = time.Second // time enough for this reply; the rest is cancelled
 	}
 	s.stop("shutdown requested: "+reason, grace)
-	return ShutdownResult{Status: status}, nil
+	return protocol.ShutdownResult{Status: status}, nil
 }
 
 // loggedMux is the mux with a journal line for every request.
@@ -98,7 +69,7 @@ func (s *Server) logged(log *slog.Logger) rpc.Handler {
 		start := time.Now()
 		res, err := s.mux.Handle(ctx, r)
 		level := slog.LevelInfo
-		if r.Method == "ping" || r.Notification {
+		if r.Method == protocol.MethodPing || r.Notification {
 			level = slog.LevelDebug
 		}
 		attrs := []any{"method", r.Method, "duration_ms", time.Since(start).Milliseconds()}

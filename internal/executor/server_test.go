@@ -17,7 +17,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/unixsock"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -53,7 +55,7 @@ func start(t *testing.T, cfg Config) *fixture {
 	f := &fixture{path: filepath.Join(t.TempDir(), "e.sock"), logs: &syncBuffer{}, done: make(chan error, 1)}
 	cfg.Logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.srv = NewServer(cfg)
-	ln, err := ListenPath(f.path)
+	ln, err := unixsock.Listen(f.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func self() peer.Policy { return peer.Policy{UID: uint32(os.Getuid())} }
 
 func TestPingReportsIdentity(t *testing.T) {
 	f := start(t, Config{Policy: self()})
-	var res PingResult
+	var res protocol.PingResult
 	if err := dial(t, f.path).Call(context.Background(), "ping", nil, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +165,8 @@ func TestIdleExitWaitsForWork(t *testing.T) {
 
 func TestShutdownMethod(t *testing.T) {
 	f := start(t, Config{Policy: self()})
-	var res ShutdownResult
-	err := dial(t, f.path).Call(context.Background(), "shutdown", ShutdownParams{Reason: "test", TimeoutMS: 100}, &res)
+	var res protocol.ShutdownResult
+	err := dial(t, f.path).Call(context.Background(), "shutdown", protocol.ShutdownParams{Reason: "test", TimeoutMS: 100}, &res)
 	if err != nil || res.Status != "idle" {
 		t.Fatalf("shutdown = %+v, %v; want status idle", res, err)
 	}
@@ -191,8 +193,8 @@ func TestShutdownInterrupts(t *testing.T) {
 	for f.srv.inFlight() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	var res ShutdownResult
-	if err := dial(t, f.path).Call(context.Background(), "shutdown", ShutdownParams{TimeoutMS: 50}, &res); err != nil || res.Status != "interrupted" {
+	var res protocol.ShutdownResult
+	if err := dial(t, f.path).Call(context.Background(), "shutdown", protocol.ShutdownParams{TimeoutMS: 50}, &res); err != nil || res.Status != "interrupted" {
 		t.Fatalf("shutdown = %+v, %v; want interrupted", res, err)
 	}
 	select {
@@ -214,7 +216,7 @@ func TestShutdownRejectsBadParams(t *testing.T) {
 
 func TestListenPathRefusesLiveSocket(t *testing.T) {
 	f := start(t, Config{Policy: self()})
-	if _, err := ListenPath(f.path); err == nil || !strings.Contains(err.Error(), "another process") {
+	if _, err := unixsock.Listen(f.path); err == nil || !strings.Contains(err.Error(), "another process") {
 		t.Fatalf("ListenPath over a live socket = %v", err)
 	}
 }

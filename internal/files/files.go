@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -44,10 +45,10 @@ func New(root *fsroot.Root) *Service {
 
 // Register adds the file methods to m.
 func (s *Service) Register(m *rpc.Mux) {
-	m.Register("read_file", rpc.Method(s.read))
-	m.Register("write_file", rpc.Method(s.write))
-	m.Register("write_files", rpc.Method(s.writeMany))
-	m.Register("list_files", rpc.Method(s.list))
+	m.Register(protocol.MethodReadFile, rpc.Method(s.read))
+	m.Register(protocol.MethodWriteFile, rpc.Method(s.write))
+	m.Register(protocol.MethodWriteFiles, rpc.Method(s.writeMany))
+	m.Register(protocol.MethodListFiles, rpc.Method(s.list))
 }
 
 // Close abandons chunked writes in progress, removing their temp files.
@@ -60,47 +61,18 @@ func (s *Service) Close() {
 	}
 }
 
-// ReadParams asks for up to Length bytes at Offset.
-type ReadParams struct {
-	Path   string `json:"path"`
-	Offset int64  `json:"offset"`
-	Length int    `json:"length"` // 0: as much as one chunk holds
-}
-
-// Validate checks the fields.
-func (p ReadParams) Validate() error {
-	switch {
-	case p.Path == "":
-		return rpc.InvalidParams("path", "required")
-	case p.Offset < 0:
-		return rpc.InvalidParams("offset", "must not be negative")
-	case p.Length < 0:
-		return rpc.InvalidParams("length", "must not be negative")
-	}
-	return nil
-}
-
-// ReadResult is one chunk; EOF says whether the file ends with it.
-type ReadResult struct {
-	Content []byte `json:"content"` // base64 on the wire
-	Offset  int64  `json:"offset"`
-	Size    int64  `json:"size"`
-	EOF     bool   `json:"eof"`
-	Mode    uint32 `json:"mode"`
-}
-
-func (s *Service) read(_ context.Context, p ReadParams) (ReadResult, error) {
+func (s *Service) read(_ context.Context, p protocol.ReadFileParams) (protocol.ReadFileResult, error) {
 	f, err := s.root.OpenFile(p.Path, unix.O_RDONLY, 0)
 	if err != nil {
-		return ReadResult{}, fileErr(err)
+		return protocol.ReadFileResult{}, fileErr(err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return ReadResult{}, fileErr(err)
+		return protocol.ReadFileResult{}, fileErr(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return ReadResult{}, rpc.InvalidParams("path", fmt.Sprintf("%s is not a regular file", p.Path))
+		return protocol.ReadFileResult{}, rpc.InvalidParams("path", fmt.Sprintf("%s is not a regular file", p.Path))
 	}
 	n := p.Length
 	if n == 0 || n > s.chunk {
@@ -109,9 +81,9 @@ func (s *Service) read(_ context.Context, p ReadParams) (ReadResult, error) {
 	buf := make([]byte, n)
 	got, err := f.ReadAt(buf, p.Offset)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return ReadResult{}, fileErr(err)
+		return protocol.ReadFileResult{}, fileErr(err)
 	}
-	return ReadResult{
+	return protocol.ReadFileResult{
 		Content: buf[:got], Offset: p.Offset, Size: fi.Size(),
 		EOF: p.Offset+int64(got) >= fi.Size(), Mode: uint32(fi.Mode().Perm()),
 	}, nil
@@ -121,11 +93,11 @@ func (s *Service) read(_ context.Context, p ReadParams) (ReadResult, error) {
 func fileErr(err error) error {
 	switch {
 	case errors.Is(err, fsroot.ErrEscape):
-		return rpc.Errorf(rpc.CodePermissionDenied, "path_escape", "%v", err)
+		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "%v", err)
 	case errors.Is(err, os.ErrNotExist):
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "%v", err)
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "%v", err)
 	case errors.Is(err, os.ErrPermission):
-		return rpc.Errorf(rpc.CodePermissionDenied, "os_permission", "%v", err)
+		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonOSPermission, "%v", err)
 	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.EISDIR):
 		return rpc.InvalidParams("path", err.Error())
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -70,12 +71,12 @@ func code(err error) int {
 
 func TestWriteReadRoundTripAndModes(t *testing.T) {
 	e := setup(t)
-	var w WriteResult
+	var w protocol.WriteFileResult
 	must(t, e.call("write_file", map[string]any{"path": "src/a.txt", "content": []byte("hello")}, &w))
 	if !w.Committed || w.Size != 5 {
 		t.Fatalf("write = %+v", w)
 	}
-	var r ReadResult
+	var r protocol.ReadFileResult
 	must(t, e.call("read_file", map[string]any{"path": "src/a.txt"}, &r))
 	if string(r.Content) != "hello" || !r.EOF || r.Mode != 0o644 {
 		t.Fatalf("read = %+v", r)
@@ -101,7 +102,7 @@ func TestChunkedWriteAndRead(t *testing.T) {
 	for off := 0; off < len(data); off += DefaultChunk {
 		end := min(off+DefaultChunk, len(data))
 		final := end == len(data)
-		var w WriteResult
+		var w protocol.WriteFileResult
 		must(t, e.call("write_file", map[string]any{"path": "big.bin", "content": data[off:end], "offset": off, "final": final}, &w))
 		if w.Committed != final {
 			t.Fatalf("chunk at %d: committed=%v", off, w.Committed)
@@ -114,7 +115,7 @@ func TestChunkedWriteAndRead(t *testing.T) {
 	}
 	var got []byte
 	for off := int64(0); ; {
-		var r ReadResult
+		var r protocol.ReadFileResult
 		must(t, e.call("read_file", map[string]any{"path": "big.bin", "offset": off, "length": 1 << 30}, &r))
 		got = append(got, r.Content...)
 		off += int64(len(r.Content))
@@ -139,22 +140,22 @@ func TestChunkedWriteAndRead(t *testing.T) {
 func TestEscapesRefused(t *testing.T) {
 	e := setup(t)
 	for _, p := range []string{"../outside.txt", "up/outside.txt", "/etc/passwd", "etc-link/passwd", filepath.Join(e.root, "../outside.txt")} {
-		if err := e.call("read_file", map[string]any{"path": p}, nil); code(err) != rpc.CodePermissionDenied {
+		if err := e.call("read_file", map[string]any{"path": p}, nil); code(err) != protocol.CodePermissionDenied {
 			t.Errorf("read_file %q: %v, want permission denied", p, err)
 		}
-		if err := e.call("write_file", map[string]any{"path": p, "content": []byte("x")}, nil); code(err) != rpc.CodePermissionDenied {
+		if err := e.call("write_file", map[string]any{"path": p, "content": []byte("x")}, nil); code(err) != protocol.CodePermissionDenied {
 			t.Errorf("write_file %q: %v, want permission denied", p, err)
 		}
 	}
 	for _, p := range []string{"..", "etc-link", "/"} {
-		if err := e.call("list_files", map[string]any{"path": p}, nil); code(err) != rpc.CodePermissionDenied {
+		if err := e.call("list_files", map[string]any{"path": p}, nil); code(err) != protocol.CodePermissionDenied {
 			t.Errorf("list_files %q: %v, want permission denied", p, err)
 		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(filepath.Dir(e.root), "outside.txt")); string(b) != "secret" {
 		t.Fatal("the outside file was changed")
 	}
-	if err := e.call("read_file", map[string]any{"path": "nope.txt"}, nil); code(err) != rpc.CodeNotFound {
+	if err := e.call("read_file", map[string]any{"path": "nope.txt"}, nil); code(err) != protocol.CodeNotFound {
 		t.Errorf("missing file: %v, want not found", err)
 	}
 }
@@ -197,16 +198,16 @@ func TestAtomicWriteSeenWhole(t *testing.T) {
 
 func TestWriteFilesAndList(t *testing.T) {
 	e := setup(t)
-	var wm WriteManyResult
+	var wm protocol.WriteFilesResult
 	must(t, e.call("write_files", map[string]any{"files": []map[string]any{
 		{"path": "src/pkg/one.go", "content": []byte("package pkg")},
 		{"path": "../escape.go", "content": []byte("x")},
 		{"path": "src/two.go", "content": []byte("package src")},
 	}}, &wm))
-	if wm.Written != 2 || wm.Results[1].Error == nil || wm.Results[1].Error.Code != rpc.CodePermissionDenied {
+	if wm.Written != 2 || wm.Results[1].Error == nil || wm.Results[1].Error.Code != protocol.CodePermissionDenied {
 		t.Fatalf("write_files = %+v", wm)
 	}
-	var l ListResult
+	var l protocol.ListFilesResult
 	must(t, e.call("list_files", map[string]any{"path": "src", "recursive": true, "pattern": "*.go"}, &l))
 	var names []string
 	for _, en := range l.Entries {
@@ -246,7 +247,7 @@ func BenchmarkReadWrite64MiB(b *testing.B) {
 		t1 := time.Now()
 		var n int64
 		for off := int64(0); ; {
-			var r ReadResult
+			var r protocol.ReadFileResult
 			must(b, e.call("read_file", map[string]any{"path": "big", "offset": off}, &r))
 			n += int64(len(r.Content))
 			off += int64(len(r.Content))

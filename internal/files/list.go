@@ -7,67 +7,26 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
-// Listing bounds.
-const (
-	DefaultListMax = 1000
-	MaxListMax     = 100_000
-)
-
-// ListParams lists a directory, optionally recursively and filtered by a
-// glob (matched against the name, or the relative path if it has a '/').
-type ListParams struct {
-	Path      string `json:"path"`
-	Pattern   string `json:"pattern,omitempty"`
-	Recursive bool   `json:"recursive"`
-	Max       int    `json:"max,omitempty"`
-}
-
-// Validate checks the fields.
-func (p ListParams) Validate() error {
-	if p.Max < 0 || p.Max > MaxListMax {
-		return rpc.InvalidParams("max", "must be between 0 and 100000")
-	}
-	if _, err := path.Match(p.Pattern, ""); err != nil {
-		return rpc.InvalidParams("pattern", err.Error())
-	}
-	return nil
-}
-
-// Entry is one listed file; Path is relative to the root.
-type Entry struct {
-	Path    string `json:"path"`
-	Type    string `json:"type"` // file, dir, symlink or other
-	Size    int64  `json:"size"`
-	Mode    uint32 `json:"mode"`
-	MtimeMS int64  `json:"mtime_ms"`
-}
-
-// ListResult says whether Max cut the listing short.
-type ListResult struct {
-	Entries   []Entry `json:"entries"`
-	Truncated bool    `json:"truncated"`
-}
-
-func (s *Service) list(ctx context.Context, p ListParams) (ListResult, error) {
+func (s *Service) list(ctx context.Context, p protocol.ListFilesParams) (protocol.ListFilesResult, error) {
 	rel, err := s.root.Rel(p.Path)
 	if err != nil {
-		return ListResult{}, fileErr(err)
+		return protocol.ListFilesResult{}, fileErr(err)
 	}
 	max := p.Max
 	if max == 0 {
-		max = DefaultListMax
+		max = protocol.DefaultListMax
 	}
-	res := ListResult{Entries: []Entry{}}
+	res := protocol.ListFilesResult{Entries: []protocol.FileEntry{}}
 	err = s.walk(ctx, path.Clean(rel), p, max, &res)
 	return res, err
 }
 
 // walk lists dir; every directory it descends into is opened beneath the
 // root again, so a symlink swapped in mid-walk cannot lead out.
-func (s *Service) walk(ctx context.Context, dir string, p ListParams, max int, res *ListResult) error {
+func (s *Service) walk(ctx context.Context, dir string, p protocol.ListFilesParams, max int, res *protocol.ListFilesResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -110,8 +69,8 @@ func matches(pattern, rel, name string) bool {
 	return ok
 }
 
-func entry(rel string, de fs.DirEntry) Entry {
-	e := Entry{Path: rel, Type: "other"}
+func entry(rel string, de fs.DirEntry) protocol.FileEntry {
+	e := protocol.FileEntry{Path: rel, Type: "other"}
 	switch {
 	case de.Type()&fs.ModeSymlink != 0:
 		e.Type = "symlink"

@@ -10,41 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
-
-// WriteParams writes Content at Offset of an atomic write of Path. With
-// Final (the default) the file is complete and replaces the old one.
-type WriteParams struct {
-	Path    string  `json:"path"`
-	Content []byte  `json:"content"` // base64 on the wire
-	Mode    *uint32 `json:"mode,omitempty"`
-	Offset  int64   `json:"offset"`
-	Final   *bool   `json:"final,omitempty"`
-}
-
-// Validate checks the fields.
-func (p WriteParams) Validate() error {
-	switch {
-	case p.Path == "":
-		return rpc.InvalidParams("path", "required")
-	case p.Offset < 0:
-		return rpc.InvalidParams("offset", "must not be negative")
-	case p.Mode != nil && *p.Mode > 0o7777:
-		return rpc.InvalidParams("mode", "must be a permission mode up to 07777")
-	}
-	return nil
-}
-
-func (p WriteParams) final() bool { return p.Final == nil || *p.Final }
-
-// WriteResult reports the bytes written so far and whether the file was
-// put in place.
-type WriteResult struct {
-	Path      string `json:"path"`
-	Size      int64  `json:"size"`
-	Committed bool   `json:"committed"`
-}
 
 type upload struct {
 	dir     *os.File
@@ -55,36 +23,36 @@ type upload struct {
 	mode    uint32
 }
 
-func (s *Service) write(_ context.Context, p WriteParams) (WriteResult, error) {
+func (s *Service) write(_ context.Context, p protocol.WriteFileParams) (protocol.WriteFileResult, error) {
 	if len(p.Content) > s.chunk {
-		e := rpc.Errorf(rpc.CodeLimitReached, "chunk_too_large",
+		e := rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonChunkTooLarge,
 			"content of %d bytes exceeds the %d-byte chunk limit: send it in chunks with offset and final=false", len(p.Content), s.chunk)
 		e.Data["limit"] = s.chunk
-		return WriteResult{}, e
+		return protocol.WriteFileResult{}, e
 	}
 	u, err := s.uploadFor(p)
 	if err != nil {
-		return WriteResult{}, err
+		return protocol.WriteFileResult{}, err
 	}
 	if _, err := u.f.Write(p.Content); err != nil {
 		s.drop(p.Path)
-		return WriteResult{}, fileErr(err)
+		return protocol.WriteFileResult{}, fileErr(err)
 	}
 	u.written += int64(len(p.Content))
-	res := WriteResult{Path: p.Path, Size: u.written}
-	if !p.final() {
+	res := protocol.WriteFileResult{Path: p.Path, Size: u.written}
+	if !p.IsFinal() {
 		return res, nil
 	}
 	s.forget(p.Path)
 	if err := u.commit(); err != nil {
-		return WriteResult{}, fileErr(err)
+		return protocol.WriteFileResult{}, fileErr(err)
 	}
 	res.Committed = true
 	return res, nil
 }
 
 // uploadFor starts a write at offset 0, or finds the one it continues.
-func (s *Service) uploadFor(p WriteParams) (*upload, error) {
+func (s *Service) uploadFor(p protocol.WriteFileParams) (*upload, error) {
 	key := path.Clean(p.Path)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,13 +72,13 @@ func (s *Service) uploadFor(p WriteParams) (*upload, error) {
 		return u, nil
 	}
 	if len(s.uploads) >= maxUploads {
-		return nil, rpc.Errorf(rpc.CodeLimitReached, "too_many_uploads", "%d chunked writes already in progress", maxUploads)
+		return nil, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyUploads, "%d chunked writes already in progress", maxUploads)
 	}
 	u, err := s.begin(p)
 	if err != nil {
 		return nil, err
 	}
-	if !p.final() {
+	if !p.IsFinal() {
 		s.uploads[key] = u
 	}
 	return u, nil
@@ -133,7 +101,7 @@ func (s *Service) drop(p string) {
 
 // begin opens the target's directory beneath the root and creates the
 // temporary file in it, by name, relative to that directory.
-func (s *Service) begin(p WriteParams) (*upload, error) {
+func (s *Service) begin(p protocol.WriteFileParams) (*upload, error) {
 	dirPath, base, err := split(p.Path)
 	if err != nil {
 		return nil, err
@@ -198,45 +166,11 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
-// WriteManyParams writes several whole files, each atomically.
-type WriteManyParams struct {
-	Files []WriteParams `json:"files"`
-}
-
-// Validate checks the fields.
-func (p WriteManyParams) Validate() error {
-	if len(p.Files) == 0 {
-		return rpc.InvalidParams("files", "required")
-	}
-	for i, f := range p.Files {
-		if f.Offset != 0 || !f.final() {
-			return rpc.InvalidParams(fmt.Sprintf("files[%d]", i), "write_files takes whole files; use write_file for chunks")
-		}
-		if err := f.Validate(); err != nil {
-			return rpc.InvalidParams(fmt.Sprintf("files[%d]", i), err.Error())
-		}
-	}
-	return nil
-}
-
-// FileResult is one file's outcome.
-type FileResult struct {
-	Path  string     `json:"path"`
-	Size  int64      `json:"size,omitempty"`
-	Error *rpc.Error `json:"error,omitempty"`
-}
-
-// WriteManyResult has one result per file, in order.
-type WriteManyResult struct {
-	Results []FileResult `json:"results"`
-	Written int          `json:"written"`
-}
-
-func (s *Service) writeMany(ctx context.Context, p WriteManyParams) (WriteManyResult, error) {
-	var out WriteManyResult
+func (s *Service) writeMany(ctx context.Context, p protocol.WriteFilesParams) (protocol.WriteFilesResult, error) {
+	var out protocol.WriteFilesResult
 	for _, f := range p.Files {
 		r, err := s.write(ctx, f)
-		fr := FileResult{Path: f.Path, Size: r.Size}
+		fr := protocol.FileResult{Path: f.Path, Size: r.Size}
 		if err != nil {
 			fr.Error = asRPC(err)
 		} else {

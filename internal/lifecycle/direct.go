@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/unixsock"
 )
 
 // Direct runs executors itself, for development and hosts without
@@ -128,7 +128,7 @@ func listen(path string) (*directExec, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
-	ln, err := executor.ListenPath(path)
+	ln, err := unixsock.Listen(path)
 	if err != nil {
 		return nil, err
 	}

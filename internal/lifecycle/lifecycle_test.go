@@ -3,13 +3,14 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"github.com/agor-sh/agor/internal/exectest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/protocol"
+
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -59,7 +60,7 @@ func direct(t *testing.T, idle time.Duration) (*Direct, string) {
 	return d, dir
 }
 
-func ping(t *testing.T, sock string) executor.PingResult {
+func ping(t *testing.T, sock string) protocol.PingResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -68,8 +69,8 @@ func ping(t *testing.T, sock string) executor.PingResult {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var res executor.PingResult
-	if err := c.Call(ctx, "ping", nil, &res); err != nil {
+	var res protocol.PingResult
+	if err := c.Call(ctx, protocol.MethodPing, nil, &res); err != nil {
 		t.Fatal(err)
 	}
 	return res

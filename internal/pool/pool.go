@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/lifecycle"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -44,13 +44,13 @@ type entry struct {
 	ready  chan struct{} // closed once client or err is set
 	client *rpc.Client
 	err    error
-	ping   executor.PingResult
+	ping   protocol.PingResult
 	busy   int       // calls in flight through Call; guarded by Pool.mu
 	used   time.Time // last Get or Call; guarded by Pool.mu
 }
 
 // Get returns a live connection to user's executor, starting it if need be.
-func (p *Pool) Get(ctx context.Context, user string) (*rpc.Client, executor.PingResult, error) {
+func (p *Pool) Get(ctx context.Context, user string) (*rpc.Client, protocol.PingResult, error) {
 	p.mu.Lock()
 	if p.conns == nil {
 		p.conns = map[string]*entry{}
@@ -64,7 +64,7 @@ func (p *Pool) Get(ctx context.Context, user string) (*rpc.Client, executor.Ping
 	}
 	if e == nil && p.Max > 0 && len(p.conns) >= p.Max {
 		p.mu.Unlock()
-		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeLimitReached, "too_many_executors",
+		return nil, protocol.PingResult{}, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyExecutors,
 			"max_executors (%d) live executors already; stop one or raise the limit", p.Max)
 	}
 	e = &entry{ready: make(chan struct{}), used: time.Now()}
@@ -75,7 +75,7 @@ func (p *Pool) Get(ctx context.Context, user string) (*rpc.Client, executor.Ping
 	close(e.ready)
 	if e.err != nil {
 		p.drop(user, e)
-		return nil, executor.PingResult{}, e.err
+		return nil, protocol.PingResult{}, e.err
 	}
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); <-e.client.Done(); p.drop(user, e) }()
@@ -110,7 +110,7 @@ func (p *Pool) drop(user string, e *entry) {
 	}
 }
 
-func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, executor.PingResult, error) {
+func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.PingResult, error) {
 	if p.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
@@ -118,7 +118,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, executor.
 	}
 	ex, err := p.Backend.Ensure(ctx, user)
 	if err != nil {
-		return nil, executor.PingResult{}, unavailable(err)
+		return nil, protocol.PingResult{}, unavailable(err)
 	}
 	var h rpc.Handler
 	if p.Handler != nil {
@@ -126,12 +126,12 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, executor.
 	}
 	c, err := rpc.Dial(ctx, ex.Socket, h, rpc.Options{Logger: p.log().With("user", user)})
 	if err != nil {
-		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeExecutorUnavailable, "connect_failed", "executor of %s: %v", user, err)
+		return nil, protocol.PingResult{}, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "executor of %s: %v", user, err)
 	}
-	var ping executor.PingResult
-	if err := c.Call(ctx, "ping", nil, &ping); err != nil {
+	var ping protocol.PingResult
+	if err := c.Call(ctx, protocol.MethodPing, nil, &ping); err != nil {
 		c.Close()
-		return nil, executor.PingResult{}, rpc.Errorf(rpc.CodeExecutorUnavailable, "ping_failed", "executor of %s: %v", user, err)
+		return nil, protocol.PingResult{}, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonPingFailed, "executor of %s: %v", user, err)
 	}
 	if ping.User != user && ping.UID != ex.UID {
 		p.log().Warn("executor runs as another user (direct backend, daemon not root)", "user", user, "executor_user", ping.User)
@@ -149,7 +149,7 @@ func (p *Pool) Call(ctx context.Context, user, method string, params, result any
 	defer p.hold(user, c)()
 	err = c.Call(ctx, method, params, result)
 	if errors.Is(err, rpc.ErrClosed) {
-		return rpc.Errorf(rpc.CodeExecutorUnavailable, "executor_crashed", "executor of %s ended during %s: %v", user, method, err)
+		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonExecutorCrashed, "executor of %s ended during %s: %v", user, method, err)
 	}
 	return err
 }
@@ -291,5 +291,5 @@ func unavailable(err error) error {
 	case errors.Is(err, lifecycle.ErrUnitFailed):
 		reason = "unit_failed"
 	}
-	return rpc.Errorf(rpc.CodeExecutorUnavailable, reason, "%v", fmt.Errorf("executor unavailable: %w", err))
+	return rpc.Errorf(protocol.CodeExecutorUnavailable, reason, "%v", fmt.Errorf("executor unavailable: %w", err))
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/childenv"
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -42,61 +43,23 @@ type Service struct {
 }
 
 // Register adds exec to m.
-func (s *Service) Register(m *rpc.Mux) { m.Register("exec", s.handle) }
-
-// Params of exec. ExecID, chosen by the caller, tags the exec_output
-// notifications so concurrent execs can be told apart.
-type Params struct {
-	SessionToken string            `json:"session_token"`
-	ExecID       string            `json:"exec_id"`
-	Argv         []string          `json:"argv"`
-	Cwd          string            `json:"cwd"`
-	Env          map[string]string `json:"env,omitempty"`
-	Stdin        []byte            `json:"stdin,omitempty"` // base64 on the wire
-	TimeoutMS    int64             `json:"timeout_ms"`
-}
-
-// Validate checks the fields.
-func (p Params) Validate() error {
-	switch {
-	case len(p.Argv) == 0 || p.Argv[0] == "":
-		return rpc.InvalidParams("argv", "needs at least the program")
-	case p.TimeoutMS < 0:
-		return rpc.InvalidParams("timeout_ms", "must not be negative")
-	}
-	return nil
-}
-
-// Result of exec: the exit code, or the signal that ended the process.
-type Result struct {
-	ExitCode int    `json:"exit_code"`
-	Signal   string `json:"signal,omitempty"`
-	TimedOut bool   `json:"timed_out,omitempty"`
-}
-
-// Output is one exec_output notification.
-type Output struct {
-	ExecID string `json:"exec_id"`
-	Stream string `json:"stream"` // stdout or stderr
-	Seq    int64  `json:"seq"`
-	Data   []byte `json:"data"` // base64 on the wire
-}
+func (s *Service) Register(m *rpc.Mux) { m.Register(protocol.MethodExec, s.handle) }
 
 func (s *Service) handle(ctx context.Context, r *rpc.Request) (any, error) {
-	var p Params
+	var p protocol.ExecParams
 	if err := rpc.Bind(r.Params, &p); err != nil {
 		return nil, err
 	}
 	return s.run(ctx, r.Conn, p)
 }
 
-func (s *Service) run(ctx context.Context, conn *rpc.Conn, p Params) (Result, error) {
+func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams) (protocol.ExecResult, error) {
 	if s.Hold != nil {
 		defer s.Hold.Hold()()
 	}
 	dir, err := s.Root.OpenDir(p.Cwd)
 	if err != nil {
-		return Result{}, cwdErr(err)
+		return protocol.ExecResult{}, cwdErr(err)
 	}
 	defer dir.Close()
 	if p.TimeoutMS > 0 {
@@ -106,7 +69,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p Params) (Result, er
 	}
 	cmd, outs, err := start(p, dir)
 	if err != nil {
-		return Result{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "start %s: %v", p.Argv[0], err)
+		return protocol.ExecResult{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "start %s: %v", p.Argv[0], err)
 	}
 	stopKiller := KillOnDone(ctx, cmd)
 	streamOutputs(conn, p.ExecID, outs)
@@ -118,7 +81,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p Params) (Result, er
 // start runs argv in the directory opened beneath the root: the child
 // changes into it through its /proc/self/fd link before exec, so no path
 // is looked up twice.
-func start(p Params, dir *os.File) (*exec.Cmd, [2]io.ReadCloser, error) {
+func start(p protocol.ExecParams, dir *os.File) (*exec.Cmd, [2]io.ReadCloser, error) {
 	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
 	cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
 	cmd.Env = childenv.Build(os.Environ(), p.Env)
@@ -176,7 +139,7 @@ func streamOutputs(conn *rpc.Conn, id string, outs [2]io.ReadCloser) {
 				n, err := outs[i].Read(buf)
 				if n > 0 {
 					mu.Lock()
-					_ = conn.Notify("exec_output", Output{ExecID: id, Stream: name, Seq: seq, Data: buf[:n]})
+					_ = conn.Notify(protocol.MethodExecOutput, protocol.ExecOutput{ExecID: id, Stream: name, Seq: seq, Data: buf[:n]})
 					seq++
 					mu.Unlock()
 				}
@@ -189,13 +152,13 @@ func streamOutputs(conn *rpc.Conn, id string, outs [2]io.ReadCloser) {
 	wg.Wait()
 }
 
-func result(ctx context.Context, cmd *exec.Cmd, waitErr error) (Result, error) {
+func result(ctx context.Context, cmd *exec.Cmd, waitErr error) (protocol.ExecResult, error) {
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return Result{}, fmt.Errorf("wait: %w", waitErr)
+		return protocol.ExecResult{}, fmt.Errorf("wait: %w", waitErr)
 	}
 	st, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	res := Result{ExitCode: st.ExitStatus()}
+	res := protocol.ExecResult{ExitCode: st.ExitStatus()}
 	if st.Signaled() {
 		res.ExitCode, res.Signal = -1, st.Signal().String()
 	}
@@ -210,10 +173,10 @@ func result(ctx context.Context, cmd *exec.Cmd, waitErr error) (Result, error) {
 
 func cwdErr(err error) error {
 	if errors.Is(err, fsroot.ErrEscape) {
-		return rpc.Errorf(rpc.CodePermissionDenied, "path_escape", "cwd: %v", err)
+		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "cwd: %v", err)
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "cwd: %v", err)
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "cwd: %v", err)
 	}
 	return rpc.InvalidParams("cwd", err.Error())
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -26,7 +27,7 @@ type client struct {
 	c    *rpc.Conn
 	root string
 	mu   sync.Mutex
-	outs []Output
+	outs []protocol.ExecOutput
 }
 
 func setup(t testing.TB) *client {
@@ -44,8 +45,8 @@ func setup(t testing.TB) *client {
 	svc.Register(server)
 	cl := &client{root: root}
 	mux := rpc.NewMux()
-	mux.Register("exec_output", func(_ context.Context, req *rpc.Request) (any, error) {
-		var o Output
+	mux.Register(protocol.MethodExecOutput, func(_ context.Context, req *rpc.Request) (any, error) {
+		var o protocol.ExecOutput
 		_ = json.Unmarshal(req.Params, &o)
 		cl.mu.Lock()
 		cl.outs = append(cl.outs, o)
@@ -73,12 +74,12 @@ func setup(t testing.TB) *client {
 	return cl
 }
 
-func (cl *client) exec(ctx context.Context, p Params) (Result, string, string, error) {
+func (cl *client) exec(ctx context.Context, p protocol.ExecParams) (protocol.ExecResult, string, string, error) {
 	cl.mu.Lock()
 	cl.outs = nil
 	cl.mu.Unlock()
-	var res Result
-	err := cl.c.Call(ctx, "exec", p, &res)
+	var res protocol.ExecResult
+	err := cl.c.Call(ctx, protocol.MethodExec, p, &res)
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	var out, errOut bytes.Buffer
@@ -101,17 +102,17 @@ func TestExecOutputsAndStatus(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", "/run/x")
 	tests := []struct {
 		name                 string
-		p                    Params
+		p                    protocol.ExecParams
 		code                 int
 		signal, stdout, errs string
 	}{
-		{"stdout", Params{Argv: []string{"echo", "hello"}}, 0, "", "hello\n", ""},
-		{"stderr and exit code", Params{Argv: []string{"sh", "-c", "echo oops >&2; exit 3"}}, 3, "", "", "oops\n"},
-		{"signal", Params{Argv: []string{"sh", "-c", "kill -9 $$"}}, -1, "killed", "", ""},
-		{"stdin", Params{Argv: []string{"cat"}, Stdin: []byte("from stdin")}, 0, "", "from stdin", ""},
-		{"cwd", Params{Argv: []string{"pwd"}, Cwd: "work"}, 0, "", "/work\n", ""},
-		{"env", Params{Argv: []string{"sh", "-c", "echo $FOO ${LISTEN_FDS:-none} ${NOTIFY_SOCKET:-none}"}, Env: map[string]string{"FOO": "bar"}}, 0, "", "bar none none\n", ""},
-		{"no shell", Params{Argv: []string{"echo", "$HOME", ";", "ls"}}, 0, "", "$HOME ; ls\n", ""},
+		{"stdout", protocol.ExecParams{Argv: []string{"echo", "hello"}}, 0, "", "hello\n", ""},
+		{"stderr and exit code", protocol.ExecParams{Argv: []string{"sh", "-c", "echo oops >&2; exit 3"}}, 3, "", "", "oops\n"},
+		{"signal", protocol.ExecParams{Argv: []string{"sh", "-c", "kill -9 $$"}}, -1, "killed", "", ""},
+		{"stdin", protocol.ExecParams{Argv: []string{"cat"}, Stdin: []byte("from stdin")}, 0, "", "from stdin", ""},
+		{"cwd", protocol.ExecParams{Argv: []string{"pwd"}, Cwd: "work"}, 0, "", "/work\n", ""},
+		{"env", protocol.ExecParams{Argv: []string{"sh", "-c", "echo $FOO ${LISTEN_FDS:-none} ${NOTIFY_SOCKET:-none}"}, Env: map[string]string{"FOO": "bar"}}, 0, "", "bar none none\n", ""},
+		{"no shell", protocol.ExecParams{Argv: []string{"echo", "$HOME", ";", "ls"}}, 0, "", "$HOME ; ls\n", ""},
 	}
 	for _, tc := range tests {
 		res, out, errs, err := cl.exec(context.Background(), tc.p)
@@ -132,14 +133,14 @@ func TestExecOutputsAndStatus(t *testing.T) {
 func TestExecRefusals(t *testing.T) {
 	cl := setup(t)
 	for _, tc := range []struct {
-		p    Params
+		p    protocol.ExecParams
 		code int
 	}{
-		{Params{Argv: []string{"pwd"}, Cwd: "../"}, rpc.CodePermissionDenied},
-		{Params{Argv: []string{"pwd"}, Cwd: "/etc"}, rpc.CodePermissionDenied},
-		{Params{Argv: []string{"pwd"}, Cwd: "missing"}, rpc.CodeNotFound},
-		{Params{Argv: []string{}}, rpc.CodeInvalidParams},
-		{Params{Argv: []string{"/no/such/program"}}, rpc.CodeInternalError},
+		{protocol.ExecParams{Argv: []string{"pwd"}, Cwd: "../"}, protocol.CodePermissionDenied},
+		{protocol.ExecParams{Argv: []string{"pwd"}, Cwd: "/etc"}, protocol.CodePermissionDenied},
+		{protocol.ExecParams{Argv: []string{"pwd"}, Cwd: "missing"}, protocol.CodeNotFound},
+		{protocol.ExecParams{Argv: []string{}}, rpc.CodeInvalidParams},
+		{protocol.ExecParams{Argv: []string{"/no/such/program"}}, rpc.CodeInternalError},
 	} {
 		_, _, _, err := cl.exec(context.Background(), tc.p)
 		if !rpc.IsCode(err, tc.code) {
@@ -150,7 +151,7 @@ func TestExecRefusals(t *testing.T) {
 
 func TestLargeOutputInOrder(t *testing.T) {
 	cl := setup(t)
-	res, out, _, err := cl.exec(context.Background(), Params{Argv: []string{"sh", "-c", "seq 1 400000"}})
+	res, out, _, err := cl.exec(context.Background(), protocol.ExecParams{Argv: []string{"sh", "-c", "seq 1 400000"}})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -173,7 +174,7 @@ func TestTimeoutAndCancelKillGrandchildren(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			pidFile := filepath.Join(cl.root, "work", "grandchild.pid")
 			os.Remove(pidFile)
-			p := Params{Argv: []string{"sh", "-c", script}, Cwd: "work"}
+			p := protocol.ExecParams{Argv: []string{"sh", "-c", script}, Cwd: "work"}
 			ctx := context.Background()
 			if how == "timeout" {
 				p.TimeoutMS = 300
@@ -237,7 +238,7 @@ func alive(pid int) bool {
 func TestSIGTERMIgnoredThenKilled(t *testing.T) {
 	cl := setup(t)
 	pidFile := filepath.Join(cl.root, "work", "stubborn.pid")
-	p := Params{Argv: []string{"sh", "-c", `trap "" TERM; sleep 300 & echo $! > stubborn.pid; wait`}, Cwd: "work", TimeoutMS: 200}
+	p := protocol.ExecParams{Argv: []string{"sh", "-c", `trap "" TERM; sleep 300 & echo $! > stubborn.pid; wait`}, Cwd: "work", TimeoutMS: 200}
 	res, _, _, err := cl.exec(context.Background(), p)
 	if err != nil || !res.TimedOut {
 		t.Fatalf("%+v %v", res, err)
@@ -259,7 +260,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		t0 := time.Now()
-		if _, _, _, err := cl.exec(context.Background(), Params{Argv: []string{"/bin/true"}}); err != nil {
+		if _, _, _, err := cl.exec(context.Background(), protocol.ExecParams{Argv: []string{"/bin/true"}}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))
@@ -276,9 +277,9 @@ func TestBackpressure(t *testing.T) {
 	gate := make(chan struct{})
 	var got atomic.Int64
 	mux := rpc.NewMux()
-	mux.Register("exec_output", func(_ context.Context, req *rpc.Request) (any, error) {
+	mux.Register(protocol.MethodExecOutput, func(_ context.Context, req *rpc.Request) (any, error) {
 		<-gate
-		var o Output
+		var o protocol.ExecOutput
 		_ = json.Unmarshal(req.Params, &o)
 		got.Add(int64(len(o.Data)))
 		return nil, nil
@@ -288,8 +289,8 @@ func TestBackpressure(t *testing.T) {
 	const total = 64 << 20 // past what the receiver queues (1024 x 32 KiB) and the socket holds
 	done := make(chan error, 1)
 	go func() {
-		var res Result
-		done <- cl.c.Call(context.Background(), "exec", Params{
+		var res protocol.ExecResult
+		done <- cl.c.Call(context.Background(), "exec", protocol.ExecParams{
 			Argv: []string{"sh", "-c", "echo $$ > writer.pid; exec head -c 67108864 /dev/zero"}, Cwd: "work"}, &res)
 	}()
 	pid := readPid(t, pidFile)

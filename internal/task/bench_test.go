@@ -14,6 +14,7 @@ import (
 	"github.com/agor-sh/agor/internal/agent"
 	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/childenv"
+	"github.com/agor-sh/agor/internal/protocol"
 )
 
 // BenchmarkAgentOverhead measures, per agent, what the executor adds to a
@@ -53,7 +54,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 				p := prompt(fmt.Sprint("bench-", c.Tool, i), text)
 				p["agentic_tool"], p["session_id"], p["timeout_ms"] = tool, fmt.Sprint("s", i), 120000
 				start := time.Now()
-				var res Result
+				var res protocol.ExecutePromptResult
 				if err := conn.Call(context.Background(), "execute_prompt", p, &res); err != nil || res.Status != "completed" {
 					b.Fatalf("execute_prompt: %v, %+v", err, res)
 				}
@@ -165,7 +166,7 @@ func BenchmarkForwarding(b *testing.B) {
 		d.mu.Unlock()
 		p := prompt(fmt.Sprint("burst-", i), strconv.Itoa(n))
 		p["agentic_tool"] = "burst"
-		var res Result
+		var res protocol.ExecutePromptResult
 		if err := conn.Call(context.Background(), "execute_prompt", p, &res); err != nil || res.Status != "completed" {
 			b.Fatalf("execute_prompt: %v, %+v", err, res)
 		}
@@ -188,7 +189,7 @@ func (burstAgent) CredentialKey() string { return "BURST_API_KEY" }
 func (burstAgent) Run(_ context.Context, req agent.Request, h agent.Host) (agent.Result, error) {
 	n, _ := strconv.Atoi(req.Prompt)
 	for i := range n {
-		h.Emit(agent.Event{Type: agent.TextDelta, Data: map[string]any{"text": "token " + strconv.Itoa(i) + " "}})
+		h.Emit(agent.Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": "token " + strconv.Itoa(i) + " "}})
 	}
 	return agent.Result{Status: "completed", MessageCount: 1}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/agent"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -26,21 +27,16 @@ type host struct {
 
 var _ agent.Host = (*host)(nil)
 
-// message is report_message's params.
-type message struct {
-	SessionToken string      `json:"session_token"`
-	TaskID       string      `json:"task_id"`
-	Sequence     int64       `json:"sequence"`
-	Timestamp    int64       `json:"timestamp"`
-	EventType    string      `json:"event_type"`
-	EventData    agent.Event `json:"event_data"`
-}
-
 func (h *host) Emit(ev agent.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := message{SessionToken: h.token, TaskID: h.task, Sequence: h.seq, Timestamp: time.Now().UnixMilli(), EventType: ev.Type, EventData: ev}
-	if err := h.conn.Notify("report_message", m); err != nil {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		h.log.Warn("event not encoded", "task", h.task, "type", ev.Type, "err", err)
+		return
+	}
+	m := protocol.ReportMessage{SessionToken: h.token, TaskID: h.task, Sequence: h.seq, Timestamp: time.Now().UnixMilli(), EventType: ev.Type, EventData: data}
+	if err := h.conn.Notify(protocol.MethodReportMessage, m); err != nil {
 		h.log.Warn("report_message not sent", "task", h.task, "sequence", h.seq, "err", err)
 		return
 	}
@@ -51,12 +47,9 @@ func (h *host) Ask(ctx context.Context, tool string, input json.RawMessage) agen
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	p := map[string]any{"session_token": h.token, "task_id": h.task, "tool_name": tool, "tool_input": input}
-	var d struct {
-		Approved bool   `json:"approved"`
-		Reason   string `json:"reason"`
-	}
-	if err := h.conn.Call(ctx, "request_permission", p, &d); err != nil {
+	p := protocol.RequestPermissionParams{SessionToken: h.token, TaskID: h.task, ToolName: tool, ToolInput: input}
+	var d protocol.RequestPermissionResult
+	if err := h.conn.Call(ctx, protocol.MethodRequestPermission, p, &d); err != nil {
 		return agent.Decision{Approved: false, Reason: fmt.Sprintf("no decision: %v", err)}
 	}
 	return agent.Decision{Approved: d.Approved, Reason: d.Reason}
@@ -64,10 +57,8 @@ func (h *host) Ask(ctx context.Context, tool string, input json.RawMessage) agen
 
 // apiKey asks the daemon for the agent's key, just in time.
 func (h *host) apiKey(ctx context.Context, name string) (string, error) {
-	var res struct {
-		APIKey string `json:"api_key"`
-	}
-	err := h.conn.Call(ctx, "get_api_key", map[string]string{"session_token": h.token, "credential_key": name}, &res)
+	var res protocol.GetAPIKeyResult
+	err := h.conn.Call(ctx, protocol.MethodGetAPIKey, protocol.GetAPIKeyParams{SessionToken: h.token, CredentialKey: name}, &res)
 	if err != nil {
 		return "", fmt.Errorf("get_api_key %s: %w", name, err)
 	}

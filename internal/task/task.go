@@ -17,6 +17,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/agent"
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -37,15 +38,15 @@ type Service struct {
 
 // Register adds execute_prompt and stop_task to m.
 func (s *Service) Register(m *rpc.Mux) {
-	m.Register("execute_prompt", s.execute)
-	m.Register("stop_task", rpc.Method(s.stop))
+	m.Register(protocol.MethodExecutePrompt, s.execute)
+	m.Register(protocol.MethodStopTask, rpc.Method(s.stop))
 }
 
 // errStopped is the cause of a task ended by stop_task.
 var errStopped = errors.New("stopped by stop_task")
 
 func (s *Service) execute(ctx context.Context, r *rpc.Request) (any, error) {
-	var p Params
+	var p protocol.ExecutePromptParams
 	if err := rpc.Bind(r.Params, &p); err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (s *Service) execute(ctx context.Context, r *rpc.Request) (any, error) {
 }
 
 // start registers the task so stop_task can end it, under its time limit.
-func (s *Service) start(ctx context.Context, p Params) (context.Context, context.CancelCauseFunc, error) {
+func (s *Service) start(ctx context.Context, p protocol.ExecutePromptParams) (context.Context, context.CancelCauseFunc, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	if p.TimeoutMS > 0 {
 		var stop context.CancelFunc
@@ -95,14 +96,14 @@ func (s *Service) start(ctx context.Context, p Params) (context.Context, context
 	}, nil
 }
 
-func (s *Service) run(ctx context.Context, conn *rpc.Conn, p Params, a agent.Adapter, cwd string) Result {
+func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePromptParams, a agent.Adapter, cwd string) protocol.ExecutePromptResult {
 	h := &host{conn: conn, token: p.SessionToken, task: p.TaskID, log: s.log()}
 	key, err := h.apiKey(ctx, a.CredentialKey())
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
 	}
 	if err != nil {
-		return failed(agent.CodeCredentialMissing, err.Error())
+		return failed(protocol.TaskCredentialMissing, err.Error())
 	}
 	req := agent.Request{
 		SessionID: p.SessionID, TaskID: p.TaskID, Prompt: p.Prompt, Cwd: cwd, Model: p.Model,
@@ -120,17 +121,17 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p Params, a agent.Ada
 }
 
 // result adds timeout and cancellation to the adapter's outcome.
-func (s *Service) result(ctx context.Context, res agent.Result, err error) Result {
-	out := Result{Status: res.Status, MessageCount: res.MessageCount, Usage: res.Usage, Error: res.Err}
+func (s *Service) result(ctx context.Context, res agent.Result, err error) protocol.ExecutePromptResult {
+	out := protocol.ExecutePromptResult{Status: res.Status, MessageCount: res.MessageCount, Usage: res.Usage, Error: res.Err}
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, context.DeadlineExceeded):
-		out.Status, out.Error = "timeout", &agent.Error{Code: agent.CodeTimeout, Message: "timeout_ms reached"}
+		out.Status, out.Error = "timeout", &agent.Error{Code: protocol.TaskTimeout, Message: "timeout_ms reached"}
 	case ctx.Err() != nil:
 		out.Status, out.Error = "cancelled", &agent.Error{Code: "cancelled", Message: fmt.Sprint(cause)}
 	case err != nil:
 		var ae *agent.Error
 		if !errors.As(err, &ae) {
-			ae = &agent.Error{Code: agent.CodeAgentCrashed, Message: err.Error()}
+			ae = &agent.Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}
 		}
 		out.Status, out.Error = "failed", ae
 	case out.Status == "":
@@ -139,30 +140,30 @@ func (s *Service) result(ctx context.Context, res agent.Result, err error) Resul
 	return out
 }
 
-func failed(code, msg string) Result {
-	return Result{Status: "failed", Error: &agent.Error{Code: code, Message: msg}}
+func failed(code, msg string) protocol.ExecutePromptResult {
+	return protocol.ExecutePromptResult{Status: "failed", Error: &agent.Error{Code: code, Message: msg}}
 }
 
-func (s *Service) stop(_ context.Context, p StopParams) (StopResult, error) {
+func (s *Service) stop(_ context.Context, p protocol.StopTaskParams) (protocol.StopTaskResult, error) {
 	s.mu.Lock()
 	cancel := s.running[p.TaskID]
 	s.mu.Unlock()
 	if cancel == nil {
-		return StopResult{}, rpc.Errorf(rpc.CodeTaskNotFound, "task_not_found", "no running task %q", p.TaskID)
+		return protocol.StopTaskResult{}, rpc.Errorf(protocol.CodeTaskNotFound, protocol.ReasonTaskNotFound, "no running task %q", p.TaskID)
 	}
 	cause := errStopped
 	if p.Reason != "" {
 		cause = fmt.Errorf("%w: %s", errStopped, p.Reason)
 	}
 	cancel(cause)
-	return StopResult{Stopped: true}, nil
+	return protocol.StopTaskResult{Stopped: true}, nil
 }
 
 // cwd resolves the task's directory beneath the root and returns its real
 // path (the agent CLIs need a path, not a descriptor).
 func (s *Service) cwd(p string) (string, error) {
 	if s.Root == nil {
-		return "", rpc.Errorf(rpc.CodeExecutorUnavailable, "no_root", "this executor has no root directory")
+		return "", rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonNoRoot, "this executor has no root directory")
 	}
 	dir, err := s.Root.OpenDir(p)
 	if err != nil {
@@ -179,16 +180,16 @@ func (s *Service) cwd(p string) (string, error) {
 func fsErr(field string, err error) error {
 	switch {
 	case errors.Is(err, fsroot.ErrEscape):
-		return rpc.Errorf(rpc.CodePermissionDenied, "path_escape", "%s: %v", field, err)
+		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "%s: %v", field, err)
 	case errors.Is(err, os.ErrNotExist):
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "%s: %v", field, err)
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "%s: %v", field, err)
 	}
 	return rpc.Errorf(rpc.CodeInvalidParams, "invalid_params", "%s: %v", field, err)
 }
 
 // resume is the agent session to continue: the one the daemon names, else
 // the one this executor saw last for the session.
-func (s *Service) resume(p Params) string {
+func (s *Service) resume(p protocol.ExecutePromptParams) string {
 	if p.AgentSessionID != "" {
 		return p.AgentSessionID
 	}
@@ -198,9 +199,11 @@ func (s *Service) resume(p Params) string {
 }
 
 // sessionKey has the cwd: agents find their sessions by directory.
-func sessionKey(p Params) string { return p.SessionID + "\x00" + p.Tool + "\x00" + p.Cwd }
+func sessionKey(p protocol.ExecutePromptParams) string {
+	return p.SessionID + "\x00" + p.Tool + "\x00" + p.Cwd
+}
 
-func (s *Service) remember(p Params, agentSession string) {
+func (s *Service) remember(p protocol.ExecutePromptParams, agentSession string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sessions == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/agent"
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -26,11 +27,11 @@ type fakeAgent struct{}
 func (fakeAgent) CredentialKey() string { return "FAKE_API_KEY" }
 
 func (fakeAgent) Run(ctx context.Context, req agent.Request, h agent.Host) (agent.Result, error) {
-	h.Emit(agent.Event{Type: agent.MessageStart, Data: map[string]any{"role": "assistant"}})
-	h.Emit(agent.Event{Type: agent.TextDelta, Data: map[string]any{"text": "cwd=" + req.Cwd + " resume=" + req.Resume + " key=" + envOf(req.Env, "FAKE_API_KEY")}})
+	h.Emit(agent.Event{Type: protocol.EventMessageStart, Data: map[string]any{"role": "assistant"}})
+	h.Emit(agent.Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": "cwd=" + req.Cwd + " resume=" + req.Resume + " key=" + envOf(req.Env, "FAKE_API_KEY")}})
 	if strings.Contains(req.Prompt, "ask") {
 		d := h.Ask(ctx, "Bash", json.RawMessage(`{"command":"touch x"}`))
-		h.Emit(agent.Event{Type: agent.PermissionDecided, Data: map[string]any{"approved": d.Approved, "reason": d.Reason}})
+		h.Emit(agent.Event{Type: protocol.EventPermissionDecided, Data: map[string]any{"approved": d.Approved, "reason": d.Reason}})
 	}
 	if strings.Contains(req.Prompt, "hang") {
 		<-ctx.Done()
@@ -51,6 +52,13 @@ func envOf(env []string, name string) string {
 
 func init() { agent.Register("fake", fakeAgent{}) }
 
+// message is one report_message as the daemon side received it, with its
+// event decoded.
+type message struct {
+	protocol.ReportMessage
+	Event protocol.Event
+}
+
 // daemonSide answers the executor's calls the way the daemon's broker does.
 type daemonSide struct {
 	mu      sync.Mutex
@@ -62,18 +70,19 @@ type daemonSide struct {
 
 func (d *daemonSide) mux() *rpc.Mux {
 	m := rpc.NewMux()
-	m.Register("get_api_key", func(_ context.Context, r *rpc.Request) (any, error) {
+	m.Register(protocol.MethodGetAPIKey, func(_ context.Context, r *rpc.Request) (any, error) {
 		if d.key == "" {
-			return nil, rpc.Errorf(rpc.CodeNotFound, "credential_not_found", "no FAKE_API_KEY")
+			return nil, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonCredentialNotFound, "no FAKE_API_KEY")
 		}
-		return map[string]string{"api_key": d.key}, nil
+		return protocol.GetAPIKeyResult{APIKey: d.key}, nil
 	})
-	m.Register("request_permission", func(context.Context, *rpc.Request) (any, error) {
-		return map[string]any{"approved": d.approve, "reason": "test"}, nil
+	m.Register(protocol.MethodRequestPermission, func(context.Context, *rpc.Request) (any, error) {
+		return protocol.RequestPermissionResult{Approved: d.approve, Reason: "test"}, nil
 	})
-	m.Register("report_message", func(_ context.Context, r *rpc.Request) (any, error) {
+	m.Register(protocol.MethodReportMessage, func(_ context.Context, r *rpc.Request) (any, error) {
 		var msg message
-		_ = json.Unmarshal(r.Params, &msg)
+		_ = json.Unmarshal(r.Params, &msg.ReportMessage)
+		_ = json.Unmarshal(msg.EventData, &msg.Event)
 		d.mu.Lock()
 		if d.onEvent != nil {
 			d.onEvent(msg)
@@ -135,7 +144,7 @@ func prompt(id, text string) map[string]any {
 func TestExecutePrompt(t *testing.T) {
 	d := &daemonSide{key: "k-123", approve: true}
 	c, cwd := setup(t, d)
-	var res Result
+	var res protocol.ExecutePromptResult
 	if err := c.Call(context.Background(), "execute_prompt", prompt("t1", "hello, ask"), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +163,10 @@ func TestExecutePrompt(t *testing.T) {
 	if want := []string{"message_start", "text_delta", "permission_decided"}; !slices.Equal(types, want) {
 		t.Fatalf("events %v, want %v", types, want)
 	}
-	if got := d.events[1].EventData.Data["text"]; got != "cwd="+cwd+" resume= key=k-123" {
+	if got := d.events[1].Event.Data["text"]; got != "cwd="+cwd+" resume= key=k-123" {
 		t.Errorf("the adapter saw %q", got)
 	}
-	if d.events[2].EventData.Data["approved"] != true {
+	if d.events[2].Event.Data["approved"] != true {
 		t.Errorf("permission: %+v", d.events[2])
 	}
 }
@@ -166,7 +175,7 @@ func TestExecutePrompt(t *testing.T) {
 func TestExecutePromptResumes(t *testing.T) {
 	d := &daemonSide{key: "k"}
 	c, _ := setup(t, d)
-	var res Result
+	var res protocol.ExecutePromptResult
 	for _, id := range []string{"t1", "t2"} {
 		if err := c.Call(context.Background(), "execute_prompt", prompt(id, "hi"), &res); err != nil {
 			t.Fatal(err)
@@ -174,7 +183,7 @@ func TestExecutePromptResumes(t *testing.T) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	last := d.events[len(d.events)-1].EventData.Data["text"].(string)
+	last := d.events[len(d.events)-1].Event.Data["text"].(string)
 	if !strings.Contains(last, "resume=agent-t1 ") {
 		t.Fatalf("second turn: %q", last)
 	}
@@ -187,24 +196,24 @@ func TestExecutePromptEnds(t *testing.T) {
 
 	p := prompt("slow", "hang")
 	p["timeout_ms"] = 200
-	var res Result
-	if err := c.Call(ctx, "execute_prompt", p, &res); err != nil || res.Status != "timeout" {
+	var res protocol.ExecutePromptResult
+	if err := c.Call(ctx, protocol.MethodExecutePrompt, p, &res); err != nil || res.Status != "timeout" {
 		t.Fatalf("timeout: %+v %v", res, err)
 	}
 
-	done := make(chan Result, 1)
+	done := make(chan protocol.ExecutePromptResult, 1)
 	go func() {
-		var r Result
-		_ = c.Call(ctx, "execute_prompt", prompt("stopme", "hang"), &r)
+		var r protocol.ExecutePromptResult
+		_ = c.Call(ctx, protocol.MethodExecutePrompt, prompt("stopme", "hang"), &r)
 		done <- r
 	}()
 	for {
-		var sr StopResult
-		err := c.Call(ctx, "stop_task", map[string]string{"task_id": "stopme", "reason": "user"}, &sr)
+		var sr protocol.StopTaskResult
+		err := c.Call(ctx, protocol.MethodStopTask, map[string]string{"task_id": "stopme", "reason": "user"}, &sr)
 		if err == nil {
 			break
 		}
-		if !rpc.IsCode(err, rpc.CodeTaskNotFound) {
+		if !rpc.IsCode(err, protocol.CodeTaskNotFound) {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -218,8 +227,8 @@ func TestExecutePromptRefusals(t *testing.T) {
 	d := &daemonSide{}
 	c, _ := setup(t, d)
 	ctx := context.Background()
-	var res Result
-	if err := c.Call(ctx, "execute_prompt", prompt("nokey", "hi"), &res); err != nil || res.Status != "failed" || res.Error.Code != agent.CodeCredentialMissing {
+	var res protocol.ExecutePromptResult
+	if err := c.Call(ctx, protocol.MethodExecutePrompt, prompt("nokey", "hi"), &res); err != nil || res.Status != "failed" || res.Error.Code != protocol.TaskCredentialMissing {
 		t.Fatalf("no key: %+v %v", res, err)
 	}
 	for _, tc := range []struct {
@@ -228,18 +237,18 @@ func TestExecutePromptRefusals(t *testing.T) {
 		code  int
 	}{
 		{"agentic_tool", "nonesuch", rpc.CodeInvalidParams},
-		{"cwd", "../..", rpc.CodePermissionDenied},
-		{"cwd", "missing", rpc.CodeNotFound},
+		{"cwd", "../..", protocol.CodePermissionDenied},
+		{"cwd", "missing", protocol.CodeNotFound},
 		{"permission_mode", "yolo", rpc.CodeInvalidParams},
 		{"prompt", "", rpc.CodeInvalidParams},
 	} {
 		p := prompt("r", "hi")
 		p[tc.field] = tc.value
-		if err := c.Call(ctx, "execute_prompt", p, nil); !rpc.IsCode(err, tc.code) {
+		if err := c.Call(ctx, protocol.MethodExecutePrompt, p, nil); !rpc.IsCode(err, tc.code) {
 			t.Errorf("%s=%v: %v, want code %d", tc.field, tc.value, err, tc.code)
 		}
 	}
-	if err := c.Call(ctx, "stop_task", map[string]string{"task_id": "none"}, nil); !rpc.IsCode(err, rpc.CodeTaskNotFound) {
+	if err := c.Call(ctx, protocol.MethodStopTask, map[string]string{"task_id": "none"}, nil); !rpc.IsCode(err, protocol.CodeTaskNotFound) {
 		t.Errorf("stop of no task: %v", err)
 	}
 }

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
-func (p *peer) list(t testing.TB) []Info {
+func (p *peer) list(t testing.TB) []protocol.TerminalInfo {
 	t.Helper()
-	var res ListResult
+	var res protocol.ListTerminalsResult
 	if err := p.c.Call(context.Background(), "list_terminals", struct{}{}, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func waitDetached(t *testing.T, p *peer, id string) {
 func TestReattach(t *testing.T) {
 	f := newFixture(t, Config{})
 	a := f.connect(t)
-	res := a.spawn(t, SpawnParams{Cols: 100, Rows: 30})
+	res := a.spawn(t, protocol.SpawnTerminalParams{Cols: 100, Rows: 30})
 	id := res.TerminalID
 	a.send(t, id, "echo BEFORE$((1+1))\n")
 	a.waitOutput(t, id, "BEFORE2")
@@ -48,12 +49,12 @@ func TestReattach(t *testing.T) {
 
 	b := f.connect(t)
 	waitDetached(t, b, id)
-	// Output while detached goes to the scrollback only; a steady stream
+	// protocol.TerminalOutput while detached goes to the scrollback only; a steady stream
 	// runs across the attach to test the handoff.
 	b.send(t, id, "echo WHILE$((1+1)); i=0; while [ $i -lt 100 ]; do echo tick$i; i=$((i+1)); sleep 0.01; done; echo AFTER$((1+1))\n")
 	time.Sleep(300 * time.Millisecond)
-	var at AttachResult
-	if err := b.c.Call(context.Background(), "attach_terminal", IDParams{TerminalID: id}, &at); err != nil {
+	var at protocol.AttachTerminalResult
+	if err := b.c.Call(context.Background(), "attach_terminal", protocol.TerminalIDParams{TerminalID: id}, &at); err != nil {
 		t.Fatal(err)
 	}
 	b.mu.Lock()
@@ -98,7 +99,7 @@ func TestReattach(t *testing.T) {
 func TestDetachGrace(t *testing.T) {
 	f := newFixture(t, Config{DetachGrace: 200 * time.Millisecond, KillGrace: 200 * time.Millisecond})
 	a := f.connect(t)
-	res := a.spawn(t, SpawnParams{})
+	res := a.spawn(t, protocol.SpawnTerminalParams{})
 	a.stop()
 	deadline := time.Now().Add(5 * time.Second)
 	for alive(res.PID) {
@@ -114,8 +115,8 @@ func TestDetachGrace(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	err := b.c.Call(context.Background(), "attach_terminal", IDParams{TerminalID: res.TerminalID}, nil)
-	if !rpc.IsCode(err, rpc.CodeNotFound) {
+	err := b.c.Call(context.Background(), "attach_terminal", protocol.TerminalIDParams{TerminalID: res.TerminalID}, nil)
+	if !rpc.IsCode(err, protocol.CodeNotFound) {
 		t.Fatalf("attach after grace: %v", err)
 	}
 }
@@ -132,8 +133,8 @@ func TestHoldAndClose(t *testing.T) {
 	h := &countingHolder{n: make(chan int, 16)}
 	f := newFixture(t, Config{Hold: h, KillGrace: 200 * time.Millisecond})
 	p := f.connect(t)
-	r1 := p.spawn(t, SpawnParams{})
-	r2 := p.spawn(t, SpawnParams{})
+	r1 := p.spawn(t, protocol.SpawnTerminalParams{})
+	r2 := p.spawn(t, protocol.SpawnTerminalParams{})
 	if <-h.n+<-h.n != 2 {
 		t.Fatal("no hold taken")
 	}
@@ -143,8 +144,8 @@ func TestHoldAndClose(t *testing.T) {
 	}
 	waitGone(t, r1.PID)
 	waitGone(t, r2.PID)
-	err := p.c.Call(context.Background(), "spawn_terminal", SpawnParams{Cols: 80, Rows: 24, Shell: "/bin/sh"}, nil)
-	if !rpc.IsCode(err, rpc.CodeExecutorUnavailable) {
+	err := p.c.Call(context.Background(), "spawn_terminal", protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Shell: "/bin/sh"}, nil)
+	if !rpc.IsCode(err, protocol.CodeExecutorUnavailable) {
 		t.Fatalf("spawn after Close: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -25,13 +26,13 @@ type sink struct {
 }
 
 func (s *sink) Handle(_ context.Context, r *rpc.Request) (any, error) {
-	if r.Method != "terminal_output" {
+	if r.Method != protocol.MethodTerminalOutput {
 		return nil, nil
 	}
 	if s.gate != nil {
 		<-s.gate
 	}
-	var o Output
+	var o protocol.TerminalOutput
 	if err := json.Unmarshal(r.Params, &o); err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func TestBackpressure(t *testing.T) {
 	s := &sink{gate: make(chan struct{})}
 	p := f.connectWith(t, s)
 	const total = 64 << 20 // past what the receiver queues (1024 notifications) and the socket holds
-	id := p.spawn(t, SpawnParams{Shell: "/bin/sh"})
+	id := p.spawn(t, protocol.SpawnTerminalParams{Shell: "/bin/sh"})
 	done := s.expect("END2")
 	p.send(t, id.TerminalID, "stty raw -echo; head -c 67108864 /dev/zero; echo END$((1+1))\n")
 	time.Sleep(700 * time.Millisecond) // 64 MiB would pass in far less, unhindered
@@ -88,7 +89,7 @@ func BenchmarkOutputThroughput(b *testing.B) {
 	f := newFixture(b, Config{})
 	s := &sink{}
 	p := f.connectWith(b, s)
-	id := p.spawn(b, SpawnParams{Shell: "/bin/sh"}).TerminalID
+	id := p.spawn(b, protocol.SpawnTerminalParams{Shell: "/bin/sh"}).TerminalID
 	ready := s.expect("READY2")
 	p.send(b, id, "stty raw -echo; echo READY$((1+1))\n")
 	<-ready
@@ -107,7 +108,7 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 	f := newFixture(b, Config{})
 	echoed := make(chan byte, 16)
 	h := rpc.HandlerFunc(func(_ context.Context, r *rpc.Request) (any, error) {
-		var o Output
+		var o protocol.TerminalOutput
 		if json.Unmarshal(r.Params, &o) == nil {
 			for _, c := range o.Data {
 				echoed <- c
@@ -116,7 +117,7 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 		return nil, nil
 	})
 	p := f.connectWith(b, h)
-	id := p.spawn(b, SpawnParams{Shell: "/bin/sh"}).TerminalID
+	id := p.spawn(b, protocol.SpawnTerminalParams{Shell: "/bin/sh"}).TerminalID
 	p.send(b, id, "stty raw -echo; exec cat\n")
 	// Wait for cat: probe until a probe byte comes back alone.
 	for ok := false; !ok; {

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"os"
 	"os/user"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/agor-sh/agor/internal/childenv"
@@ -23,18 +21,10 @@ func passthrough(name string) bool {
 	return strings.HasPrefix(name, "LC_")
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// checkEnv refuses names that are not variable names, and those a child
-// never receives (socket activation, notify, watchdog, agor's own).
+// checkEnv refuses variables a child never receives (socket activation,
+// notify, watchdog, agor's own); protocol has checked names and values.
 func checkEnv(env map[string]string) error {
 	for k, v := range env {
-		if !envName.MatchString(k) {
-			return rpc.InvalidParams("env", "invalid variable name "+strconv.Quote(k))
-		}
-		if strings.ContainsRune(v, 0) {
-			return rpc.InvalidParams("env", "value of "+k+" contains NUL")
-		}
 		if len(childenv.Build(nil, map[string]string{k: v})) == 0 {
 			return rpc.InvalidParams("env", k+" may not be set")
 		}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -49,7 +50,7 @@ type term struct {
 
 // start opens the PTY and starts the shell on it, in its own session
 // with the PTY as controlling terminal, in p.Cwd beneath the root.
-func (s *Service) start(id string, p SpawnParams) (*term, error) {
+func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error) {
 	dir, err := s.cfg.Root.OpenDir(p.Cwd)
 	if err != nil {
 		return nil, cwdErr(err)
@@ -110,10 +111,10 @@ func pollable(f *os.File) (*os.File, error) {
 
 func cwdErr(err error) error {
 	if errors.Is(err, fsroot.ErrEscape) {
-		return rpc.Errorf(rpc.CodePermissionDenied, "path_escape", "cwd: %v", err)
+		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "cwd: %v", err)
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "cwd: %v", err)
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "cwd: %v", err)
 	}
 	return rpc.InvalidParams("cwd", err.Error())
 }
@@ -294,7 +295,7 @@ func (t *term) emit(data []byte) {
 	if conn == nil || !opened(gate, conn) {
 		return
 	}
-	_ = conn.Notify("terminal_output", Output{TerminalID: t.id, Seq: seq, Data: data})
+	_ = conn.Notify(protocol.MethodTerminalOutput, protocol.TerminalOutput{TerminalID: t.id, Seq: seq, Data: data})
 }
 
 // opened waits for gate; false when conn ended first.
@@ -322,13 +323,13 @@ func (t *term) finish(unlist func()) {
 	t.cfg.Logger.Info("terminal exited", "terminal_id", t.id, "exit_code", ex.ExitCode, "signal", ex.Signal)
 	unlist()
 	if conn != nil && opened(gate, conn) {
-		_ = conn.Notify("terminal_exit", ex)
+		_ = conn.Notify(protocol.MethodTerminalExit, ex)
 	}
 	close(t.done)
 }
 
-func exitOf(id string, ps *os.ProcessState) Exit {
-	ex := Exit{TerminalID: id, ExitCode: -1}
+func exitOf(id string, ps *os.ProcessState) protocol.TerminalExit {
+	ex := protocol.TerminalExit{TerminalID: id, ExitCode: -1}
 	if ps == nil {
 		return ex
 	}
@@ -340,23 +341,23 @@ func exitOf(id string, ps *os.ProcessState) Exit {
 	return ex
 }
 
-// attachTo makes conn the terminal's connection. Output from Seq on goes
+// attachTo makes conn the terminal's connection. protocol.TerminalOutput from Seq on goes
 // to conn, but only after ctx (the attaching request's) ends: the rpc
 // package ends a handler's context once its reply is written, so the
 // reply, with the scrollback up to Seq, leaves before any live output.
-func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (AttachResult, error) {
+func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (protocol.AttachTerminalResult, error) {
 	gate := make(chan struct{})
 	t.mu.Lock()
 	if t.finished {
 		t.mu.Unlock()
-		return AttachResult{}, rpc.Errorf(rpc.CodeNotFound, "not_found", "terminal %q has exited", t.id)
+		return protocol.AttachTerminalResult{}, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "terminal %q has exited", t.id)
 	}
 	if t.grace != nil {
 		t.grace.Stop()
 		t.grace = nil
 	}
 	t.conn, t.gate = conn, gate
-	res := AttachResult{
+	res := protocol.AttachTerminalResult{
 		TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows,
 		Scrollback: t.ring.Bytes(), Seq: t.seq,
 	}
@@ -404,7 +405,7 @@ func (t *term) setSize(cols, rows int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.finished { // the master is closed
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "terminal %q has exited", t.id)
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "terminal %q has exited", t.id)
 	}
 	sc, err := t.master.SyscallConn()
 	if err != nil {
@@ -424,8 +425,8 @@ func (t *term) setSize(cols, rows int) error {
 	return nil
 }
 
-func (t *term) info() Info {
+func (t *term) info() protocol.TerminalInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return Info{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil}
+	return protocol.TerminalInfo{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil}
 }

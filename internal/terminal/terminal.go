@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -81,12 +82,12 @@ func New(cfg Config) *Service {
 
 // Register adds the terminal methods to m.
 func (s *Service) Register(m *rpc.Mux) {
-	m.Register("spawn_terminal", withConn(s.spawn))
-	m.Register("attach_terminal", withConn(s.attach))
-	m.Register("resize_terminal", rpc.Method(s.resize))
-	m.Register("terminate_terminal", rpc.Method(s.terminate))
-	m.Register("list_terminals", rpc.Method(s.list))
-	m.Register("terminal_input", s.input)
+	m.Register(protocol.MethodSpawnTerminal, withConn(s.spawn))
+	m.Register(protocol.MethodAttachTerminal, withConn(s.attach))
+	m.Register(protocol.MethodResizeTerminal, rpc.Method(s.resize))
+	m.Register(protocol.MethodTerminateTerminal, rpc.Method(s.terminate))
+	m.Register(protocol.MethodListTerminals, rpc.Method(s.list))
+	m.Register(protocol.MethodTerminalInput, s.input)
 }
 
 // Close terminates every terminal and waits until they are gone (at most
@@ -113,7 +114,7 @@ func (s *Service) lookup(id string) (*term, error) {
 	t := s.terms[id]
 	s.mu.Unlock()
 	if t == nil {
-		return nil, rpc.Errorf(rpc.CodeNotFound, "not_found", "no terminal %q", id)
+		return nil, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no terminal %q", id)
 	}
 	return t, nil
 }
@@ -124,9 +125,9 @@ func (s *Service) reserve() (string, error) {
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return "", rpc.Errorf(rpc.CodeExecutorUnavailable, "shutting_down", "the executor is shutting down")
+		return "", rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonShuttingDown, "the executor is shutting down")
 	case len(s.terms) >= s.cfg.MaxTerminals:
-		return "", rpc.Errorf(rpc.CodeLimitReached, "too_many_terminals", "too many terminals (limit %d)", s.cfg.MaxTerminals)
+		return "", rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyTerminals, "too many terminals (limit %d)", s.cfg.MaxTerminals)
 	}
 	id := newID()
 	s.terms[id] = nil // placeholder: counts against the limit while starting
@@ -147,39 +148,42 @@ func (s *Service) unlist(id string) {
 	s.mu.Unlock()
 }
 
-func (s *Service) spawn(ctx context.Context, conn *rpc.Conn, p SpawnParams) (SpawnResult, error) {
+func (s *Service) spawn(ctx context.Context, conn *rpc.Conn, p protocol.SpawnTerminalParams) (protocol.SpawnTerminalResult, error) {
+	if err := checkEnv(p.Env); err != nil {
+		return protocol.SpawnTerminalResult{}, err
+	}
 	id, err := s.reserve()
 	if err != nil {
-		return SpawnResult{}, err
+		return protocol.SpawnTerminalResult{}, err
 	}
 	t, err := s.start(id, p)
 	if err != nil {
 		s.unreserve(id)
-		return SpawnResult{}, err
+		return protocol.SpawnTerminalResult{}, err
 	}
 	s.mu.Lock()
 	s.terms[id] = t
 	closing := s.closed
 	s.mu.Unlock()
 	if _, err := t.attachTo(ctx, conn); err != nil {
-		return SpawnResult{}, err
+		return protocol.SpawnTerminalResult{}, err
 	}
 	t.run(s.cfg.Hold, func() { s.unlist(id) }, s.wg.Done)
 	if closing { // Close ran while this one started
 		t.terminate()
 	}
-	return SpawnResult{TerminalID: id, PID: t.cmd.Process.Pid}, nil
+	return protocol.SpawnTerminalResult{TerminalID: id, PID: t.cmd.Process.Pid}, nil
 }
 
-func (s *Service) attach(ctx context.Context, conn *rpc.Conn, p IDParams) (AttachResult, error) {
+func (s *Service) attach(ctx context.Context, conn *rpc.Conn, p protocol.TerminalIDParams) (protocol.AttachTerminalResult, error) {
 	t, err := s.lookup(p.TerminalID)
 	if err != nil {
-		return AttachResult{}, err
+		return protocol.AttachTerminalResult{}, err
 	}
 	return t.attachTo(ctx, conn)
 }
 
-func (s *Service) resize(_ context.Context, p ResizeParams) (struct{}, error) {
+func (s *Service) resize(_ context.Context, p protocol.ResizeTerminalParams) (struct{}, error) {
 	t, err := s.lookup(p.TerminalID)
 	if err != nil {
 		return struct{}{}, err
@@ -193,16 +197,16 @@ func (s *Service) resize(_ context.Context, p ResizeParams) (struct{}, error) {
 	return struct{}{}, nil
 }
 
-func (s *Service) terminate(_ context.Context, p IDParams) (TerminateResult, error) {
+func (s *Service) terminate(_ context.Context, p protocol.TerminalIDParams) (protocol.TerminateTerminalResult, error) {
 	t, err := s.lookup(p.TerminalID)
 	if err != nil {
-		return TerminateResult{}, err
+		return protocol.TerminateTerminalResult{}, err
 	}
 	t.terminate()
-	return TerminateResult{Terminated: true}, nil
+	return protocol.TerminateTerminalResult{Terminated: true}, nil
 }
 
-func (s *Service) list(context.Context, struct{}) (ListResult, error) {
+func (s *Service) list(context.Context, struct{}) (protocol.ListTerminalsResult, error) {
 	s.mu.Lock()
 	all := make([]*term, 0, len(s.terms))
 	for _, t := range s.terms {
@@ -211,7 +215,7 @@ func (s *Service) list(context.Context, struct{}) (ListResult, error) {
 		}
 	}
 	s.mu.Unlock()
-	res := ListResult{Terminals: make([]Info, 0, len(all))}
+	res := protocol.ListTerminalsResult{Terminals: make([]protocol.TerminalInfo, 0, len(all))}
 	for _, t := range all {
 		res.Terminals = append(res.Terminals, t.info())
 	}
@@ -221,7 +225,7 @@ func (s *Service) list(context.Context, struct{}) (ListResult, error) {
 // input hands keystrokes to the terminal's writer; it waits only when
 // the program has left a full queue of input unread.
 func (s *Service) input(_ context.Context, r *rpc.Request) (any, error) {
-	var p InputParams
+	var p protocol.TerminalInputParams
 	if err := rpc.Bind(r.Params, &p); err != nil {
 		return nil, err
 	}

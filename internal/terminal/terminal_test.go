@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -27,7 +28,7 @@ type peer struct {
 	mu    sync.Mutex
 	outs  map[string]*bytes.Buffer
 	seqs  map[string]int64 // next expected seq per terminal
-	exits map[string]Exit
+	exits map[string]protocol.TerminalExit
 	bad   []string // protocol problems seen
 	wake  chan struct{}
 }
@@ -73,11 +74,11 @@ func (f *fixture) connectWith(t testing.TB, h rpc.Handler) *peer {
 		c, _ := net.FileConn(file)
 		return c
 	}
-	p := &peer{outs: map[string]*bytes.Buffer{}, seqs: map[string]int64{}, exits: map[string]Exit{}, wake: make(chan struct{}, 1)}
+	p := &peer{outs: map[string]*bytes.Buffer{}, seqs: map[string]int64{}, exits: map[string]protocol.TerminalExit{}, wake: make(chan struct{}, 1)}
 	if h == nil {
 		cm := rpc.NewMux()
-		cm.Register("terminal_output", p.onOutput)
-		cm.Register("terminal_exit", p.onExit)
+		cm.Register(protocol.MethodTerminalOutput, p.onOutput)
+		cm.Register(protocol.MethodTerminalExit, p.onExit)
 		h = cm
 	}
 	sc := rpc.NewConn(conn(fds[0]), f.sc, rpc.Options{})
@@ -93,7 +94,7 @@ func (f *fixture) connectWith(t testing.TB, h rpc.Handler) *peer {
 }
 
 func (p *peer) onOutput(_ context.Context, r *rpc.Request) (any, error) {
-	var o Output
+	var o protocol.TerminalOutput
 	if err := json.Unmarshal(r.Params, &o); err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func (p *peer) onOutput(_ context.Context, r *rpc.Request) (any, error) {
 }
 
 func (p *peer) onExit(_ context.Context, r *rpc.Request) (any, error) {
-	var e Exit
+	var e protocol.TerminalExit
 	if err := json.Unmarshal(r.Params, &e); err != nil {
 		return nil, err
 	}
@@ -173,9 +174,9 @@ func (p *peer) waitOutput(t testing.TB, id, s string) {
 	p.waitFor(t, strconv.Quote(s), func() bool { return strings.Contains(p.output(id), s) })
 }
 
-func (p *peer) waitExit(t testing.TB, id string) Exit {
+func (p *peer) waitExit(t testing.TB, id string) protocol.TerminalExit {
 	t.Helper()
-	var e Exit
+	var e protocol.TerminalExit
 	p.waitFor(t, "terminal_exit", func() bool {
 		var ok bool
 		e, ok = p.exits[id]
@@ -184,7 +185,7 @@ func (p *peer) waitExit(t testing.TB, id string) Exit {
 	return e
 }
 
-func (p *peer) spawn(t testing.TB, sp SpawnParams) SpawnResult {
+func (p *peer) spawn(t testing.TB, sp protocol.SpawnTerminalParams) protocol.SpawnTerminalResult {
 	t.Helper()
 	if sp.Cols == 0 {
 		sp.Cols, sp.Rows = 80, 24
@@ -192,7 +193,7 @@ func (p *peer) spawn(t testing.TB, sp SpawnParams) SpawnResult {
 	if sp.Shell == "" {
 		sp.Shell = "/bin/sh"
 	}
-	var res SpawnResult
+	var res protocol.SpawnTerminalResult
 	if err := p.c.Call(context.Background(), "spawn_terminal", sp, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func (p *peer) spawn(t testing.TB, sp SpawnParams) SpawnResult {
 
 func (p *peer) send(t testing.TB, id, s string) {
 	t.Helper()
-	if err := p.c.Notify("terminal_input", InputParams{TerminalID: id, Data: []byte(s)}); err != nil {
+	if err := p.c.Notify(protocol.MethodTerminalInput, protocol.TerminalInputParams{TerminalID: id, Data: []byte(s)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -213,7 +214,7 @@ func TestShellBasics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := p.spawn(t, SpawnParams{Cwd: "work"})
+	res := p.spawn(t, protocol.SpawnTerminalParams{Cwd: "work"})
 	if res.PID <= 0 || res.TerminalID == "" {
 		t.Fatalf("spawn: %+v", res)
 	}
@@ -225,7 +226,7 @@ func TestShellBasics(t *testing.T) {
 	p.waitOutput(t, id, "D="+filepath.Join(f.root, "work")+"=D")
 	p.send(t, id, "echo S=$(stty size)=S\n")
 	p.waitOutput(t, id, "S=24 80=S")
-	if err := p.c.Call(context.Background(), "resize_terminal", ResizeParams{TerminalID: id, Cols: 132, Rows: 50}, nil); err != nil {
+	if err := p.c.Call(context.Background(), "resize_terminal", protocol.ResizeTerminalParams{TerminalID: id, Cols: 132, Rows: 50}, nil); err != nil {
 		t.Fatal(err)
 	}
 	p.send(t, id, "echo S=$(stty size)=S\n")
@@ -240,7 +241,7 @@ func TestShellBasics(t *testing.T) {
 	if len(p.bad) > 0 {
 		t.Fatalf("protocol problems: %v", p.bad)
 	}
-	if err := p.c.Call(context.Background(), "resize_terminal", ResizeParams{TerminalID: id, Cols: 1, Rows: 1}, nil); !rpc.IsCode(err, rpc.CodeNotFound) {
+	if err := p.c.Call(context.Background(), "resize_terminal", protocol.ResizeTerminalParams{TerminalID: id, Cols: 1, Rows: 1}, nil); !rpc.IsCode(err, protocol.CodeNotFound) {
 		t.Fatalf("terminal still there after exit: %v", err)
 	}
 }
@@ -249,7 +250,7 @@ func TestShellBasics(t *testing.T) {
 func TestInputReachesProgram(t *testing.T) {
 	f := newFixture(t, Config{})
 	p := f.connect(t)
-	id := p.spawn(t, SpawnParams{}).TerminalID
+	id := p.spawn(t, protocol.SpawnTerminalParams{}).TerminalID
 	p.send(t, id, "stty raw -echo; echo READY$((1+1)); head -c 5 | od -An -c; echo DONE$((1+1))\n")
 	p.waitOutput(t, id, "READY2")
 	p.send(t, id, "ab\x01cd")
@@ -273,7 +274,7 @@ func TestEnvironment(t *testing.T) {
 	t.Setenv("AGOR_EXECUTOR_ROOT", "/x")
 	f := newFixture(t, Config{})
 	p := f.connect(t)
-	id := p.spawn(t, SpawnParams{Env: map[string]string{"FOO": "bar"}}).TerminalID
+	id := p.spawn(t, protocol.SpawnTerminalParams{Env: map[string]string{"FOO": "bar"}}).TerminalID
 	p.send(t, id, `echo "E=${ANTHROPIC_API_KEY:-none}/${LISTEN_FDS:-none}/${NOTIFY_SOCKET:-none}/${AGOR_EXECUTOR_ROOT:-none}/$FOO/$TERM/${LANG:-none}=E$((1+1))"`+"\n")
 	p.waitOutput(t, id, "=E2")
 	out := p.out(id)
@@ -300,17 +301,17 @@ func TestRefusals(t *testing.T) {
 		code   int
 		reason string
 	}{
-		{"escape", "spawn_terminal", SpawnParams{Cwd: "../", Cols: 80, Rows: 24}, rpc.CodePermissionDenied, "path_escape"},
-		{"absolute escape", "spawn_terminal", SpawnParams{Cwd: "/etc", Cols: 80, Rows: 24}, rpc.CodePermissionDenied, "path_escape"},
-		{"missing cwd", "spawn_terminal", SpawnParams{Cwd: "missing", Cols: 80, Rows: 24}, rpc.CodeNotFound, "not_found"},
-		{"cols", "spawn_terminal", SpawnParams{Cols: 0, Rows: 24}, rpc.CodeInvalidParams, ""},
-		{"rows", "spawn_terminal", SpawnParams{Cols: 80, Rows: 1001}, rpc.CodeInvalidParams, ""},
-		{"blocked env", "spawn_terminal", SpawnParams{Cols: 80, Rows: 24, Env: map[string]string{"LISTEN_FDS": "3"}}, rpc.CodeInvalidParams, ""},
-		{"bad env name", "spawn_terminal", SpawnParams{Cols: 80, Rows: 24, Env: map[string]string{"A=B": "3"}}, rpc.CodeInvalidParams, ""},
-		{"no shell", "spawn_terminal", SpawnParams{Cols: 80, Rows: 24, Shell: "/no/such/shell"}, rpc.CodeInternalError, "spawn_failed"},
-		{"resize unknown", "resize_terminal", ResizeParams{TerminalID: "nope", Cols: 80, Rows: 24}, rpc.CodeNotFound, "not_found"},
-		{"terminate unknown", "terminate_terminal", IDParams{TerminalID: "nope"}, rpc.CodeNotFound, "not_found"},
-		{"attach unknown", "attach_terminal", IDParams{TerminalID: "nope"}, rpc.CodeNotFound, "not_found"},
+		{"escape", "spawn_terminal", protocol.SpawnTerminalParams{Cwd: "../", Cols: 80, Rows: 24}, protocol.CodePermissionDenied, "path_escape"},
+		{"absolute escape", "spawn_terminal", protocol.SpawnTerminalParams{Cwd: "/etc", Cols: 80, Rows: 24}, protocol.CodePermissionDenied, "path_escape"},
+		{"missing cwd", "spawn_terminal", protocol.SpawnTerminalParams{Cwd: "missing", Cols: 80, Rows: 24}, protocol.CodeNotFound, "not_found"},
+		{"cols", "spawn_terminal", protocol.SpawnTerminalParams{Cols: 0, Rows: 24}, rpc.CodeInvalidParams, ""},
+		{"rows", "spawn_terminal", protocol.SpawnTerminalParams{Cols: 80, Rows: 1001}, rpc.CodeInvalidParams, ""},
+		{"blocked env", "spawn_terminal", protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Env: map[string]string{"LISTEN_FDS": "3"}}, rpc.CodeInvalidParams, ""},
+		{"bad env name", "spawn_terminal", protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Env: map[string]string{"A=B": "3"}}, rpc.CodeInvalidParams, ""},
+		{"no shell", "spawn_terminal", protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Shell: "/no/such/shell"}, rpc.CodeInternalError, "spawn_failed"},
+		{"resize unknown", "resize_terminal", protocol.ResizeTerminalParams{TerminalID: "nope", Cols: 80, Rows: 24}, protocol.CodeNotFound, "not_found"},
+		{"terminate unknown", "terminate_terminal", protocol.TerminalIDParams{TerminalID: "nope"}, protocol.CodeNotFound, "not_found"},
+		{"attach unknown", "attach_terminal", protocol.TerminalIDParams{TerminalID: "nope"}, protocol.CodeNotFound, "not_found"},
 	} {
 		err := p.c.Call(context.Background(), tc.method, tc.params, nil)
 		var e *rpc.Error
@@ -318,9 +319,9 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want code %d reason %q", tc.name, err, tc.code, tc.reason)
 		}
 	}
-	p.spawn(t, SpawnParams{})
-	p.spawn(t, SpawnParams{})
-	err := p.c.Call(context.Background(), "spawn_terminal", SpawnParams{Cols: 80, Rows: 24, Shell: "/bin/sh"}, nil)
+	p.spawn(t, protocol.SpawnTerminalParams{})
+	p.spawn(t, protocol.SpawnTerminalParams{})
+	err := p.c.Call(context.Background(), "spawn_terminal", protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Shell: "/bin/sh"}, nil)
 	var e *rpc.Error
 	if !rpc.IsCode(err, rpc.CodeLimitReached) || !asErr(err, &e) || e.Reason() != "too_many_terminals" {
 		t.Fatalf("third terminal: %v, want too_many_terminals", err)
@@ -338,13 +339,13 @@ func asErr(err error, e **rpc.Error) bool {
 func TestTerminateKillsSession(t *testing.T) {
 	f := newFixture(t, Config{KillGrace: 300 * time.Millisecond})
 	p := f.connect(t)
-	id := p.spawn(t, SpawnParams{Cwd: "work"}).TerminalID
+	id := p.spawn(t, protocol.SpawnTerminalParams{Cwd: "work"}).TerminalID
 	// The foreground sleep ignores SIGHUP, so only SIGKILL ends it.
 	p.send(t, id, "sleep 1000 & echo $! > bg.pid; sh -c 'trap \"\" HUP; echo $$ > fg.pid; exec sleep 1000'\n")
 	bg := readPid(t, filepath.Join(f.root, "work", "bg.pid"))
 	fg := readPid(t, filepath.Join(f.root, "work", "fg.pid"))
-	var res TerminateResult
-	if err := p.c.Call(context.Background(), "terminate_terminal", IDParams{TerminalID: id}, &res); err != nil || !res.Terminated {
+	var res protocol.TerminateTerminalResult
+	if err := p.c.Call(context.Background(), "terminate_terminal", protocol.TerminalIDParams{TerminalID: id}, &res); err != nil || !res.Terminated {
 		t.Fatalf("terminate: %+v %v", res, err)
 	}
 	e := p.waitExit(t, id)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -28,26 +29,26 @@ type watcher struct {
 
 	mu      sync.Mutex
 	wds     map[int32]string // watch descriptor -> directory, relative to root
-	pending []Event
-	seen    map[Event]bool
+	pending []protocol.FileEvent
+	seen    map[protocol.FileEvent]bool
 
 	done chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
 }
 
-func newWatcher(root *fsroot.Root, conn *rpc.Conn, id string, p Params, maxDirs int, coalesce time.Duration) (*watcher, error) {
+func newWatcher(root *fsroot.Root, conn *rpc.Conn, id string, p protocol.WatchParams, maxDirs int, coalesce time.Duration) (*watcher, error) {
 	rel, err := root.Rel(p.Path)
 	if err != nil {
 		return nil, watchErr(err)
 	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
-		return nil, rpc.Errorf(rpc.CodeLimitReached, "inotify", "inotify: %v", err)
+		return nil, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonInotify, "inotify: %v", err)
 	}
 	w := &watcher{
 		root: root, conn: conn, id: id, recursive: p.Recursive, maxDirs: maxDirs,
-		f: os.NewFile(uintptr(fd), "inotify"), wds: map[int32]string{}, seen: map[Event]bool{}, done: make(chan struct{}),
+		f: os.NewFile(uintptr(fd), "inotify"), wds: map[int32]string{}, seen: map[protocol.FileEvent]bool{}, done: make(chan struct{}),
 	}
 	if err := w.addTree(path.Clean(rel), false); err != nil {
 		w.f.Close()
@@ -66,7 +67,7 @@ func (w *watcher) addDir(rel string) error {
 	n := len(w.wds)
 	w.mu.Unlock()
 	if n >= w.maxDirs {
-		return rpc.Errorf(rpc.CodeLimitReached, "too_many_directories", "a watch covers at most %d directories", w.maxDirs)
+		return rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyDirectories, "a watch covers at most %d directories", w.maxDirs)
 	}
 	d, err := w.root.OpenFile(rel, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -75,7 +76,7 @@ func (w *watcher) addDir(rel string) error {
 	defer d.Close()
 	wd, err := unix.InotifyAddWatch(int(w.f.Fd()), "/proc/self/fd/"+strconv.Itoa(int(d.Fd())), mask)
 	if err != nil {
-		return rpc.Errorf(rpc.CodeLimitReached, "inotify", "watch %s: %v", rel, err)
+		return rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonInotify, "watch %s: %v", rel, err)
 	}
 	w.mu.Lock()
 	w.wds[int32(wd)] = rel
@@ -102,7 +103,7 @@ func (w *watcher) addTree(dir string, report bool) error {
 	for _, e := range ents {
 		child := path.Join(dir, e.Name())
 		if report {
-			w.queue(Event{WatchID: w.id, Path: child, Op: "create"})
+			w.queue(protocol.FileEvent{WatchID: w.id, Path: child, Op: "create"})
 		}
 		if w.recursive && e.IsDir() {
 			if err := w.addTree(child, report); err != nil {
@@ -135,7 +136,7 @@ func (w *watcher) parse(buf []byte) {
 
 func (w *watcher) handle(wd int32, m uint32, name string) {
 	if m&unix.IN_Q_OVERFLOW != 0 {
-		w.queue(Event{WatchID: w.id, Op: "overflow"})
+		w.queue(protocol.FileEvent{WatchID: w.id, Op: "overflow"})
 		return
 	}
 	w.mu.Lock()
@@ -150,29 +151,29 @@ func (w *watcher) handle(wd int32, m uint32, name string) {
 	p := path.Join(dir, name)
 	switch {
 	case m&unix.IN_CREATE != 0:
-		w.queue(Event{WatchID: w.id, Path: p, Op: "create"})
+		w.queue(protocol.FileEvent{WatchID: w.id, Path: p, Op: "create"})
 		if m&unix.IN_ISDIR != 0 && w.recursive {
 			_ = w.addTree(p, true) // over the limit: the rest is not watched
 		}
 	case m&unix.IN_MOVED_TO != 0:
-		w.queue(Event{WatchID: w.id, Path: p, Op: "rename"})
+		w.queue(protocol.FileEvent{WatchID: w.id, Path: p, Op: "rename"})
 		if m&unix.IN_ISDIR != 0 && w.recursive {
 			_ = w.addTree(p, true)
 		}
 	case m&unix.IN_MODIFY != 0:
-		w.queue(Event{WatchID: w.id, Path: p, Op: "modify"})
+		w.queue(protocol.FileEvent{WatchID: w.id, Path: p, Op: "modify"})
 	case m&unix.IN_DELETE != 0:
-		w.queue(Event{WatchID: w.id, Path: p, Op: "delete"})
+		w.queue(protocol.FileEvent{WatchID: w.id, Path: p, Op: "delete"})
 	case m&unix.IN_MOVED_FROM != 0:
-		w.queue(Event{WatchID: w.id, Path: p, Op: "rename"})
+		w.queue(protocol.FileEvent{WatchID: w.id, Path: p, Op: "rename"})
 	case m&unix.IN_DELETE_SELF != 0:
-		w.queue(Event{WatchID: w.id, Path: dir, Op: "delete"})
+		w.queue(protocol.FileEvent{WatchID: w.id, Path: dir, Op: "delete"})
 	}
 }
 
 // queue adds an event unless the same one is already waiting: a burst
 // of writes to one file is one modify.
-func (w *watcher) queue(e Event) {
+func (w *watcher) queue(e protocol.FileEvent) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.seen[e] {
@@ -198,10 +199,10 @@ func (w *watcher) flushEvery(d time.Duration) {
 func (w *watcher) flush() {
 	w.mu.Lock()
 	batch := w.pending
-	w.pending, w.seen = nil, map[Event]bool{}
+	w.pending, w.seen = nil, map[protocol.FileEvent]bool{}
 	w.mu.Unlock()
 	for _, e := range batch {
-		if w.conn.Notify("file_event", e) != nil {
+		if w.conn.Notify(protocol.MethodFileEvent, e) != nil {
 			return
 		}
 	}

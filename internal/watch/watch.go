@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -38,26 +39,8 @@ type Service struct {
 
 // Register adds watch and unwatch to m.
 func (s *Service) Register(m *rpc.Mux) {
-	m.Register("watch", s.watch)
-	m.Register("unwatch", s.unwatch)
-}
-
-// Params of watch.
-type Params struct {
-	Path      string `json:"path"`
-	Recursive bool   `json:"recursive"`
-}
-
-// Result names the new watch.
-type Result struct {
-	WatchID string `json:"watch_id"`
-}
-
-// Event is one file_event notification; Path is relative to the root.
-type Event struct {
-	WatchID string `json:"watch_id"`
-	Path    string `json:"path"`
-	Op      string `json:"op"` // create, modify, delete, rename, overflow
+	m.Register(protocol.MethodWatch, s.watch)
+	m.Register(protocol.MethodUnwatch, s.unwatch)
 }
 
 func (s *Service) limits() (perConn, dirs int, coalesce time.Duration) {
@@ -75,7 +58,7 @@ func (s *Service) limits() (perConn, dirs int, coalesce time.Duration) {
 }
 
 func (s *Service) watch(_ context.Context, r *rpc.Request) (any, error) {
-	var p Params
+	var p protocol.WatchParams
 	if err := rpc.Bind(r.Params, &p); err != nil {
 		return nil, err
 	}
@@ -92,11 +75,11 @@ func (s *Service) watch(_ context.Context, r *rpc.Request) (any, error) {
 		w.stop()
 		return nil, err
 	}
-	return Result{WatchID: id}, nil
+	return protocol.WatchResult{WatchID: id}, nil
 }
 
 func tooMany(limit int) error {
-	return rpc.Errorf(rpc.CodeLimitReached, "too_many_watches", "at most %d watches per connection", limit)
+	return rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyWatches, "at most %d watches per connection", limit)
 }
 
 func (s *Service) room(c *rpc.Conn, limit int) error {
@@ -139,13 +122,8 @@ func (s *Service) add(c *rpc.Conn, id string, w *watcher, limit int) error {
 	return nil
 }
 
-// UnwatchParams names a watch to end.
-type UnwatchParams struct {
-	WatchID string `json:"watch_id"`
-}
-
 func (s *Service) unwatch(_ context.Context, r *rpc.Request) (any, error) {
-	var p UnwatchParams
+	var p protocol.UnwatchParams
 	if err := rpc.Bind(r.Params, &p); err != nil {
 		return nil, err
 	}
@@ -154,10 +132,10 @@ func (s *Service) unwatch(_ context.Context, r *rpc.Request) (any, error) {
 	delete(s.byConn[r.Conn], p.WatchID)
 	s.mu.Unlock()
 	if w == nil {
-		return nil, rpc.Errorf(rpc.CodeNotFound, "not_found", "no watch %q on this connection", p.WatchID)
+		return nil, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no watch %q on this connection", p.WatchID)
 	}
 	w.stop()
-	return map[string]bool{"unwatched": true}, nil
+	return protocol.UnwatchResult{Unwatched: true}, nil
 }
 
 func (s *Service) closeConn(c *rpc.Conn) {
@@ -196,9 +174,9 @@ func newID() string {
 func watchErr(err error) error {
 	switch {
 	case errors.Is(err, fsroot.ErrEscape):
-		return rpc.Errorf(rpc.CodePermissionDenied, "path_escape", "%v", err)
+		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "%v", err)
 	case errors.Is(err, os.ErrNotExist):
-		return rpc.Errorf(rpc.CodeNotFound, "not_found", "%v", err)
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "%v", err)
 	}
 	return err
 }

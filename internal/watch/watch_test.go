@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -25,7 +26,7 @@ type env struct {
 	server *rpc.Conn
 	svc    *Service
 	mu     sync.Mutex
-	events []Event
+	events []protocol.FileEvent
 }
 
 func setup(t *testing.T) *env {
@@ -38,8 +39,8 @@ func setup(t *testing.T) *env {
 	smux := rpc.NewMux()
 	e.svc.Register(smux)
 	cmux := rpc.NewMux()
-	cmux.Register("file_event", func(_ context.Context, req *rpc.Request) (any, error) {
-		var ev Event
+	cmux.Register(protocol.MethodFileEvent, func(_ context.Context, req *rpc.Request) (any, error) {
+		var ev protocol.FileEvent
 		_ = json.Unmarshal(req.Params, &ev)
 		e.mu.Lock()
 		e.events = append(e.events, ev)
@@ -71,9 +72,9 @@ func setup(t *testing.T) *env {
 	return e
 }
 
-func (e *env) watch(t *testing.T, p Params) string {
+func (e *env) watch(t *testing.T, p protocol.WatchParams) string {
 	t.Helper()
-	var res Result
+	var res protocol.WatchResult
 	must(t, e.client.Call(context.Background(), "watch", p, &res))
 	return res.WatchID
 }
@@ -100,7 +101,7 @@ func (e *env) expect(t *testing.T, path, op string) {
 
 func TestEvents(t *testing.T) {
 	e := setup(t)
-	e.watch(t, Params{Path: "proj", Recursive: true})
+	e.watch(t, protocol.WatchParams{Path: "proj", Recursive: true})
 	p := func(rel string) string { return filepath.Join(e.root, rel) }
 
 	must(t, os.WriteFile(p("proj/a.txt"), []byte("1"), 0o644))
@@ -146,29 +147,29 @@ func TestRefusalsAndLimits(t *testing.T) {
 	e := setup(t)
 	must(t, os.Symlink("/etc", filepath.Join(e.root, "etc")))
 	for _, path := range []string{"..", "/etc", "etc", "proj/../.."} {
-		err := e.client.Call(context.Background(), "watch", Params{Path: path}, nil)
-		if !rpc.IsCode(err, rpc.CodePermissionDenied) {
+		err := e.client.Call(context.Background(), "watch", protocol.WatchParams{Path: path}, nil)
+		if !rpc.IsCode(err, protocol.CodePermissionDenied) {
 			t.Errorf("watch %q: %v, want permission denied", path, err)
 		}
 	}
-	if err := e.client.Call(context.Background(), "watch", Params{Path: "missing"}, nil); !rpc.IsCode(err, rpc.CodeNotFound) {
+	if err := e.client.Call(context.Background(), "watch", protocol.WatchParams{Path: "missing"}, nil); !rpc.IsCode(err, protocol.CodeNotFound) {
 		t.Errorf("watch missing: %v", err)
 	}
-	ids := []string{e.watch(t, Params{Path: "proj"}), e.watch(t, Params{Path: "proj/sub"}), e.watch(t, Params{Path: "."})}
-	if err := e.client.Call(context.Background(), "watch", Params{Path: "proj"}, nil); !rpc.IsCode(err, rpc.CodeLimitReached) {
+	ids := []string{e.watch(t, protocol.WatchParams{Path: "proj"}), e.watch(t, protocol.WatchParams{Path: "proj/sub"}), e.watch(t, protocol.WatchParams{Path: "."})}
+	if err := e.client.Call(context.Background(), "watch", protocol.WatchParams{Path: "proj"}, nil); !rpc.IsCode(err, rpc.CodeLimitReached) {
 		t.Fatalf("fourth watch: %v, want limit reached", err)
 	}
-	must(t, e.client.Call(context.Background(), "unwatch", UnwatchParams{WatchID: ids[0]}, nil))
-	if err := e.client.Call(context.Background(), "unwatch", UnwatchParams{WatchID: ids[0]}, nil); !rpc.IsCode(err, rpc.CodeNotFound) {
+	must(t, e.client.Call(context.Background(), "unwatch", protocol.UnwatchParams{WatchID: ids[0]}, nil))
+	if err := e.client.Call(context.Background(), "unwatch", protocol.UnwatchParams{WatchID: ids[0]}, nil); !rpc.IsCode(err, protocol.CodeNotFound) {
 		t.Fatalf("second unwatch: %v", err)
 	}
-	e.watch(t, Params{Path: "proj"}) // room again
+	e.watch(t, protocol.WatchParams{Path: "proj"}) // room again
 }
 
 func TestUnwatchStopsEvents(t *testing.T) {
 	e := setup(t)
-	id := e.watch(t, Params{Path: "proj"})
-	must(t, e.client.Call(context.Background(), "unwatch", UnwatchParams{WatchID: id}, nil))
+	id := e.watch(t, protocol.WatchParams{Path: "proj"})
+	must(t, e.client.Call(context.Background(), "unwatch", protocol.UnwatchParams{WatchID: id}, nil))
 	must(t, os.WriteFile(filepath.Join(e.root, "proj", "late.txt"), []byte("1"), 0o644))
 	time.Sleep(150 * time.Millisecond)
 	e.mu.Lock()

@@ -1,0 +1,57 @@
+package protocol
+
+// Methods the executor serves (daemon → executor).
+const (
+	MethodPing     = "ping"
+	MethodShutdown = "shutdown"
+
+	MethodExecutePrompt = "execute_prompt"
+	MethodStopTask      = "stop_task"
+
+	MethodExec = "exec"
+
+	MethodReadFile   = "read_file"
+	MethodWriteFile  = "write_file"
+	MethodWriteFiles = "write_files"
+	MethodListFiles  = "list_files"
+	MethodWatch      = "watch"
+	MethodUnwatch    = "unwatch"
+
+	MethodSpawnTerminal     = "spawn_terminal"
+	MethodAttachTerminal    = "attach_terminal"
+	MethodResizeTerminal    = "resize_terminal"
+	MethodTerminateTerminal = "terminate_terminal"
+	MethodListTerminals     = "list_terminals"
+	MethodTerminalInput     = "terminal_input" // notification
+)
+
+// Methods the daemon serves (executor → daemon).
+const (
+	MethodGetAPIKey         = "get_api_key"
+	MethodRequestPermission = "request_permission"
+	MethodReportMessage     = "report_message" // notification
+)
+
+// Notifications the executor sends on the connection a request came on.
+const (
+	MethodExecOutput     = "exec_output"
+	MethodFileEvent      = "file_event"
+	MethodTerminalOutput = "terminal_output"
+	MethodTerminalExit   = "terminal_exit"
+)
+
+// ExecutorMethods lists what the executor serves, in catalog order.
+var ExecutorMethods = []string{
+	MethodPing, MethodShutdown,
+	MethodExecutePrompt, MethodStopTask,
+	MethodExec,
+	MethodReadFile, MethodWriteFile, MethodWriteFiles, MethodListFiles, MethodWatch, MethodUnwatch,
+	MethodSpawnTerminal, MethodAttachTerminal, MethodResizeTerminal, MethodTerminateTerminal,
+	MethodListTerminals, MethodTerminalInput,
+}
+
+// DaemonMethods lists what the daemon serves on an executor connection.
+var DaemonMethods = []string{MethodGetAPIKey, MethodRequestPermission, MethodReportMessage}
+
+// StreamNotifications lists what the executor streams back to a caller.
+var StreamNotifications = []string{MethodExecOutput, MethodFileEvent, MethodTerminalOutput, MethodTerminalExit}

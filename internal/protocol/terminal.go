@@ -1,0 +1,148 @@
+package protocol
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agor-sh/agor/internal/rpc"
+)
+
+// MaxTerminalSize bounds cols and rows.
+const MaxTerminalSize = 1000
+
+// SpawnTerminalParams starts a login shell (or Shell) on a new PTY. No
+// session token: see StopTaskParams.
+type SpawnTerminalParams struct {
+	Cwd   string            `json:"cwd"`
+	Shell string            `json:"shell,omitempty"`
+	Env   map[string]string `json:"env,omitempty"`
+	Cols  int               `json:"cols"`
+	Rows  int               `json:"rows"`
+}
+
+// Validate checks the fields; the executor also refuses variables it
+// keeps for itself.
+func (p SpawnTerminalParams) Validate() error {
+	if err := checkSize(p.Cols, p.Rows); err != nil {
+		return err
+	}
+	if strings.ContainsRune(p.Shell, 0) {
+		return rpc.InvalidParams("shell", "contains NUL")
+	}
+	return CheckEnv(p.Env)
+}
+
+// envName is what a portable environment variable name looks like.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckEnv checks the names and values of variables a caller asks for.
+func CheckEnv(env map[string]string) error {
+	for k, v := range env {
+		if !envName.MatchString(k) {
+			return rpc.InvalidParams("env", "invalid variable name "+strconv.Quote(k))
+		}
+		if strings.ContainsRune(v, 0) {
+			return rpc.InvalidParams("env", "value of "+k+" contains NUL")
+		}
+	}
+	return nil
+}
+
+func checkSize(cols, rows int) error {
+	switch {
+	case cols < 1 || cols > MaxTerminalSize:
+		return rpc.InvalidParams("cols", "must be 1..1000")
+	case rows < 1 || rows > MaxTerminalSize:
+		return rpc.InvalidParams("rows", "must be 1..1000")
+	}
+	return nil
+}
+
+// SpawnTerminalResult names the new terminal.
+type SpawnTerminalResult struct {
+	TerminalID string `json:"terminal_id"`
+	PID        int    `json:"pid"`
+}
+
+// TerminalIDParams names a terminal: attach_terminal, terminate_terminal.
+type TerminalIDParams struct {
+	TerminalID string `json:"terminal_id"`
+}
+
+// Validate checks the fields.
+func (p TerminalIDParams) Validate() error {
+	if p.TerminalID == "" {
+		return rpc.InvalidParams("terminal_id", "required")
+	}
+	return nil
+}
+
+// TerminalInputParams is the terminal_input notification: keystrokes.
+type TerminalInputParams struct {
+	TerminalID string `json:"terminal_id"`
+	Data       []byte `json:"data"` // base64 on the wire
+}
+
+// ResizeTerminalParams resizes a terminal.
+type ResizeTerminalParams struct {
+	TerminalID string `json:"terminal_id"`
+	Cols       int    `json:"cols"`
+	Rows       int    `json:"rows"`
+}
+
+// Validate checks the fields.
+func (p ResizeTerminalParams) Validate() error {
+	if p.TerminalID == "" {
+		return rpc.InvalidParams("terminal_id", "required")
+	}
+	return checkSize(p.Cols, p.Rows)
+}
+
+// ResizeTerminalResult is resize_terminal's (empty) reply.
+type ResizeTerminalResult struct{}
+
+// TerminateTerminalResult says whether a live terminal was ended.
+type TerminateTerminalResult struct {
+	Terminated bool `json:"terminated"`
+}
+
+// AttachTerminalResult is the recent output; everything from Seq on
+// arrives as terminal_output on the attaching connection.
+type AttachTerminalResult struct {
+	TerminalID string `json:"terminal_id"`
+	PID        int    `json:"pid"`
+	Cols       int    `json:"cols"`
+	Rows       int    `json:"rows"`
+	Scrollback []byte `json:"scrollback"` // base64 on the wire
+	Seq        int64  `json:"seq"`        // of the next terminal_output
+}
+
+// TerminalInfo describes one terminal in list_terminals.
+type TerminalInfo struct {
+	TerminalID string `json:"terminal_id"`
+	PID        int    `json:"pid"`
+	Cols       int    `json:"cols"`
+	Rows       int    `json:"rows"`
+	Attached   bool   `json:"attached"`
+}
+
+// ListTerminalsResult lists the executor's terminals.
+type ListTerminalsResult struct {
+	Terminals []TerminalInfo `json:"terminals"`
+}
+
+// TerminalOutput is one terminal_output notification. Seq counts a
+// terminal's chunks from 0, including those only the scrollback saw.
+type TerminalOutput struct {
+	TerminalID string `json:"terminal_id"`
+	Seq        int64  `json:"seq"`
+	Data       []byte `json:"data"` // base64 on the wire
+}
+
+// TerminalExit is the terminal_exit notification, after the last output.
+type TerminalExit struct {
+	TerminalID string `json:"terminal_id"`
+	ExitCode   int    `json:"exit_code"`
+	Signal     string `json:"signal,omitempty"`
+}
