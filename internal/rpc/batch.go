@@ -43,18 +43,18 @@ func (c *Conn) readBatch(ctx context.Context, line []byte) {
 		if !json.Valid(line) {
 			code, reason = CodeParseError, "parse_error"
 		}
-		c.replyError(nil, Errorf(code, reason, "invalid batch: %v", err))
+		c.undecodable(nil, Errorf(code, reason, "invalid batch: %v", err), line)
 		return
 	}
 	if len(elems) == 0 {
-		c.replyError(nil, Errorf(CodeInvalidRequest, "invalid_request", "invalid request: empty batch"))
+		c.undecodable(nil, Errorf(CodeInvalidRequest, "invalid_request", "invalid request: empty batch"), line)
 		return
 	}
 	b := new(batchReply)
 	for _, raw := range elems {
-		m, perr := decode(raw)
+		m, perr := c.dec.decode(raw)
 		if perr != nil {
-			b.direct(&message{JSONRPC: version, ID: orNull(m), Error: perr})
+			b.direct(&message{ID: orNull(m), Error: perr})
 			continue
 		}
 		if r := c.dispatch(ctx, m, b); r != nil {
@@ -66,16 +66,25 @@ func (c *Conn) readBatch(ctx context.Context, line []byte) {
 		defer c.handled.Done()
 		b.wg.Wait()
 		if len(b.replies) > 0 {
-			if err := c.write(b.replies, false); err != nil {
-				c.log.Debug("write batch reply failed", "err", err)
-			}
+			c.sendBatch(b.replies)
 		}
 	}()
 }
 
-func orNull(m *message) json.RawMessage {
-	if m == nil || m.ID == nil {
-		return nullID
+// sendBatch writes replies as one array on one line.
+func (c *Conn) sendBatch(replies []*message) {
+	line := []byte{'['}
+	var err error
+	for i, m := range replies {
+		if i > 0 {
+			line = append(line, ',')
+		}
+		if line, err = appendMessage(line, m, c.opts.Bare); err != nil {
+			c.log.Debug("encode batch reply failed", "err", err)
+			return
+		}
 	}
-	return m.ID
+	if err := c.write(append(line, ']', '\n'), flushNow); err != nil {
+		c.log.Debug("write batch reply failed", "err", err)
+	}
 }

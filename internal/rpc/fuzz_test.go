@@ -94,7 +94,7 @@ func checkReply(t *testing.T, line []byte) {
 	t.Helper()
 	var one message
 	if json.Unmarshal(line, &one) == nil {
-		if k, err := one.classify(); k != kindResponse {
+		if k, err := one.classify(false); k != kindResponse {
 			t.Fatalf("reply %q is not a response: %v", line, err)
 		}
 		return
@@ -104,36 +104,45 @@ func checkReply(t *testing.T, line []byte) {
 		t.Fatalf("reply %q is neither a response nor a batch of them: %v", line, err)
 	}
 	for _, m := range batch {
-		if k, _ := m.classify(); k != kindResponse {
+		if k, _ := m.classify(false); k != kindResponse {
 			t.Fatalf("batch reply element %+v is not a response", m)
 		}
 	}
 }
 
-// FuzzScanMessage: the fast path agrees with json.Unmarshal whenever it
-// accepts, and never accepts what json.Unmarshal rejects.
-func FuzzScanMessage(f *testing.F) {
+// FuzzDecode: the decoder calls a line unparseable exactly when it is not
+// JSON, never panics, and whatever it accepts survives a round trip
+// through the encoder unchanged.
+func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,2.5e-3,true,null,"x\u00e9"]}}`,
 		`{"jsonrpc":"2.0","id":"s","result":null}`, `{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m","data":{}}}`,
 		`{"JSONRPC":"2.0"}`, `{"id":01}`, `{"id":1.}`, `{"id":-}`, `{"method":"a\"b"}`, `{}`, ` { "id" : 2 } `,
-		`{"params":[[[[[]]]]]}`, `{"x":"\ud800"}`, `{"method":null}`, `{"id":1,}`, `{"a":1}x`,
+		`{"params":[[[[[]]]]]}`, `{"x":"\ud800"}`, `{"method":null}`, `{"id":1,}`, `{"a":1}x`, `{"\u006dethod":"m"}`,
+		`{"id":1,"id":2}`, `{"error":7,"id":1}`, "{\"method\":\"\xff\"}",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		fast, ok := scanMessage(line)
-		if !ok {
+		var d decoder
+		m, perr := d.decode(line)
+		if (perr != nil && perr.Code == CodeParseError) == json.Valid(line) {
+			t.Fatalf("%q: decode says %v, json.Valid says %v", line, perr, json.Valid(line))
+		}
+		if perr != nil {
 			return
 		}
-		var slow message
-		if err := json.Unmarshal(line, &slow); err != nil {
-			t.Fatalf("fast path accepted %q, json.Unmarshal rejects it: %v", line, err)
+		b, err := appendMessage(nil, m, false)
+		if err != nil {
+			return // a method that is not valid UTF-8 is refused on the way out
 		}
-		if fast.JSONRPC != slow.JSONRPC || fast.Method != slow.Method ||
-			!bytes.Equal(fast.ID, slow.ID) || !bytes.Equal(fast.Params, slow.Params) ||
-			!bytes.Equal(fast.Result, slow.Result) || (fast.Error == nil) != (slow.Error == nil) {
-			t.Fatalf("%q: fast %+v, json.Unmarshal %+v", line, fast, slow)
+		again, perr := d.decode(b)
+		if perr != nil {
+			t.Fatalf("%q re-encoded as %q: %v", line, b, perr)
+		}
+		if again.Method != m.Method || !bytes.Equal(again.ID, m.ID) || !bytes.Equal(again.Params, m.Params) ||
+			!bytes.Equal(again.Result, m.Result) || (again.Error == nil) != (m.Error == nil) {
+			t.Fatalf("%q: decoded %+v, after a round trip %+v", line, m, again)
 		}
 	})
 }

@@ -15,6 +15,9 @@ type Request struct {
 	Params       json.RawMessage
 	Notification bool
 	Conn         *Conn // the connection it came on, to call or notify back
+	// Raw is the whole message as it was read (after Options.OnLine), for
+	// handlers that record what the peer sent.
+	Raw json.RawMessage
 }
 
 // Handler serves the peer's requests and notifications. A request's

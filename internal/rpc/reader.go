@@ -8,9 +8,6 @@ import (
 	"io"
 )
 
-// DefaultMaxLine is the longest line either side accepts: 1 MiB.
-const DefaultMaxLine = 1 << 20
-
 // prefixKeep is how much of an over-long line is kept to find its id.
 const prefixKeep = 4 << 10
 
@@ -25,9 +22,6 @@ type lineReader struct {
 	max  int
 	buf  []byte // assembles lines longer than br's buffer
 	long []byte // prefix of the last over-long line
-	// inLine is set while part of a line has been consumed: reading must
-	// not be interrupted then (see connReader).
-	inLine bool
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
@@ -68,8 +62,6 @@ func (lr *lineReader) readLine() ([]byte, error) {
 		}
 		return nil, err
 	}
-	lr.inLine = true
-	defer func() { lr.inLine = false }()
 	lr.buf = append(lr.buf[:0], chunk...)
 	return lr.assemble()
 }
@@ -119,6 +111,16 @@ func unexpected(err error) error {
 }
 
 func (lr *lineReader) prefix() []byte { return lr.long }
+
+// hasLine reports whether a whole line is buffered: next will not block.
+func (lr *lineReader) hasLine() bool {
+	n := lr.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := lr.br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
+}
 
 // sniffed is what can be told about an over-long line from its prefix.
 type sniffed struct {
