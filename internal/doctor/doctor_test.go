@@ -1,0 +1,272 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeBus answers like systemd and polkit with 50-agor.rules in force.
+type fakeBus struct{ ruleLoaded bool }
+
+func (fakeBus) Close() error { return nil }
+func (fakeBus) SystemdVersion(context.Context) (string, error) {
+	return "252.38-1~deb12u1", nil
+}
+func (b fakeBus) Authorized(_ context.Context, _ Process, action string, d map[string]string) (bool, error) {
+	return b.ruleLoaded && action == manageUnits && d["verb"] == "start" && d["unit"] != "agor-executor@root.socket", nil
+}
+
+const fakeSecurity = `  NAME   DESCRIPTION   EXPOSURE
+✓ PrivateNetwork=  ...
+→ Overall exposure level for agor-executor@alice.service: 1.8 OK 🙂
+`
+
+// fixture is a healthy installation under a temporary root, owned by
+// whoever runs the test: the fake account lookups map root and agor to
+// that uid and gid.
+func fixture(t *testing.T) (*Doctor, *[]string) {
+	t.Helper()
+	root := t.TempDir()
+	dirs := map[string]os.FileMode{
+		"/run/systemd/system": 0o755, "/usr/lib/systemd/system": 0o755, "/usr/share/polkit-1/rules.d": 0o700,
+		"/etc/agor": 0o755, "/run/agor": 0o755, "/run/agor/executors": 0o750,
+	}
+	for d, mode := range dirs {
+		mkdir(t, filepath.Join(root, d), mode)
+	}
+	for _, u := range units {
+		write(t, filepath.Join(root, "/usr/lib/systemd/system", u), 0o644, "[Unit]\n")
+	}
+	write(t, filepath.Join(root, "/usr/share/polkit-1/rules.d/50-agor.rules"), 0o644, "polkit.addRule(function(){});\n")
+	write(t, filepath.Join(root, masterKey), 0o600, "a2V5\n")
+	write(t, filepath.Join(root, "/etc/agor/config.yaml"), 0o644, "execution:\n  allowed_groups: [agorusers]\n")
+	write(t, filepath.Join(root, "/etc/passwd"), 0o644, "root:x:0:0::/root:/bin/sh\nagor:x:999:999::/var/lib/agor:/usr/sbin/nologin\nalice:x:1000:1000::/home/alice:/bin/bash\n")
+
+	var ran []string
+	uid, gid := os.Getuid(), os.Getgid()
+	d := &Doctor{
+		root:       root,
+		configPath: filepath.Join(root, "/etc/agor/config.yaml"),
+		apiSocket:  "/run/agor/daemon.sock",
+		euid:       0,
+		run: func(_ context.Context, name string, args ...string) (string, error) {
+			ran = append(ran, name+" "+strings.Join(args, " "))
+			switch {
+			case name == "systemctl" && args[0] == "is-active":
+				return "active\n", nil
+			case name == "systemd-analyze" && args[0] == "verify":
+				return "", nil
+			case name == "systemd-analyze" && args[0] == "security":
+				return fakeSecurity, nil
+			}
+			return "", fmt.Errorf("unexpected command %s %v", name, args)
+		},
+		dial: func() (Bus, error) { return fakeBus{ruleLoaded: true}, nil },
+		lookupUser: func(name string) (int, int, error) {
+			if name == "root" || name == "agor" {
+				return uid, gid, nil
+			}
+			return 0, 0, errors.New("unknown user " + name)
+		},
+		lookupGroup: func(name string) (int, error) {
+			if name == "root" || name == "agor" {
+				return gid, nil
+			}
+			return 0, errors.New("unknown group " + name)
+		},
+		health: func(context.Context, string) (string, error) { return "0.1.0", nil },
+		spawnAs: func(uid, _ int) (Process, func(), error) {
+			return Process{PID: 1, UID: int32(uid)}, func() {}, nil
+		},
+	}
+	return d, &ran
+}
+
+func mkdir(t *testing.T, p string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, p string, mode os.FileMode, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runDoctor(t *testing.T, d *Doctor, asJSON bool) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	code := Report(d.Run(context.Background()), asJSON, &out)
+	return code, out.String()
+}
+
+func TestDoctorAllOK(t *testing.T) {
+	d, ran := fixture(t)
+	code, out := runDoctor(t, d, false)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(checks) {
+		t.Fatalf("%d lines for %d checks:\n%s", len(lines), len(checks), out)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "ok ") {
+			t.Errorf("not ok: %s", l)
+		}
+	}
+	for _, want := range []string{
+		"agor-executor@alice.socket agor-executor@alice.service", // verify on an instance of the templates
+		"security agor-executor@alice.service --no-pager",
+	} {
+		if !strings.Contains(strings.Join(*ran, "\n"), want) {
+			t.Errorf("no command with %q in:\n%s", want, strings.Join(*ran, "\n"))
+		}
+	}
+	for _, want := range []string{"backend systemd", "groups [agorusers]", "exposure 1.8", "systemd 252"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestDoctorFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		breaks func(t *testing.T, d *Doctor)
+		check  string // the check that must FAIL
+		want   string // in its detail
+		fix    string // in its fix line
+	}{
+		{"no polkit rule", func(t *testing.T, d *Doctor) {
+			os.Remove(filepath.Join(d.root, "/usr/share/polkit-1/rules.d/50-agor.rules"))
+			d.dial = func() (Bus, error) { return fakeBus{}, nil }
+		}, "polkit-rule", "50-agor.rules", "reinstall"},
+		{"polkit rule not in effect", func(t *testing.T, d *Doctor) {
+			d.dial = func() (Bus, error) { return fakeBus{}, nil }
+		}, "polkit-effective", "50-agor.rules", "polkit"},
+		{"executor directory mode", func(t *testing.T, d *Doctor) {
+			mkdir(t, filepath.Join(d.root, "/run/agor/executors"), 0o755)
+		}, "socket-dirs", "mode 0755, want 0750", "systemd-tmpfiles --create agor.conf"},
+		{"no agor group", func(t *testing.T, d *Doctor) {
+			d.lookupGroup = func(string) (int, error) { return 0, errors.New("unknown group agor") }
+		}, "account", "group agor", "systemd-sysusers"},
+		{"master key readable", func(t *testing.T, d *Doctor) {
+			write(t, filepath.Join(d.root, masterKey), 0o644, "a2V5\n")
+		}, "master-key", "mode 0644", "chmod 0600"},
+		{"missing unit", func(t *testing.T, d *Doctor) {
+			os.Remove(filepath.Join(d.root, "/usr/lib/systemd/system/agor-executor@.socket"))
+		}, "units", "agor-executor@.socket", "reinstall"},
+		{"bad config", func(t *testing.T, d *Doctor) {
+			write(t, d.configPath, 0o644, "execution:\n  backend: docker\n")
+		}, "config", "execution.backend", "correct"},
+		{"daemon down", func(t *testing.T, d *Doctor) {
+			d.health = func(context.Context, string) (string, error) { return "", errors.New("connection refused") }
+		}, "daemon-api", "connection refused", "systemctl restart agor-daemon.socket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := fixture(t)
+			tc.breaks(t, d)
+			code, out := runDoctor(t, d, false)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1:\n%s", code, out)
+			}
+			line, fix := findLine(out, tc.check)
+			if !strings.HasPrefix(line, "FAIL") || !strings.Contains(line, tc.want) {
+				t.Errorf("line %q: want FAIL with %q\n%s", line, tc.want, out)
+			}
+			if !strings.HasPrefix(fix, "fix: ") || !strings.Contains(fix, tc.fix) {
+				t.Errorf("fix line %q: want %q", fix, tc.fix)
+			}
+		})
+	}
+}
+
+// findLine returns the report line of check name and the line after it.
+func findLine(out, name string) (string, string) {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == name && i+1 < len(lines) {
+			return l, strings.TrimSpace(lines[i+1])
+		}
+	}
+	return "", ""
+}
+
+func TestDoctorNotRoot(t *testing.T) {
+	d, _ := fixture(t)
+	d.euid = 1000
+	code, out := runDoctor(t, d, false)
+	line, _ := findLine(out, "polkit-effective")
+	if code != 0 || !strings.HasPrefix(line, "warn") || !strings.Contains(line, "run agorctl doctor as root") {
+		t.Fatalf("exit %d, polkit-effective %q:\n%s", code, line, out)
+	}
+}
+
+func TestDoctorNoSystemd(t *testing.T) {
+	d, ran := fixture(t)
+	os.Remove(filepath.Join(d.root, "/run/systemd/system"))
+	code, out := runDoctor(t, d, false)
+	if code != 0 || len(*ran) != 0 || !strings.Contains(out, "skipped: systemd is not running") {
+		t.Fatalf("exit %d, ran %v:\n%s", code, *ran, out)
+	}
+}
+
+func TestDoctorExposureAbove(t *testing.T) {
+	d, _ := fixture(t)
+	d.run = func(context.Context, string, ...string) (string, error) {
+		return "→ Overall exposure level for agor-executor@alice.service: 4.2 OK\n", nil
+	}
+	f := checkExposure(context.Background(), d)
+	if f.Status != StatusWarn || !strings.Contains(f.Detail, "4.2") {
+		t.Fatalf("%+v", f)
+	}
+}
+
+func TestDoctorJSON(t *testing.T) {
+	d, _ := fixture(t)
+	os.Remove(filepath.Join(d.root, "/usr/share/polkit-1/rules.d/50-agor.rules"))
+	code, out := runDoctor(t, d, true)
+	var got []Finding
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if code != 1 || len(got) != len(checks) {
+		t.Fatalf("exit %d, %d Findings", code, len(got))
+	}
+	for _, f := range got {
+		if f.Name == "polkit-rule" && (f.Status != StatusFail || f.Fix == "") {
+			t.Errorf("polkit-rule: %+v", f)
+		}
+		if f.Name == "" || f.Detail == "" {
+			t.Errorf("incomplete: %+v", f)
+		}
+	}
+}
+
+func TestDoctorSpawnAs(t *testing.T) {
+	p, stop, err := spawnAs(os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if p.PID == 0 || p.Start == 0 || p.UID != int32(os.Getuid()) {
+		t.Fatalf("%+v", p)
+	}
+}
