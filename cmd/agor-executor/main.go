@@ -18,9 +18,11 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/flagenv"
 	"github.com/agor-sh/agor/internal/fsroot"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/sdnotify"
@@ -34,6 +36,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitRefused (EX_CONFIG): this account may not have an executor. The
+	// unit names it in RestartPreventExitStatus=, so it is not retried.
+	exitRefused = 78
 )
 
 func main() {
@@ -51,6 +56,7 @@ type options struct {
 	listen      string
 	socketName  string
 	daemonUser  string
+	config      string
 	idleTimeout time.Duration
 	stopTimeout time.Duration
 	maxLine     int
@@ -68,7 +74,8 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.agents, "agents", task.DefaultAgentsPath, "agent CLI settings `file` (binary and environment per agentic tool; missing: each CLI by name on PATH)")
 	fs.StringVar(&o.listen, "listen", "", "listen on this Unix socket `path` (made 0660) instead of the socket systemd passes")
 	fs.StringVar(&o.socketName, "socket-name", "executor", "`name` of the activated socket (FileDescriptorName= of the .socket unit)")
-	fs.StringVar(&o.daemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served; its primary group is served too")
+	fs.StringVar(&o.daemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served, with root; nobody else, not even its group")
+	fs.StringVar(&o.config, "config", config.DefaultPath, "the daemon's configuration `file`, root-owned, whose min_uid, allowed_users and allowed_groups the executor applies to its own account (missing: the defaults, min_uid 1000)")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "exit after this `duration` with no connection and nothing running; 0 never exits")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 10*time.Second, "on SIGTERM, how long running requests may finish before they are cancelled")
 	fs.IntVar(&o.maxLine, "max-line", rpc.DefaultMaxLine, "longest JSON-RPC message in `bytes`; longer ones are refused, the connection lives on")
@@ -115,10 +122,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if os.Geteuid() == 0 {
-		log.Error("refusing to run as root: an executor runs as the user it serves (agor-executor@USER with User=%i)")
+		log.Error("refusing to run as root: an executor runs as the user it serves (agor-executor@USER with User=%I)")
 		return exitUsage
 	}
-	cfg, err := config(o, log)
+	if code, ok := checkSelf(ctx, o, log); !ok {
+		return code
+	}
+	cfg, err := serverConfig(ctx, o, log)
 	if err != nil {
 		log.Error(err.Error())
 		return exitUsage
@@ -167,8 +177,41 @@ func newLogger(o *options, stderr io.Writer) (*slog.Logger, error) {
 	return logging.New("agor-executor", f, lvl, stderr).With("user", currentUser()), nil
 }
 
-func config(o *options, log *slog.Logger) (executor.Config, error) {
-	pol, err := executor.PolicyFor(o.daemonUser)
+// checkSelf refuses to serve when the configuration does not allow this
+// account an executor: the reason goes to the journal, and connections
+// already waiting are closed at once rather than left to time out.
+func checkSelf(ctx context.Context, o *options, log *slog.Logger) (int, bool) {
+	c, err := config.Load(o.config)
+	if err != nil {
+		log.Error("cannot read the execution policy; refusing to serve", "err", err)
+		return exitUsage, false
+	}
+	err = executor.CheckSelf(ctx, identity.Default(), uint32(os.Getuid()), c.Execution)
+	if err == nil {
+		return 0, true
+	}
+	log.Error("refusing to serve: "+err.Error(), "config", o.config)
+	if ln, lerr := listener(o); lerr == nil {
+		refuseWaiting(ln)
+	}
+	return exitRefused, false
+}
+
+// refuseWaiting closes the connections queued on ln, until none arrives
+// for a moment; the listening socket itself stays systemd's.
+func refuseWaiting(ln *net.UnixListener) {
+	for {
+		_ = ln.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
+func serverConfig(ctx context.Context, o *options, log *slog.Logger) (executor.Config, error) {
+	pol, err := executor.PolicyFor(ctx, o.daemonUser)
 	if err != nil {
 		return executor.Config{}, err
 	}

@@ -24,6 +24,11 @@ DESCRIPTION
     in both directions, and serves only root and the daemon's account, checked with
     SO_PEERCRED on every connection; a refused peer is logged with its uid and pid.
 
+    Before serving it applies the daemon's execution policy (min_uid, allowed_users,
+    allowed_groups in the root-owned --config) to its own account, looked up as the
+    system does (systemd's user database, or NSS), and refuses to serve when the
+    account is not allowed: the rule holds even if the daemon's account is not.
+
     It tells systemd READY=1 once listening, keeps STATUS= current (connections,
     requests in flight), sends watchdog pings when WatchdogSec= is set, and STOPPING=1
     on shutdown. After --idle-timeout with no connection and nothing running it exits
@@ -49,6 +54,10 @@ EXIT STATUS
     0   stopped normally: idle, SIGTERM, or a shutdown request
     1   failed while running (no socket, socket in use, ...)
     2   usage or configuration error, including being started as root
+    78  this account may not have an executor: its uid is below min_uid, or it is
+        in neither allowed_users nor allowed_groups of --config (the journal says
+        which); connections already waiting are closed, and the unit does not
+        restart it (RestartPreventExitStatus=78)
 
 EXAMPLES
     Serve by hand on a private socket, for the current user's daemon:

@@ -12,9 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os/user"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/agor-sh/agor/internal/broker"
 	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/events"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/pool"
@@ -47,6 +46,7 @@ type Server struct {
 	Events     *events.Sink     // agents' events, for live streams
 	Store      Store            // sessions, tasks, events; nil: prompts are not served
 	AdminGroup string
+	Accounts   *identity.Resolver // who callers are; nil: identity.Default()
 	Log        *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on
@@ -92,7 +92,7 @@ func (s *Server) Handler() http.Handler {
 		m.HandleFunc("GET /v1/permissions", s.listPermissions)
 		m.HandleFunc("POST /v1/permissions/{id}", s.decidePermission)
 	}
-	return s.guard(m)
+	return s.guard(m, s.identify(m))
 }
 
 // ConnContext puts the peer's credentials in every request's context.
@@ -107,35 +107,10 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version})
 }
 
-// caller is who is asking, and whether they may act for others.
-func (s *Server) caller(r *http.Request) (peer.Cred, bool, bool) {
-	cred, ok := peer.FromContext(r.Context())
-	if !ok {
-		return cred, false, false
-	}
-	return cred, true, cred.UID == 0 || s.inAdminGroup(cred.UID)
-}
-
-func (s *Server) inAdminGroup(uid uint32) bool {
-	if s.AdminGroup == "" {
-		return false
-	}
-	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
-	if err != nil {
-		return false
-	}
-	g, err := user.LookupGroup(s.AdminGroup)
-	if err != nil {
-		return false
-	}
-	gids, _ := u.GroupIds()
-	return slices.Contains(gids, g.Gid)
-}
-
 // admin lets root and the admin group through.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok, admin := s.caller(r); !ok || !admin {
+		if !s.caller(r).admin {
 			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may do this", s.AdminGroup))
 			return
 		}
@@ -146,23 +121,18 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 // forUser lets a user act on their own {user}, and admins on anyone's.
 func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		cred, ok, admin := s.caller(r)
+		c := s.caller(r)
 		name := r.PathValue("user")
 		if err := account.ValidName(name); err != nil {
 			writeError(w, rpc.InvalidParams("user", err.Error()))
 			return
 		}
-		if !ok || (!admin && !isUser(cred.UID, name)) {
+		if !c.admin && c.user.Name != name {
 			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
 			return
 		}
 		h(w, r)
 	}
-}
-
-func isUser(uid uint32, name string) bool {
-	u, err := user.Lookup(name)
-	return err == nil && u.Uid == strconv.FormatUint(uint64(uid), 10)
 }
 
 // ExecutorInfo is an executor as the API shows it.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os/user"
 	"strconv"
 	"time"
 
@@ -15,17 +14,11 @@ import (
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
-// callerName is the caller's user name, and whether they are an admin.
+// callerName is the caller's user name (never empty: identify refused
+// callers without one), and whether they are an admin.
 func (s *Server) callerName(r *http.Request) (string, bool, error) {
-	cred, ok, admin := s.caller(r)
-	if !ok {
-		return "", false, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonUnknownCaller, "caller's credentials unknown")
-	}
-	u, err := user.LookupId(strconv.FormatUint(uint64(cred.UID), 10))
-	if err != nil {
-		return "", admin, nil // an account-less uid still sees only its own (none)
-	}
-	return u.Username, admin, nil
+	c := s.caller(r)
+	return c.user.Name, c.admin, nil
 }
 
 // queryAudit returns the trail: admins everything (or ?user=), users

@@ -3,18 +3,18 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
 	"os"
-	"os/user"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
@@ -24,7 +24,8 @@ import (
 // token, "USER SHA256-HEX" (only the hash), and a request acts as USER,
 // exactly as that user would over the Unix socket.
 type Bearer struct {
-	Path string
+	Path     string
+	Accounts *identity.Resolver // nil: identity.Default()
 
 	mu      sync.Mutex
 	modTime time.Time
@@ -39,7 +40,7 @@ func (b *Bearer) Wrap(next http.Handler) http.Handler {
 		if ok {
 			name = b.user(tok)
 		}
-		cred, err := credOf(name)
+		cred, err := b.credOf(r.Context(), name)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agor"`)
 			_, body := errorBody(rpc.Errorf(protocol.CodeTokenInvalid, protocol.ReasonUnauthenticated, "a valid bearer token is required"))
@@ -99,15 +100,17 @@ func parseTokens(data []byte) map[[sha256.Size]byte]string {
 	return out
 }
 
-func credOf(name string) (peer.Cred, error) {
+func (b *Bearer) credOf(ctx context.Context, name string) (peer.Cred, error) {
 	if name == "" {
 		return peer.Cred{}, rpc.Errorf(protocol.CodeTokenInvalid, protocol.ReasonUnauthenticated, "no token")
 	}
-	u, err := user.Lookup(name)
+	accounts := b.Accounts
+	if accounts == nil {
+		accounts = identity.Default()
+	}
+	u, err := accounts.LookupName(ctx, name)
 	if err != nil {
 		return peer.Cred{}, err
 	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	return peer.Cred{UID: uint32(uid), GID: uint32(gid)}, nil
+	return peer.Cred{UID: u.UID, GID: u.GID}, nil
 }

@@ -3,8 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"os/user"
-	"strconv"
 
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/credstore"
@@ -22,22 +20,15 @@ type credentialBody struct {
 // credentialOwner is whose slot a request names: the caller's own name,
 // or "" (daemon-wide) for an admin who asks for it.
 func (s *Server) credentialOwner(r *http.Request, scope string) (string, error) {
-	cred, ok, admin := s.caller(r)
-	if !ok {
-		return "", rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonUnknownCaller, "caller's credentials unknown")
-	}
+	c := s.caller(r)
 	switch scope {
 	case "daemon":
-		if !admin {
+		if !c.admin {
 			return "", rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may set daemon-wide keys", s.AdminGroup)
 		}
 		return "", nil
 	case "", "user":
-		u, err := user.LookupId(strconv.FormatUint(uint64(cred.UID), 10))
-		if err != nil {
-			return "", rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonUnknownCaller, "uid %d has no account", cred.UID)
-		}
-		return u.Username, nil
+		return c.user.Name, nil
 	}
 	return "", rpc.InvalidParams("scope", `must be "user" or "daemon"`)
 }

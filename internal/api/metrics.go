@@ -75,8 +75,9 @@ func (l *limiter) allow(uid uint32) bool {
 // DefaultCallerRate bounds each caller's API requests per second (burst 2x).
 const DefaultCallerRate = 200
 
-// guard wraps the mux: per-caller rate limit, then counting.
-func (s *Server) guard(next *http.ServeMux) http.Handler {
+// guard wraps next (the mux, behind identify): per-caller rate limit,
+// then counting by the mux's route.
+func (s *Server) guard(mux *http.ServeMux, next http.Handler) http.Handler {
 	lim := &limiter{r: DefaultCallerRate, burst: 2 * DefaultCallerRate}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cred, ok := peer.FromContext(r.Context()); ok && cred.UID != 0 && !lim.allow(cred.UID) {
@@ -86,7 +87,7 @@ func (s *Server) guard(next *http.ServeMux) http.Handler {
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		_, pattern := next.Handler(r)
+		_, pattern := mux.Handler(r)
 		if sw.code == 0 {
 			sw.code = http.StatusOK
 		}

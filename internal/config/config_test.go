@@ -56,9 +56,6 @@ execution:
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-	if got := c.Execution.SocketPath("alice"); got != "/run/x/alice/exec.sock" {
-		t.Fatalf("SocketPath = %q", got)
-	}
 }
 
 func TestErrorsNameTheKey(t *testing.T) {

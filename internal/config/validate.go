@@ -133,8 +133,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-
-// SocketPath is where user's executor listens.
-func (e Execution) SocketPath(user string) string {
-	return strings.Replace(e.SocketPathTemplate, "{user}", user, 1)
-}

@@ -28,7 +28,12 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) { exectest.Main(m, &binary) }
+func TestMain(m *testing.M) {
+	if req := os.Getenv("AGOR_TEST_HTTP_AS"); req != "" {
+		os.Exit(httpAs(req))
+	}
+	exectest.Main(m, &binary)
+}
 
 func target(t testing.TB) (string, int) { return exectest.Target(t) }
 

@@ -1,17 +1,18 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/user"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/activation"
 
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 )
 
@@ -45,29 +46,28 @@ func names(m map[string][]net.Listener) string {
 	return strings.Join(out, ", ")
 }
 
-// PolicyFor serves root and the daemon's account: who is a user name or a
-// numeric uid. A named account's primary group is served too.
-func PolicyFor(who string) (peer.Policy, error) {
+// PolicyFor serves root and the daemon's account (who: a user name or a
+// numeric uid), and nobody else: not the daemon's group, whose members
+// would otherwise drive every user's executor.
+func PolicyFor(ctx context.Context, who string) (peer.Policy, error) {
 	pol := peer.Policy{AllowRoot: true}
 	if n, err := strconv.ParseUint(who, 10, 32); err == nil {
 		pol.UID = uint32(n)
 		return pol, nil
 	}
-	u, err := user.Lookup(who)
+	u, err := identity.Default().LookupName(ctx, who)
 	if err != nil {
-		return pol, fmt.Errorf("daemon user %q: %w (set --daemon-user to the daemon's account)", who, err)
+		return pol, fmt.Errorf("daemon user: %w (set --daemon-user to the daemon's account)", err)
 	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	g := uint32(gid)
-	pol.UID, pol.GID = uint32(uid), &g
+	pol.UID = u.UID
 	return pol, nil
 }
 
-// CurrentUser names the account this process runs as.
+// CurrentUser names the account this process runs as (its uid when the
+// user database does not answer).
 func CurrentUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
+	if u, err := identity.Default().LookupUID(context.Background(), uint32(os.Getuid())); err == nil {
+		return u.Name
 	}
 	return strconv.Itoa(os.Getuid())
 }

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +24,32 @@ import (
 	"github.com/agor-sh/agor/internal/unixsock"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if path := os.Getenv("AGOR_TEST_PING_AS_PEER"); path != "" {
+		os.Exit(pingAsPeer(path))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// pingAsPeer is the child of TestGroupPeerRefused: it pings the executor
+// at path and exits 0 when answered, 3 when the connection was refused.
+func pingAsPeer(path string) int {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return 4
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")); err != nil {
+		return 3
+	}
+	buf := make([]byte, 4096)
+	n, _ := c.Read(buf)
+	if bytes.Contains(buf[:n], []byte(`"pong":true`)) {
+		return 0
+	}
+	return 3
+}
 
 // syncBuffer is a log sink safe for concurrent writers.
 type syncBuffer struct {
@@ -122,7 +149,6 @@ func TestRefusesOtherPeers(t *testing.T) {
 }
 
 func TestPolicy(t *testing.T) {
-	gid := uint32(50)
 	tests := []struct {
 		pol  peer.Policy
 		cred peer.Cred
@@ -132,12 +158,64 @@ func TestPolicy(t *testing.T) {
 		{peer.Policy{UID: 100}, peer.Cred{UID: 0}, false},
 		{peer.Policy{UID: 100}, peer.Cred{UID: 100}, true},
 		{peer.Policy{UID: 100}, peer.Cred{UID: 101, GID: 50}, false},
-		{peer.Policy{UID: 100, GID: &gid}, peer.Cred{UID: 101, GID: 50}, true},
+		{peer.Policy{UID: 100}, peer.Cred{UID: 101, GID: 100}, false}, // the daemon's group is not the daemon
 	}
 	for i, tc := range tests {
 		if err := tc.pol.Check(tc.cred); (err == nil) != tc.ok {
 			t.Errorf("case %d: Check(%+v) = %v, want ok=%v", i, tc.cred, err, tc.ok)
 		}
+	}
+}
+
+// TestGroupPeerRefused: a process with the daemon's gid but another uid
+// is refused; one with the daemon's uid is served (real processes, real
+// SO_PEERCRED; needs root to run them as those ids).
+func TestGroupPeerRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run peers as other uids")
+	}
+	const daemonUID, daemonGID, otherUID = 4242, 4242, 4243
+	f := start(t, Config{Policy: peer.Policy{UID: daemonUID}})
+	// The peers are other uids: open the way to the socket and to a copy
+	// of this test binary (go test keeps it in a private directory).
+	dir := filepath.Dir(f.path)
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(f.path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "peer")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		uid, gid uint32
+		want     int
+	}{{otherUID, daemonGID, 3}, {daemonUID, daemonGID, 0}} {
+		cmd := exec.Command(bin, "-test.run=^$")
+		cmd.Env = append(os.Environ(), "AGOR_TEST_PING_AS_PEER="+f.path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: tc.uid, Gid: tc.gid}}
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.want {
+			t.Errorf("peer uid %d gid %d: exit %d, want %d (0 served, 3 refused); log:\n%s", tc.uid, tc.gid, code, tc.want, f.logs)
+		}
+	}
+	if !strings.Contains(f.logs.String(), "4243") {
+		t.Errorf("the refusal does not name the peer's uid:\n%s", f.logs)
 	}
 }
 

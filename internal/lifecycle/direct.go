@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,7 +96,7 @@ func (e *directExec) running() bool {
 // Ensure makes user's socket if needed and starts an executor on it when
 // none runs (the last one may have exited when idle).
 func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
-	ex, err := d.Policy.Check(name)
+	ex, err := d.Policy.Check(ctx, name)
 	if err != nil {
 		return Executor{}, err
 	}
@@ -117,7 +116,7 @@ func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
 		<-e.done // killed but not yet reaped: its socket would never be served
 	}
 	if !e.running() {
-		if err := d.spawn(e, name); err != nil {
+		if err := d.spawn(ctx, e, name); err != nil {
 			return Executor{}, err
 		}
 	}
@@ -141,8 +140,8 @@ func listen(path string) (*directExec, error) {
 }
 
 // spawn starts an executor for name on e's socket.
-func (d *Direct) spawn(e *directExec, name string) error {
-	cred, env, err := d.identity(name)
+func (d *Direct) spawn(ctx context.Context, e *directExec, name string) error {
+	cred, env, err := d.identity(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -209,37 +208,37 @@ func (d *Direct) emit(ev Event) {
 
 // identity is who the executor runs as and the environment User= would
 // give it (HOME, USER, LOGNAME, SHELL).
-func (d *Direct) identity(name string) (*syscall.Credential, []string, error) {
+func (d *Direct) identity(ctx context.Context, name string) (*syscall.Credential, []string, error) {
+	accounts := d.Policy.accounts()
 	target := name
 	if os.Geteuid() != 0 {
-		self, err := user.Current()
+		self, err := accounts.LookupUID(ctx, uint32(os.Geteuid()))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 		}
-		target = self.Username
+		target = self.Name
 		if !d.warned {
 			d.log().Warn("not running as root: direct backend runs every executor as the daemon's own user", "user", target)
 			d.warned = true
 		}
 	}
-	u, err := user.Lookup(target)
+	u, err := accounts.LookupName(ctx, target)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %q", ErrNoSuchUser, target)
+		return nil, nil, fmt.Errorf("%w: %v", ErrNoSuchUser, err)
 	}
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=" + u.Username, "LOGNAME=" + u.Username, "SHELL=" + shell(u.Username)}
+	sh := u.Shell
+	if sh == "" {
+		sh = "/bin/sh"
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "SHELL=" + sh}
 	if os.Geteuid() != 0 {
 		return nil, env, nil
 	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	gids, _ := u.GroupIds()
-	for _, g := range gids {
-		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-			cred.Groups = append(cred.Groups, uint32(n))
-		}
+	gids, err := accounts.GroupIDs(ctx, u)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 	}
-	return cred, env, nil
+	return &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: gids}, env, nil
 }
 
 // Stop ends user's executor (SIGTERM, then SIGKILL after 10 s) and its socket.
@@ -301,19 +300,4 @@ func (d *Direct) log() *slog.Logger {
 		return d.Log
 	}
 	return slog.Default()
-}
-
-// shell is the user's login shell from the password database.
-func shell(name string) string {
-	b, err := os.ReadFile("/etc/passwd")
-	if err != nil {
-		return "/bin/sh"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Split(line, ":")
-		if len(f) >= 7 && f[0] == name && f[6] != "" {
-			return f[6]
-		}
-	}
-	return "/bin/sh"
 }

@@ -7,12 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/user"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/identity"
 )
 
 // Backend starts and stops executors. Ensure returns once the executor's
@@ -43,6 +41,7 @@ type Status struct {
 var (
 	ErrInvalidUser   = errors.New("invalid user name")
 	ErrNoSuchUser    = errors.New("no such user")
+	ErrLookupFailed  = errors.New("user database unavailable")
 	ErrNotAllowed    = errors.New("user not allowed to run an executor")
 	ErrNotAuthorized = errors.New("not authorized to manage executor units (polkit)")
 	ErrUnitFailed    = errors.New("executor unit failed")
@@ -53,49 +52,62 @@ type Policy struct {
 	MinUID         int
 	AllowedUsers   []string // with AllowedGroups empty too: anyone >= MinUID
 	AllowedGroups  []string
-	SocketTemplate string // "/run/agor/executors/{user}.sock"
+	SocketTemplate string             // "/run/agor/executors/{user}.sock"; {user} is the escaped name
+	Accounts       *identity.Resolver // nil: identity.Default()
 }
 
-// Check validates a user for an executor: a plain name, an existing
-// account, never root nor a system account below MinUID, and allowed by
-// the user and group lists.
-func (p Policy) Check(name string) (Executor, error) {
+func (p Policy) accounts() *identity.Resolver {
+	if p.Accounts != nil {
+		return p.Accounts
+	}
+	return identity.Default()
+}
+
+// Check validates a user for an executor: a name systemd accepts, an
+// account the system knows (directory accounts included), never root nor
+// a system account below MinUID, and allowed by the user and group lists.
+// A user database that does not answer is a refusal.
+func (p Policy) Check(ctx context.Context, name string) (Executor, error) {
 	if err := account.ValidName(name); err != nil {
 		return Executor{}, fmt.Errorf("%w: %v", ErrInvalidUser, err)
 	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return Executor{}, fmt.Errorf("%w: %q", ErrNoSuchUser, name)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
+	u, err := p.accounts().LookupName(ctx, name)
 	switch {
-	case uid == 0:
+	case errors.Is(err, identity.ErrNotFound):
+		return Executor{}, fmt.Errorf("%w: %q", ErrNoSuchUser, name)
+	case err != nil:
+		return Executor{}, fmt.Errorf("%w: %v", ErrLookupFailed, err)
+	case u.UID == 0:
 		return Executor{}, fmt.Errorf("%w: %q is root", ErrNotAllowed, name)
-	case uid < p.MinUID:
-		return Executor{}, fmt.Errorf("%w: %q has uid %d, below the minimum %d", ErrNotAllowed, name, uid, p.MinUID)
-	case !p.listed(u):
+	case int64(u.UID) < int64(p.MinUID):
+		return Executor{}, fmt.Errorf("%w: %q has uid %d, below the minimum %d", ErrNotAllowed, name, u.UID, p.MinUID)
+	}
+	listed, err := p.listed(ctx, u)
+	if err != nil {
+		return Executor{}, fmt.Errorf("%w: %v", ErrLookupFailed, err)
+	}
+	if !listed {
 		return Executor{}, fmt.Errorf("%w: %q is in neither allowed_users nor allowed_groups", ErrNotAllowed, name)
 	}
-	return Executor{User: name, UID: uid, Socket: p.SocketPath(name)}, nil
+	sock, err := p.SocketPath(name)
+	if err != nil {
+		return Executor{}, fmt.Errorf("%w: %v", ErrInvalidUser, err)
+	}
+	return Executor{User: name, UID: int(u.UID), Socket: sock}, nil
 }
 
-func (p Policy) listed(u *user.User) bool {
+func (p Policy) listed(ctx context.Context, u identity.User) (bool, error) {
 	if len(p.AllowedUsers) == 0 && len(p.AllowedGroups) == 0 {
-		return true
+		return true, nil
 	}
-	if slices.Contains(p.AllowedUsers, u.Username) {
-		return true
+	if slices.Contains(p.AllowedUsers, u.Name) {
+		return true, nil
 	}
-	gids, _ := u.GroupIds()
-	for _, g := range p.AllowedGroups {
-		if grp, err := user.LookupGroup(g); err == nil && slices.Contains(gids, grp.Gid) {
-			return true
-		}
-	}
-	return false
+	return p.accounts().InGroup(ctx, u, p.AllowedGroups...)
 }
 
-// SocketPath is where name's executor listens.
-func (p Policy) SocketPath(name string) string {
-	return strings.Replace(p.SocketTemplate, "{user}", name, 1)
+// SocketPath is where name's executor listens: the template with the
+// name escaped as systemd escapes a unit instance (%i).
+func (p Policy) SocketPath(name string) (string, error) {
+	return account.SocketPath(p.SocketTemplate, name)
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/protocol"
 
 	"github.com/agor-sh/agor/internal/rpc"
@@ -35,12 +37,49 @@ func TestPolicy(t *testing.T) {
 		{Policy{MinUID: 1}, "../etc", ErrInvalidUser},
 		{Policy{MinUID: 1, AllowedUsers: []string{"someone-else"}}, name, ErrNotAllowed},
 		{Policy{MinUID: 1, AllowedUsers: []string{name}}, name, nil},
+		{Policy{MinUID: 1, AllowedGroups: []string{"no-such-group-xyz"}}, name, ErrNotAllowed},
+		{Policy{MinUID: 1, AllowedGroups: []string{primaryGroup(t)}}, name, nil},
+		{Policy{MinUID: 1, Accounts: identity.New(identity.NSS{Getent: "/bin/false"})}, name, ErrLookupFailed},
+		{Policy{MinUID: 1}, "1000", ErrInvalidUser},
 	}
 	for _, tc := range tests {
-		_, err := tc.pol.Check(tc.user)
+		_, err := tc.pol.Check(context.Background(), tc.user)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%+v Check(%q) = %v, want %v", tc.pol, tc.user, err, tc.want)
 		}
+	}
+}
+
+// primaryGroup names the target user's primary group.
+func primaryGroup(t *testing.T) string {
+	name, _ := target(t)
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skip(err)
+	}
+	g, err := user.LookupGroupId(u.Gid)
+	if err != nil {
+		t.Skip(err)
+	}
+	return g.Name
+}
+
+func TestUnitNames(t *testing.T) {
+	for name, unit := range map[string]string{
+		"alice":               "agor-executor@alice.socket",
+		"ada.lovelace":        "agor-executor@ada.lovelace.socket",
+		"mary-jane":           `agor-executor@mary\x2djane.socket`,
+		"jsmith@corp.example": `agor-executor@jsmith\x40corp.example.socket`,
+	} {
+		if got := unitName(name, "socket"); got != unit {
+			t.Errorf("unitName(%q) = %q, want %q", name, got, unit)
+		}
+		if u, kind, ok := parseUnit(unit); !ok || u != name || kind != "socket" {
+			t.Errorf("parseUnit(%q) = %q, %q, %v", unit, u, kind, ok)
+		}
+	}
+	if _, _, ok := parseUnit("agor-executor@bad-dash.service"); ok {
+		t.Error("an unescaped '-' was taken for a user name")
 	}
 }
 
@@ -137,8 +176,8 @@ func waitStopped(t *testing.T, d *Direct, name string) {
 
 func TestParseUnit(t *testing.T) {
 	for in, want := range map[string][2]string{
-		"agor-executor@alice.socket":  {"alice", "socket"},
-		"agor-executor@bob-2.service": {"bob-2", "service"},
+		"agor-executor@alice.socket":     {"alice", "socket"},
+		`agor-executor@bob\x2d2.service`: {"bob-2", "service"},
 	} {
 		u, k, ok := parseUnit(in)
 		if !ok || u != want[0] || k != want[1] {

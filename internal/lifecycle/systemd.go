@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agor-sh/agor/internal/account"
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 )
@@ -26,12 +27,16 @@ type Systemd struct {
 
 var _ Backend = (*Systemd)(nil)
 
-func unitName(user, kind string) string { return "agor-executor@" + user + "." + kind }
+// unitName is user's unit: the instance is the name as systemd escapes it
+// (the unit gets it back with %I).
+func unitName(user, kind string) string {
+	return "agor-executor@" + account.Escape(user) + "." + kind
+}
 
 // Ensure starts user's socket unit and waits for the job. A socket left
 // failed (e.g. trigger-limit-hit) is reset and started once more.
 func (s *Systemd) Ensure(ctx context.Context, user string) (Executor, error) {
-	ex, err := s.Policy.Check(user)
+	ex, err := s.Policy.Check(ctx, user)
 	if err != nil {
 		return Executor{}, err
 	}
@@ -148,7 +153,11 @@ func parseUnit(name string) (user, kind string, ok bool) {
 	if i <= 0 {
 		return "", "", false
 	}
-	return rest[:i], rest[i+1:], true
+	user, err := account.Unescape(rest[:i])
+	if err != nil {
+		return "", "", false
+	}
+	return user, rest[i+1:], true
 }
 
 // bus returns the connection, rebuilding it if it dropped: go-systemd's

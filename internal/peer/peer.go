@@ -45,11 +45,11 @@ func Of(c net.Conn) (Cred, error) {
 var ErrRefused = errors.New("peer not allowed")
 
 // Policy says which peers a server serves: root, when AllowRoot, and
-// processes running as UID or with primary group GID.
+// processes running as UID. Nothing else: sharing a group with the daemon
+// is not being the daemon.
 type Policy struct {
 	AllowRoot bool
 	UID       uint32
-	GID       *uint32 // nil: no group is allowed by itself
 }
 
 // Check returns nil when c may be served, or an error wrapping ErrRefused.
@@ -58,8 +58,6 @@ func (p Policy) Check(c Cred) error {
 	case p.AllowRoot && c.UID == 0:
 		return nil
 	case c.UID == p.UID:
-		return nil
-	case p.GID != nil && c.GID == *p.GID:
 		return nil
 	}
 	return fmt.Errorf("%w: uid %d gid %d pid %d", ErrRefused, c.UID, c.GID, c.PID)

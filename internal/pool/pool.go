@@ -284,6 +284,8 @@ func unavailable(err error) error {
 		reason = "invalid_user"
 	case errors.Is(err, lifecycle.ErrNoSuchUser):
 		reason = "no_such_user"
+	case errors.Is(err, lifecycle.ErrLookupFailed):
+		reason = "user_database_unavailable"
 	case errors.Is(err, lifecycle.ErrNotAllowed):
 		reason = "user_not_allowed"
 	case errors.Is(err, lifecycle.ErrNotAuthorized):

@@ -1,12 +1,12 @@
 package terminal
 
 import (
-	"bufio"
+	"context"
 	"os"
-	"os/user"
 	"strings"
 
 	"github.com/agor-sh/agor/internal/childenv"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
@@ -37,32 +37,19 @@ type account struct {
 	name, home, shell string
 }
 
-// currentAccount reads the executor's user from the password database;
-// HOME and USER (which systemd's User= sets) fill in what it lacks.
+// currentAccount is the executor's user as the system's user database
+// has it (directory accounts included); HOME and USER, which systemd's
+// User= sets, stand in when it does not answer, and /bin/sh for a missing
+// shell.
 func currentAccount() account {
-	a := account{name: os.Getenv("USER"), home: os.Getenv("HOME")}
-	if u, err := user.Current(); err == nil {
-		a.name, a.home = u.Username, u.HomeDir
-	}
-	a.shell = loginShell("/etc/passwd", a.name)
-	return a
-}
-
-// loginShell is name's shell in the passwd file at path, else /bin/sh.
-func loginShell(path, name string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "/bin/sh"
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), ":")
-		if len(fields) >= 7 && fields[0] == name && fields[6] != "" {
-			return fields[6]
+	a := account{name: os.Getenv("USER"), home: os.Getenv("HOME"), shell: "/bin/sh"}
+	if u, err := identity.Default().LookupUID(context.Background(), uint32(os.Getuid())); err == nil {
+		a.name, a.home = u.Name, u.Home
+		if u.Shell != "" {
+			a.shell = u.Shell
 		}
 	}
-	return "/bin/sh"
+	return a
 }
 
 // buildEnv is a terminal's environment: the pass-through part of base,

@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// httpAs is the child of TestUnknownCallerRefused: "SOCK METHOD PATH" →
+// one request on the API socket; prints the status and the body.
+func httpAs(req string) int {
+	f := strings.SplitN(req, " ", 3)
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", f[0])
+	}}}
+	r, _ := http.NewRequest(f[1], "http://agor"+f[2], strings.NewReader("{}"))
+	resp, err := c.Do(r)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d %s", resp.StatusCode, b)
+	return 0
+}
+
+// TestUnknownCallerRefused: a caller whose uid has no account (a real
+// process as uid 4242424, known by SO_PEERCRED) gets 403 unknown_caller
+// from every route, and nothing of anyone's: before, it was the user ""
+// that the session list and the audit query took for "everyone".
+func TestUnknownCallerRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as an account-less uid")
+	}
+	h := start(t)
+	name, _ := target(t)
+	code, out := h.do(t, "POST", "/v1/sessions", map[string]any{"unix_user": name, "agentic_tool": "claude-code", "cwd": "."})
+	sid, _ := out["id"].(string)
+	if code != 201 && code != 200 || sid == "" {
+		t.Fatalf("create a session: %d %v", code, out)
+	}
+	if code, _ := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-secret-1"}); code != 200 {
+		t.Fatalf("set a key: %d", code)
+	}
+	if err := os.Chmod(h.sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(filepath.Dir(h.sock), "client")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	routes := []string{
+		"GET /v1/health", "GET /v1/metrics", "GET /v1/executors", "PUT /v1/executors/" + name, "DELETE /v1/executors/" + name,
+		"POST /v1/executors/" + name + "/exec", "POST /v1/executors/" + name + "/terminals", "GET /v1/executors/" + name + "/terminals",
+		"PUT /v1/credentials/X_KEY", "DELETE /v1/credentials/ANTHROPIC_API_KEY", "GET /v1/audit", "GET /v1/audit?user=" + name,
+		"POST /v1/executors/" + name + "/prompt", "POST /v1/sessions/" + sid + "/prompt", "GET /v1/sessions", "GET /v1/sessions?user=" + name,
+		"POST /v1/sessions", "GET /v1/sessions/" + sid + "/tasks", "GET /v1/tasks/x", "GET /v1/tasks/x/events", "POST /v1/tasks/x/stop",
+		"GET /v1/permissions", "POST /v1/permissions/x",
+	}
+	for _, route := range routes {
+		cmd := exec.Command(bin, "-test.run=^$")
+		cmd.Env = append(os.Environ(), "AGOR_TEST_HTTP_AS="+h.sock+" "+route)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 4242424, Gid: 4242424}}
+		got, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v %s", route, err, got)
+		}
+		status, body, _ := strings.Cut(string(got), " ")
+		var e struct{ Error struct{ Reason string } }
+		_ = json.Unmarshal([]byte(body), &e)
+		if status != "403" || e.Error.Reason != "unknown_caller" {
+			t.Errorf("%s as uid 4242424: %s %s, want 403 unknown_caller", route, status, body)
+		}
+		if strings.Contains(body, sid) || strings.Contains(body, name) && !strings.Contains(route, name) {
+			t.Errorf("%s as uid 4242424 shows someone's data: %s", route, body)
+		}
+	}
+	// Nothing changed on their behalf.
+	if code, out := h.do(t, "GET", "/v1/audit?action=credential_deleted", nil); code != 200 || strings.Contains(fmt.Sprint(out["records"]), "ANTHROPIC_API_KEY") {
+		t.Errorf("audit after the refusals: %d %v", code, out)
+	}
+}
