@@ -3,187 +3,186 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
+	"net/url"
 	"sync"
-	"time"
 
-	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/lifecycle"
+	"github.com/spf13/cobra"
 )
 
-// backendFlags are shared by ensure, stop and list.
-type backendFlags struct {
-	config   string
-	backend  string
-	binary   string
-	timeout  time.Duration
-	jsonMode bool
+const executorsLong = `List executors, start and stop them through the daemon, or, without the
+daemon, bring them up, stop and list them straight over systemd's D-Bus API
+(or the direct backend) the way the daemon does, and ping one's socket.
+
+Each user's executor is agor-executor@USER.socket / .service, socket-activated
+on /run/agor/executors/USER.sock.
+
+` + daemonHelp
+
+func newExecutors(a *app) *cobra.Command {
+	list := newExecutorsList(a)
+	c := &cobra.Command{
+		Use:   "executors",
+		Short: "list, start, stop, ensure and ping users' executors",
+		Long:  executorsLong + "\n\nWith no command, lists them (as executors list).",
+		Example: `  agorctl executors
+  agorctl executors start alice bob
+  sudo -u agor agorctl executors ensure alice
+  sudo -u agor agorctl executors ping --socket /run/agor/executors/alice.sock`,
+		Args:              noOperands,
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	// "agorctl executors [FLAGS]" is "agorctl executors list [FLAGS]".
+	var lf listFlags
+	lf.register(c)
+	group(c, func(cmd *cobra.Command, _ []string) error { return lf.run(cmd.Context(), a) })
+	c.AddCommand(list, newExecutorsStart(a), newExecutorsStop(a, false),
+		newExecutorsEnsure(a), newExecutorsPing(a))
+	return c
 }
 
-func (b *backendFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.config, "config", config.DefaultPath, "daemon configuration `file` (execution: section)")
-	fs.StringVar(&b.backend, "backend", "", "systemd or direct (default: the configuration's execution.backend)")
-	fs.StringVar(&b.binary, "executor", "/usr/libexec/agor/agor-executor", "agor-executor `path`, for the direct backend")
-	fs.DurationVar(&b.timeout, "timeout", 30*time.Second, "give up after this `duration`")
-	fs.BoolVar(&b.jsonMode, "json", false, "print JSON lines")
+// listFlags are executors list's: the daemon's, or a backend's with
+// --no-daemon.
+type listFlags struct {
+	api      apiFlags
+	backend  backendFlags
+	noDaemon bool
+	jsonOut  bool
 }
 
-func (b *backendFlags) open() (lifecycle.Backend, func(), error) {
-	cfg, err := config.Load(b.config)
-	if err != nil {
-		return nil, nil, err
-	}
-	e := cfg.Execution
-	pol := lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
-	kind := e.Backend
-	if b.backend != "" {
-		kind = b.backend
-	}
-	switch kind {
-	case "systemd":
-		s := &lifecycle.Systemd{Policy: pol}
-		return s, s.Close, nil
-	case "direct":
-		d := &lifecycle.Direct{Policy: pol, Binary: b.binary}
-		return d, func() {}, nil // executors outlive this command until idle
-	}
-	return nil, nil, fmt.Errorf("unknown backend %q (want systemd or direct)", kind)
+func (f *listFlags) register(c *cobra.Command) {
+	addAPIFlags(c, &f.api)
+	f.backend.register(c, false)
+	c.Flags().BoolVar(&f.noDaemon, "no-daemon", false, "ask systemd (or the direct backend) instead of the daemon, as the daemon would")
+	c.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON (through the daemon the reply is JSON already; with --no-daemon one object a line)")
 }
 
-// executorEnsure brings up each user's executor (concurrently) and pings it.
-func executorEnsure(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agorctl executor ensure", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var bf backendFlags
-	bf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
+func (f *listFlags) run(ctx context.Context, a *app) error {
+	if f.noDaemon {
+		f.backend.timeout = f.api.timeout
+		return listDirect(ctx, a, &f.backend, f.jsonOut)
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "agorctl executor ensure: name at least one USER")
-		return 2
-	}
-	be, closeBe, err := bf.open()
-	if err != nil {
-		fmt.Fprintln(stderr, "agorctl executor ensure:", err)
-		return 2
-	}
-	defer closeBe()
-	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
+	c, ctx, cancel := f.api.client(ctx)
 	defer cancel()
+	var out json.RawMessage
+	if err := c.Do(ctx, "GET", "/v1/executors", nil, &out); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, string(out))
+	return nil
+}
 
-	results := make([]string, fs.NArg())
-	errs := make([]error, fs.NArg())
+func newExecutorsList(a *app) *cobra.Command {
+	var f listFlags
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "list executors with their socket and service state",
+		Long: `List executors with their socket and service unit state. Through the daemon
+(admins only) the reply is JSON and says which ones the daemon is connected
+to; with --no-daemon the units are listed straight from systemd, one
+"USER SOCKET SERVICE" line each (--json: one JSON object a line).
+
+` + daemonHelp,
+		Example: `  agorctl executors list
+  sudo -u agor agorctl executors list --no-daemon`,
+		Args: noOperands,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), a) },
+	}
+	f.register(c)
+	return c
+}
+
+func newExecutorsStart(a *app) *cobra.Command {
+	var f apiFlags
+	c := &cobra.Command{
+		Use:   "start USER...",
+		Short: "start users' executors through the daemon",
+		Long: `Start each USER's executor through the daemon, all at once, and print
+"USER {ping reply}" for each. The daemon checks the user against its
+configuration (an existing account, not root, uid >= min_uid, allowed users
+and groups) and starts agor-executor@USER.socket over D-Bus. Users may start
+their own; root and admins anyone's. Exits 1 if any failed.
+
+` + daemonHelp,
+		Example:           "  agorctl executors start alice bob",
+		Args:              atLeast(1, "at least one USER"),
+		ValidArgsFunction: completeUsers(&f),
+		RunE: func(cmd *cobra.Command, users []string) error {
+			return forEachUser(cmd.Context(), a, &f, "start", users)
+		},
+	}
+	addAPIFlags(c, &f)
+	return c
+}
+
+// newExecutorsStop is executors stop; direct (the old "executor stop")
+// always stops the units itself.
+func newExecutorsStop(a *app, direct bool) *cobra.Command {
+	var f apiFlags
+	var b backendFlags
+	var noDaemon bool
+	c := &cobra.Command{
+		Use:   "stop USER...",
+		Short: "stop users' executors (socket and service)",
+		Long: `Stop each USER's executor socket and service: through the daemon (admins
+only), printing "USER {reply}", or with --no-daemon straight over systemd's
+D-Bus API (or the direct backend), printing "USER stopped". Exits 1 if any
+failed.
+
+` + daemonHelp,
+		Example: `  agorctl executors stop alice
+  sudo -u agor agorctl executors stop --no-daemon alice`,
+		Args:              atLeast(1, "at least one USER"),
+		ValidArgsFunction: completeUsers(&f),
+		RunE: func(cmd *cobra.Command, users []string) error {
+			if noDaemon || direct {
+				if !direct {
+					b.timeout = f.timeout
+				}
+				return stopDirect(cmd.Context(), a, &b, users)
+			}
+			return forEachUser(cmd.Context(), a, &f, "stop", users)
+		},
+	}
+	if direct {
+		b.register(c, true)
+		return c
+	}
+	addAPIFlags(c, &f)
+	b.register(c, false)
+	c.Flags().BoolVar(&noDaemon, "no-daemon", false, "stop the units over D-Bus (or the direct backend) instead of through the daemon")
+	return c
+}
+
+// forEachUser starts or stops every user's executor through the daemon at
+// once, printing "USER {reply}" lines; it fails if any did.
+func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []string) error {
+	parent := ctx
+	c, ctx, cancel := f.client(ctx)
+	defer cancel()
+	method := map[string]string{"start": "PUT", "stop": "DELETE"}[verb]
+	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for i, u := range fs.Args() {
+	var failed error
+	for _, u := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = ensureOne(ctx, be, u)
+			var out json.RawMessage
+			err := c.Do(ctx, method, "/v1/executors/"+url.PathEscape(u), nil, &out)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fmt.Fprintf(a.stderr, "agorctl executors %s %s: %v\n", verb, u, err)
+				failed = err
+				return
+			}
+			fmt.Fprintf(a.stdout, "%s %s\n", u, out)
 		}()
 	}
 	wg.Wait()
-	return report(fs.Args(), results, errs, stdout, stderr)
-}
-
-func ensureOne(ctx context.Context, be lifecycle.Backend, user string) (string, error) {
-	ex, err := be.Ensure(ctx, user)
-	if err != nil {
-		return "", err
+	if failed != nil {
+		return &exitError{code: exitCode(parent, failed)}
 	}
-	res, err := ping(ctx, ex.Socket)
-	if err != nil {
-		return "", err
-	}
-	return string(res), nil
-}
-
-func report(users, results []string, errs []error, stdout, stderr io.Writer) int {
-	code := 0
-	for i, u := range users {
-		if errs[i] != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", u, errs[i])
-			code = 1
-			continue
-		}
-		fmt.Fprintf(stdout, "%s %s\n", u, results[i])
-	}
-	return code
-}
-
-func executorStop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agorctl executor stop", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var bf backendFlags
-	bf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	be, closeBe, err := bf.open()
-	if err != nil {
-		fmt.Fprintln(stderr, "agorctl executor stop:", err)
-		return 2
-	}
-	defer closeBe()
-	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
-	defer cancel()
-	code := 0
-	for _, u := range fs.Args() {
-		if err := be.Stop(ctx, u); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", u, err)
-			code = 1
-			continue
-		}
-		fmt.Fprintf(stdout, "%s stopped\n", u)
-	}
-	return code
-}
-
-func executorList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agorctl executor list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var bf backendFlags
-	bf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	be, closeBe, err := bf.open()
-	if err != nil {
-		fmt.Fprintln(stderr, "agorctl executor list:", err)
-		return 2
-	}
-	defer closeBe()
-	ctx, cancel := context.WithTimeout(ctx, bf.timeout)
-	defer cancel()
-	list, err := be.List(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "agorctl executor list:", err)
-		return 1
-	}
-	if bf.jsonMode {
-		enc := json.NewEncoder(stdout)
-		for _, st := range list {
-			_ = enc.Encode(st)
-		}
-		return 0
-	}
-	fmt.Fprintf(stdout, "%-20s %-10s %s\n", "USER", "SOCKET", "SERVICE")
-	for _, st := range list {
-		fmt.Fprintf(stdout, "%-20s %-10s %s\n", st.User, st.Socket, st.Service)
-	}
-	return 0
-}
-
-// parseFlags parses; ok=false means return code now.
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
-		return 2, false
-	}
-	return 0, true
+	return nil
 }

@@ -4,21 +4,178 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
+	"io"
+	"net"
+	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/unixsock"
 )
 
-func TestExecutorPing(t *testing.T) {
+// TestMain lets the tests run agorctl itself as a child process: the
+// test binary acts as agorctl when AGORCTL_RUN_MAIN is set.
+func TestMain(m *testing.M) {
+	if os.Getenv("AGORCTL_RUN_MAIN") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// result is one agorctl run.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// agorctl runs a command line in process with stdin as standard input.
+func agorctl(ctx context.Context, stdin io.Reader, args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(ctx, args, stdin, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// fakeDaemon serves a few of the daemon's routes on a Unix socket and
+// records what it was sent; PUT /v1/executors/slow never answers.
+type fakeDaemon struct {
+	socket string
+	calls  atomic.Int64
+	bodies chan string
+}
+
+func newFakeDaemon(t *testing.T) *fakeDaemon {
+	t.Helper()
+	d := &fakeDaemon{socket: filepath.Join(t.TempDir(), "daemon.sock"), bodies: make(chan string, 16)}
+	ln, err := net.Listen("unix", d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := http.NewServeMux()
+	reply := func(v any) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if len(b) > 0 {
+				d.bodies <- string(b)
+			}
+			_ = json.NewEncoder(w).Encode(v)
+		}
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	m.HandleFunc("GET /v1/executors", reply(map[string]any{"executors": []map[string]any{{"user": "alice"}, {"user": "bob"}}}))
+	m.HandleFunc("GET /v1/sessions", reply(apiwire.SessionList{Sessions: []apiwire.SessionView{{ID: "s1", UnixUser: "alice", AgenticTool: "codex", Cwd: ".", Status: "idle", UpdatedAt: now}}}))
+	m.HandleFunc("GET /v1/sessions/s1/tasks", reply(apiwire.TaskList{Tasks: []apiwire.TaskView{{ID: "t1", SessionID: "s1", Status: "completed", Prompt: "hello", CreatedAt: now}}}))
+	m.HandleFunc("POST /v1/executors/alice/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{ExitCode: 3}, Stdout: "hi\n"}))
+	m.HandleFunc("PUT /v1/executors/alice", reply(map[string]any{"user": "alice", "connected": true}))
+	m.HandleFunc("PUT /v1/credentials/{name}", reply(struct{}{}))
+	m.HandleFunc("POST /v1/permissions/{id}", reply(struct{}{}))
+	m.HandleFunc("PUT /v1/executors/nobody", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(apiwire.ErrorBody{Error: apiwire.ErrorDetail{Code: -32002, Reason: "not_yourself", Message: "permission denied"}})
+	})
+	m.HandleFunc("PUT /v1/executors/slow", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.calls.Add(1)
+		m.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return d
+}
+
+// closedStdin is standard input for a command that must not read it.
+type closedStdin struct{ t *testing.T }
+
+func (s closedStdin) Read([]byte) (int, error) {
+	s.t.Errorf("standard input read")
+	return 0, io.EOF
+}
+
+func TestExitStatus(t *testing.T) {
+	d := newFakeDaemon(t)
+	t.Setenv("AGOR_SOCKET", d.socket)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout (code 0) or stderr
+	}{
+		{"ok", []string{"sessions"}, exitOK, "s1       alice  codex"},
+		{"ok json", []string{"sessions", "list", "--json"}, exitOK, `"id":"s1"`},
+		{"ok tasks", []string{"tasks", "s1"}, exitOK, "t1    completed"},
+		{"exec passes the status on", []string{"exec", "alice", "--", "sh", "-c", "exit 3"}, 3, "hi\n"},
+		{"refused", []string{"executors", "start", "nobody"}, exitFailure, "executors start nobody: permission denied (not_yourself)"},
+		{"no daemon", []string{"sessions", "--api", "/nonexistent/daemon.sock"}, exitFailure, "is agor-daemon running?"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"unknown subcommand", []string{"executors", "frob"}, exitUsage, `unknown command "frob"`},
+		{"bare family", []string{"creds"}, exitUsage, "name a command: delete, set"},
+		{"unknown flag", []string{"sessions", "--bogus"}, exitUsage, "unknown flag: --bogus"},
+		{"missing operand", []string{"tasks"}, exitUsage, "want SESSION"},
+		{"extra operand", []string{"doctor", "extra"}, exitUsage, `unknown command "extra"`},
+		{"two users before --", []string{"exec", "alice", "bob", "--", "id"}, exitUsage, "before --"},
+		{"ping needs --socket", []string{"executors", "ping"}, exitUsage, "--socket is required"},
+		{"timeout", []string{"executors", "start", "slow", "--timeout", "100ms"}, exitTimeout, "deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := agorctl(context.Background(), closedStdin{t}, tc.args...)
+			got := r.stderr
+			if tc.code == exitOK || tc.name == "exec passes the status on" {
+				got = r.stdout
+			}
+			if r.code != tc.code || !strings.Contains(got, tc.want) {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// SIGINT cancels the command's context: agorctl exits 130.
+func TestExitInterrupted(t *testing.T) {
+	d := newFakeDaemon(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	r := agorctl(ctx, closedStdin{t}, "executors", "start", "--api", d.socket, "slow")
+	if r.code != exitInterrupt {
+		t.Fatalf("exit %d, want %d: %s", r.code, exitInterrupt, r.stderr)
+	}
+}
+
+// creds set reads the key from standard input, never from the command line.
+func TestCredsSet(t *testing.T) {
+	d := newFakeDaemon(t)
+	r := agorctl(context.Background(), strings.NewReader("sk-test\n"), "creds", "set", "ANTHROPIC_API_KEY", "--daemon", "--api", d.socket)
+	if r.code != 0 || r.stdout != "ANTHROPIC_API_KEY set (daemon)\n" {
+		t.Fatalf("exit %d: %q %q", r.code, r.stdout, r.stderr)
+	}
+	if body := <-d.bodies; body != `{"scope":"daemon","value":"sk-test"}` {
+		t.Fatalf("body %s", body)
+	}
+	r = agorctl(context.Background(), strings.NewReader(""), "creds", "set", "X", "--api", d.socket)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "no value on standard input") {
+		t.Fatalf("empty stdin: exit %d: %q", r.code, r.stderr)
+	}
+}
+
+func TestPermissionsApprove(t *testing.T) {
+	d := newFakeDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "permissions", "approve", "perm_1", "--reason", "ok", "--api", d.socket)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if body := <-d.bodies; body != `{"approved":true,"reason":"ok"}` {
+		t.Fatalf("body %s", body)
+	}
+}
+
+func startExecutor(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "e.sock")
 	ln, err := unixsock.Listen(path)
 	if err != nil {
@@ -27,79 +184,44 @@ func TestExecutorPing(t *testing.T) {
 	srv := executor.NewServer(executor.Config{Policy: peer.Policy{UID: uint32(os.Getuid())}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), ln) }()
-	defer func() { srv.Stop("test"); <-done }()
-
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"executor", "ping", "--socket", path}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	var res protocol.PingResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.Pong || res.UID != os.Getuid() {
-		t.Fatalf("output %q: %v", out.String(), err)
-	}
+	t.Cleanup(func() { srv.Stop("test"); <-done })
+	return path
 }
 
-func TestExecutorPingErrors(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		code int
-		want string
-	}{
-		{[]string{"executor", "ping"}, 2, "--socket is required"},
-		{[]string{"executor", "ping", "--socket", "/nonexistent/x.sock"}, 1, "connect to /nonexistent/x.sock"},
-		{[]string{"frobnicate"}, 2, "unknown command"},
+// executors ping, and its old spelling executor ping (hidden), reach the
+// executor's socket directly.
+func TestExecutorsPing(t *testing.T) {
+	path := startExecutor(t)
+	for _, args := range [][]string{
+		{"executors", "ping", "--socket", path},
+		{"executor", "ping", "--socket", path},
 	} {
-		var out, errb bytes.Buffer
-		if code := run(context.Background(), tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.want) {
-			t.Errorf("%v: exit %d stderr %q; want %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		r := agorctl(context.Background(), closedStdin{t}, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
 		}
+		var res protocol.PingResult
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || !res.Pong || res.UID != os.Getuid() {
+			t.Fatalf("%v: output %q: %v", args, r.stdout, err)
+		}
+	}
+	r := agorctl(context.Background(), closedStdin{t}, "executors", "ping", "--socket", "/nonexistent/x.sock")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "connect to /nonexistent/x.sock") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }
 
-func TestParseInterspersed(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		mode string
-		rest []string
-	}{
-		{[]string{"alice", "do it", "--mode", "plan"}, "plan", []string{"alice", "do it"}},
-		{[]string{"--mode", "plan", "alice", "do", "it"}, "plan", []string{"alice", "do", "it"}},
-		{[]string{"alice", "--", "ls", "-l", "--mode", "x"}, "", []string{"alice", "ls", "-l", "--mode", "x"}},
-		{[]string{"--mode", "plan", "--", "-not-a-flag"}, "plan", []string{"-not-a-flag"}},
+// The old spellings still parse as they did: executor stop and list take
+// the backend's flags, without --no-daemon.
+func TestLegacyExecutor(t *testing.T) {
+	for _, args := range [][]string{
+		{"executor", "list", "--config", "/nonexistent.yaml", "--backend", "bogus"},
+		{"executor", "stop", "--config", "/nonexistent.yaml", "--backend", "bogus", "alice"},
+		{"executors", "list", "--no-daemon", "--config", "/nonexistent.yaml", "--backend", "bogus"},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		mode := fs.String("mode", "", "")
-		rest, err := parseInterspersed(fs, tc.args)
-		if err != nil || *mode != tc.mode || !slices.Equal(rest, tc.rest) {
-			t.Errorf("%q: mode %q rest %q err %v; want %q %q", tc.args, *mode, rest, err, tc.mode, tc.rest)
-		}
-	}
-}
-
-// The completion script is valid bash and completes commands and options.
-func TestCompletionBash(t *testing.T) {
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"completion", "bash"}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	script := filepath.Join(t.TempDir(), "agorctl.bash")
-	if err := os.WriteFile(script, out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	probe := `source "$1"; COMP_WORDS=(agorctl pro); COMP_CWORD=1; _agorctl; echo "${COMPREPLY[*]}";` +
-		` COMP_WORDS=(agorctl events --f); COMP_CWORD=2; _agorctl; echo "${COMPREPLY[*]}"`
-	got, err := exec.Command("bash", "-c", probe, "bash", script).CombinedOutput()
-	if err != nil || string(got) != "prompt\n--follow\n" {
-		t.Fatalf("completions %q: %v", got, err)
-	}
-	for _, cmd := range completions[""] {
-		if strings.HasPrefix(cmd, "-") || cmd == "executor" || cmd == "completion" {
-			continue
-		}
-		var o, e bytes.Buffer
-		run(context.Background(), []string{cmd, "--help"}, &o, &e)
-		if strings.Contains(e.String(), "unknown command") {
-			t.Errorf("completion offers %q, which agorctl does not know", cmd)
+		r := agorctl(context.Background(), closedStdin{t}, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, `unknown backend "bogus"`) {
+			t.Errorf("%v: exit %d: %s", args, r.code, r.stderr)
 		}
 	}
 }

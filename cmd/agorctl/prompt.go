@@ -2,22 +2,22 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/agor-sh/agor/internal/apiclient"
+	"github.com/agor-sh/agor/internal/apiwire"
 )
 
 type promptOptions struct {
@@ -26,83 +26,88 @@ type promptOptions struct {
 	jsonOut, detach                 bool
 }
 
-// promptCmd: agorctl prompt [OPTIONS] USER PROMPT... — runs one agent turn
-// in USER's executor and shows its events as they happen.
-func promptCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
+func newPrompt(a *app) *cobra.Command {
+	var f apiFlags
 	var o promptOptions
-	a, rest, code, ok := parseAPI("prompt", args, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&o.tool, "tool", "claude-code", "agentic tool: claude-code, codex, gemini or opencode")
-		fs.StringVar(&o.cwd, "cwd", ".", "working `directory`, relative to the user's home")
-		fs.StringVar(&o.mode, "mode", "default", "permission mode: default, acceptEdits, bypassPermissions or plan")
-		fs.StringVar(&o.model, "model", "", "model (default: the agent's)")
-		fs.StringVar(&o.session, "session", "", "continue this session `ID` (printed by an earlier prompt)")
-		fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
-		fs.BoolVar(&o.jsonOut, "json", false, "print the raw NDJSON stream instead of rendering it")
-		fs.BoolVar(&o.detach, "detach", false, "start the task and return at once, printing its ids (follow with agorctl events --follow)")
-	})
-	if !ok {
-		return code
+	c := &cobra.Command{
+		Use:   "prompt USER PROMPT...",
+		Short: "run one agent turn as USER and show its events live",
+		Long: `Run one turn of an agent CLI (--tool claude-code, codex, gemini or opencode)
+as USER in their executor and show its events as they come: text, tool calls
+and results, permission questions (asked here on a terminal, else answer them
+with agorctl permissions), then a summary with token usage. --session
+continues an earlier session (the agent resumes its own). --detach returns at
+once with the task's id; the task runs on in the daemon. The words of PROMPT
+are joined with spaces.
+
+` + daemonHelp,
+		Example: `  agorctl prompt alice 'explain this repo' --cwd src/app
+  agorctl prompt alice --tool codex --mode plan 'add a test for parse'
+  agorctl prompt alice --session 3f2a9c 'now fix it'
+  agorctl prompt alice --detach 'run the suite' && agorctl events --follow TASK`,
+		Annotations: map[string]string{"exit": `0 the turn completed; 1 it failed (or the operation did); 2 usage error;
+124 timed out (--limit, --timeout); 130 cancelled (agorctl tasks stop) or
+interrupted.`},
+		Args:              atLeast(2, "USER PROMPT..."),
+		ValidArgsFunction: completeUsers(&f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPrompt(cmd.Context(), a, &f, o, args[0], strings.Join(args[1:], " "))
+		},
 	}
-	if len(rest) < 2 {
-		fmt.Fprintln(stderr, "agorctl prompt: usage: agorctl prompt [OPTIONS] USER PROMPT...")
-		return 2
-	}
-	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(rest[1:], " "), Cwd: o.cwd,
+	addAPIFlags(c, &f)
+	fs := c.Flags()
+	fs.StringVar(&o.tool, "tool", "claude-code", "agentic tool: claude-code, codex, gemini or opencode")
+	fs.StringVar(&o.cwd, "cwd", ".", "working `directory`, relative to the user's home")
+	fs.StringVar(&o.mode, "mode", "default", "permission mode: default, acceptEdits, bypassPermissions or plan")
+	fs.StringVar(&o.model, "model", "", "model (default: the agent's)")
+	fs.StringVar(&o.session, "session", "", "continue this session `ID` (printed by an earlier prompt)")
+	fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the raw NDJSON stream instead of rendering it")
+	fs.BoolVar(&o.detach, "detach", false, "start the task and return at once, printing its ids (follow with agorctl events --follow)")
+	_ = c.RegisterFlagCompletionFunc("tool", fixedCompletions("claude-code", "codex", "gemini", "opencode"))
+	_ = c.RegisterFlagCompletionFunc("mode", fixedCompletions("default", "acceptEdits", "bypassPermissions", "plan"))
+	_ = c.RegisterFlagCompletionFunc("session", completeSessions(&f))
+	return c
+}
+
+// runPrompt starts the turn and renders it (or, detached, only starts it).
+// The stream has no --timeout: the agent's own --limit bounds it.
+func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, prompt string) error {
+	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: prompt, Cwd: o.cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds()}
+	c := apiclient.New(f.socket)
 	if o.detach {
-		return detached(ctx, newAPIClient(a.socket), rest[0], body, stdout, stderr)
+		c, ctx, cancel := f.client(ctx)
+		defer cancel()
+		return detached(ctx, a, c, user, body)
 	}
-	resp, err := startPrompt(ctx, newAPIClient(a.socket), rest[0], body)
+	resp, err := c.Open(ctx, "POST", "/v1/executors/"+url.PathEscape(user)+"/prompt", body)
 	if err != nil {
-		return fail(stderr, "prompt", err)
+		return err
 	}
 	defer resp.Body.Close()
-	r := &renderer{out: stdout, errw: stderr, c: newAPIClient(a.socket), stdin: stdin, json: o.jsonOut, start: time.Now()}
+	stdin, _ := a.stdin.(*os.File)
+	r := &renderer{out: a.stdout, errw: a.stderr, c: c, stdin: stdin, json: o.jsonOut, start: time.Now()}
 	return r.run(ctx, resp.Body)
 }
 
 // detached starts the task through the session API and returns at once.
-func detached(ctx context.Context, c *apiClient, user string, body apiwire.PromptBody, stdout, stderr io.Writer) int {
+func detached(ctx context.Context, a *app, c *apiclient.Client, user string, body apiwire.PromptBody) error {
 	if body.SessionID == "" {
 		var sess apiwire.SessionView
 		req := map[string]any{"unix_user": user, "agentic_tool": body.Tool, "cwd": body.Cwd, "model": body.Model, "permission_mode": body.PermissionMode}
-		if err := c.do(ctx, "POST", "/v1/sessions", req, &sess); err != nil {
-			return fail(stderr, "prompt", err)
+		if err := c.Do(ctx, "POST", "/v1/sessions", req, &sess); err != nil {
+			return err
 		}
 		body.SessionID = sess.ID
 	}
-	var out struct {
-		TaskID    string `json:"task_id"`
-		SessionID string `json:"session_id"`
+	var out apiwire.PromptAccepted
+	if err := c.Do(ctx, "POST", "/v1/sessions/"+url.PathEscape(body.SessionID)+"/prompt", body, &out); err != nil {
+		return err
 	}
-	if err := c.do(ctx, "POST", "/v1/sessions/"+url.PathEscape(body.SessionID)+"/prompt", body, &out); err != nil {
-		return fail(stderr, "prompt", err)
-	}
-	fmt.Fprintf(stdout, "task %s session %s\n", out.TaskID, out.SessionID)
-	fmt.Fprintf(stderr, "follow it with: agorctl events --follow %s\n", out.TaskID)
-	return 0
-}
-
-func startPrompt(ctx context.Context, c *apiClient, user string, body apiwire.PromptBody) (*http.Response, error) {
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, "POST", "http://agor/v1/executors/"+url.PathEscape(user)+"/prompt", bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("daemon at %s: %w (is agor-daemon running?)", c.socket, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		var e apiwire.ErrorBody
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
-			return nil, fmt.Errorf("%s (%s)", e.Error.Message, e.Error.Reason)
-		}
-		return nil, fmt.Errorf("daemon: %s", resp.Status)
-	}
-	return resp, nil
+	fmt.Fprintf(a.stdout, "task %s session %s\n", out.TaskID, out.SessionID)
+	fmt.Fprintf(a.stderr, "follow it with: agorctl events --follow %s\n", out.TaskID)
+	return nil
 }
 
 // renderer shows a prompt's stream for a person: the agent's text as it
@@ -110,7 +115,7 @@ func startPrompt(ctx context.Context, c *apiClient, user string, body apiwire.Pr
 // and a progress line on stderr while waiting.
 type renderer struct {
 	out, errw io.Writer
-	c         *apiClient
+	c         *apiclient.Client
 	stdin     *os.File
 	json      bool
 	start     time.Time
@@ -148,7 +153,7 @@ type promptResult struct {
 	Error        *struct{ Code, Message string }
 }
 
-func (r *renderer) run(ctx context.Context, body io.Reader) int {
+func (r *renderer) run(ctx context.Context, body io.Reader) error {
 	stop := r.progress()
 	defer stop()
 	sc := bufio.NewScanner(body)
@@ -159,28 +164,32 @@ func (r *renderer) run(ctx context.Context, body io.Reader) int {
 		}
 		var l streamLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return fail(r.errw, "prompt", fmt.Errorf("bad line from the daemon: %v", err))
+			return fmt.Errorf("bad line from the daemon: %w", err)
 		}
-		if code, done := r.line(ctx, l); done {
-			return code
+		if done, err := r.line(ctx, l); done {
+			return err
 		}
 	}
-	return fail(r.errw, "prompt", errors.New("the daemon ended the stream before the result"))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.New("the daemon ended the stream before the result")
 }
 
-// line handles one stream line; done is true with the exit status.
-func (r *renderer) line(ctx context.Context, l streamLine) (int, bool) {
+// line handles one stream line; done is true at the end, with the
+// command's error (nil: completed).
+func (r *renderer) line(ctx context.Context, l streamLine) (bool, error) {
 	switch {
 	case l.TaskID != "":
 		r.task, r.session = l.TaskID, l.SessionID
 	case l.Event != nil:
 		r.event(ctx, l.Event)
 	case l.Error != nil:
-		return fail(r.errw, "prompt", fmt.Errorf("%s (%s)", l.Error.Error.Message, l.Error.Error.Reason)), true
+		return true, fmt.Errorf("%s (%s)", l.Error.Error.Message, l.Error.Error.Reason)
 	case l.Result != nil:
-		return r.result(l.Result), true
+		return true, r.result(l.Result)
 	}
-	return 0, false
+	return false, nil
 }
 
 func (r *renderer) event(ctx context.Context, ev *streamEvent) {
@@ -220,7 +229,7 @@ func (r *renderer) ask(ctx context.Context, d map[string]any) {
 	if id == "" {
 		return
 	}
-	if !term.IsTerminal(int(r.stdin.Fd())) {
+	if r.stdin == nil || !term.IsTerminal(int(r.stdin.Fd())) {
 		r.print(r.errw, "\n? %s %s wants permission: agorctl permissions approve %s (or deny)\n", d["tool_name"], clip(string(in), 200), id)
 		return
 	}
@@ -228,7 +237,7 @@ func (r *renderer) ask(ctx context.Context, d map[string]any) {
 	answer, _ := bufio.NewReader(r.stdin).ReadString('\n')
 	yes := strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y")
 	body := map[string]any{"approved": yes, "reason": "answered in agorctl prompt"}
-	if err := r.c.do(ctx, "POST", "/v1/permissions/"+url.PathEscape(id), body, nil); err != nil {
+	if err := r.c.Do(ctx, "POST", "/v1/permissions/"+url.PathEscape(id), body, nil); err != nil {
 		r.print(r.errw, "agorctl prompt: answer: %v\n", err)
 	}
 }
@@ -239,7 +248,7 @@ func (r *renderer) pendingID(ctx context.Context) string {
 		Permissions []struct{ ID, Task string }
 	}
 	for range 20 { // the request reaches the queue just after the event
-		if err := r.c.do(ctx, "GET", "/v1/permissions", nil, &out); err != nil {
+		if err := r.c.Do(ctx, "GET", "/v1/permissions", nil, &out); err != nil {
 			return ""
 		}
 		for _, p := range out.Permissions {
@@ -252,7 +261,7 @@ func (r *renderer) pendingID(ctx context.Context) string {
 	return ""
 }
 
-func (r *renderer) result(res *promptResult) int {
+func (r *renderer) result(res *promptResult) error {
 	u := res.Usage
 	r.print(r.errw, "\n%s · %d messages · tokens in %v out %v (cache read %v, write %v) · %s · session %s\n",
 		res.Status, res.MessageCount, u["input_tokens"], u["output_tokens"], u["cache_read_tokens"], u["cache_write_tokens"],
@@ -262,13 +271,13 @@ func (r *renderer) result(res *promptResult) int {
 	}
 	switch res.Status {
 	case "completed":
-		return 0
+		return nil
 	case "timeout":
-		return 124
+		return exitWith(exitTimeout)
 	case "cancelled":
-		return 130
+		return exitWith(exitInterrupt)
 	}
-	return 1
+	return exitWith(exitFailure)
 }
 
 // endLine ends a line of agent text, if one is open.
@@ -336,11 +345,4 @@ func (r *renderer) progress() (stop func()) {
 		}
 		r.mu.Unlock()
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -5,20 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"os/user"
 	"sync"
 	"syscall"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/agor-sh/agor/internal/apiclient"
 	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/protocol"
 )
@@ -27,99 +26,78 @@ import (
 // local shell, as telnet's escape does.
 const DetachKey = 0x1d
 
-type terminalOptions struct {
-	cwd, shell, attach string
+func newTerminal(a *app) *cobra.Command {
+	var f apiFlags
+	var p protocol.SpawnTerminalParams
+	var attachID string
+	c := &cobra.Command{
+		Use:   "terminal [USER]",
+		Short: "open a shell as USER (default: you) on this terminal",
+		Long: `Open a shell as USER (default: you) on a terminal in their executor and
+attach this terminal to it, in raw mode; the window size follows yours
+(SIGWINCH). Ctrl-] detaches and leaves the shell running (for 5 minutes
+unattached); --attach ID comes back to it with its recent output.
+
+` + daemonHelp,
+		Example: `  agorctl terminal
+  agorctl terminal --cwd src alice
+  agorctl terminal --attach term_7c2e alice`,
+		Annotations: map[string]string{"exit": `the shell's own status (128+N when signal N ended it; 0 on detach);
+otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeUsers(&f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := terminalUser(args)
+			if err != nil {
+				return err
+			}
+			stdin, _ := a.stdin.(*os.File)
+			return runTerminal(cmd.Context(), a, apiclient.New(f.socket), stdin, name, p, attachID)
+		},
+	}
+	addAPIFlags(c, &f)
+	c.Flags().StringVar(&p.Cwd, "cwd", ".", "working `directory`, relative to the user's home")
+	c.Flags().StringVar(&p.Shell, "shell", "", "`program` to run (default: the user's login shell)")
+	c.Flags().StringVar(&attachID, "attach", "", "reattach to the running terminal `ID` instead of starting one")
+	return c
 }
 
-// terminalCmd: agorctl terminal [--cwd DIR] [--shell PATH] [--attach ID] [USER]
-func terminalCmd(ctx context.Context, args []string, stdin *os.File, stdout, stderr io.Writer) int {
-	var o terminalOptions
-	a, rest, code, ok := parseAPI("terminal", args, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&o.cwd, "cwd", ".", "working `directory`, relative to the user's home")
-		fs.StringVar(&o.shell, "shell", "", "`program` to run (default: the user's login shell)")
-		fs.StringVar(&o.attach, "attach", "", "reattach to the running terminal `ID` instead of starting one")
-	})
-	if !ok {
-		return code
-	}
-	name, err := terminalUser(rest)
-	if err != nil {
-		return fail(stderr, "terminal", err)
-	}
-	c := newAPIClient(a.socket)
-	cols, rows := termSize(stdin)
-	id := o.attach
+func runTerminal(ctx context.Context, a *app, c *apiclient.Client, stdin *os.File, name string, p protocol.SpawnTerminalParams, id string) error {
+	p.Cols, p.Rows = termSize(stdin)
 	if id == "" {
-		if id, err = spawn(ctx, c, name, o, cols, rows); err != nil {
-			return fail(stderr, "terminal", err)
+		var err error
+		if id, err = c.SpawnTerminal(ctx, name, p); err != nil {
+			return err
 		}
 	}
-	conn, rd, err := attach(ctx, a.socket, name, id)
+	conn, rd, err := c.AttachTerminal(ctx, name, id)
 	if err != nil {
-		return fail(stderr, "terminal", err)
+		return err
 	}
 	defer conn.Close()
-	s := &session{conn: conn, enc: json.NewEncoder(conn), stdout: stdout, stderr: stderr, id: id, user: name}
-	return s.run(stdin, rd, cols, rows)
+	s := &session{conn: conn, enc: json.NewEncoder(conn), stdout: a.stdout, stderr: a.stderr, id: id, user: name}
+	return exitWith(s.run(stdin, rd, p.Cols, p.Rows))
 }
 
 func terminalUser(rest []string) (string, error) {
-	switch len(rest) {
-	case 0:
-		u, err := user.Current()
-		if err != nil {
-			return "", err
-		}
-		return u.Username, nil
-	case 1:
+	if len(rest) == 1 {
 		return rest[0], nil
 	}
-	return "", errors.New("usage: agorctl terminal [OPTIONS] [USER]")
+	u, err := user.Current()
+	if err != nil {
+		return "", err
+	}
+	return u.Username, nil
 }
 
 func termSize(f *os.File) (int, int) {
+	if f == nil {
+		return 80, 24
+	}
 	if cols, rows, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 && rows > 0 {
 		return cols, rows
 	}
 	return 80, 24
-}
-
-func spawn(ctx context.Context, c *apiClient, name string, o terminalOptions, cols, rows int) (string, error) {
-	var res struct {
-		TerminalID string `json:"terminal_id"`
-	}
-	p := protocol.SpawnTerminalParams{Cwd: o.cwd, Shell: o.shell, Cols: cols, Rows: rows}
-	if err := c.do(ctx, "POST", "/v1/executors/"+url.PathEscape(name)+"/terminals", p, &res); err != nil {
-		return "", err
-	}
-	return res.TerminalID, nil
-}
-
-// attach upgrades an HTTP request on the daemon's socket to the terminal's
-// two-way frame stream.
-func attach(ctx context.Context, socket, name, id string) (net.Conn, *bufio.Reader, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", socket)
-	if err != nil {
-		return nil, nil, fmt.Errorf("daemon at %s: %w", socket, err)
-	}
-	path := "/v1/executors/" + url.PathEscape(name) + "/terminals/" + url.PathEscape(id) + "/attach"
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: agor\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n", path)
-	rd := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(rd, nil)
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer conn.Close()
-		var e struct{ Error apiwire.ErrorBody }
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		if json.Unmarshal(body, &e.Error) == nil && e.Error.Error.Message != "" {
-			return nil, nil, fmt.Errorf("%s (%s)", e.Error.Error.Message, e.Error.Error.Reason)
-		}
-		return nil, nil, fmt.Errorf("attach: %s", resp.Status)
-	}
-	return conn, rd, nil
 }
 
 // session is one attached terminal on this terminal.
@@ -139,6 +117,9 @@ func (s *session) send(f apiwire.Frame) error {
 }
 
 func (s *session) run(stdin *os.File, rd *bufio.Reader, cols, rows int) int {
+	if stdin == nil {
+		stdin = os.Stdin
+	}
 	fd := int(stdin.Fd())
 	if term.IsTerminal(fd) {
 		old, err := term.MakeRaw(fd)
