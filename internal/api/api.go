@@ -47,7 +47,15 @@ type Server struct {
 	Store      Store            // sessions, tasks, events; nil: prompts are not served
 	AdminGroup string
 	Accounts   *identity.Resolver // who callers are; nil: identity.Default()
-	Log        *slog.Logger
+	// SharedAccount, when set (run_as_unix_user: false), is the one
+	// account whose executor runs everyone's work; sessions, tasks, keys,
+	// permission questions and the audit trail still name the person.
+	SharedAccount string
+	// Allowed, when set, checks a person against the execution policy
+	// before their work is taken (with a shared account the backend only
+	// sees the shared account).
+	Allowed func(ctx context.Context, person string) error
+	Log     *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.
@@ -131,6 +139,10 @@ func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
 			return
 		}
+		if err := s.allowed(r.Context(), name); err != nil {
+			writeError(w, err)
+			return
+		}
 		h(w, r)
 	}
 }
@@ -158,8 +170,27 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"executors": out})
 }
 
+// allowed applies Allowed, when set, as the backend's refusal would read.
+func (s *Server) allowed(ctx context.Context, person string) error {
+	if s.Allowed == nil {
+		return nil
+	}
+	if err := s.Allowed(ctx, person); err != nil {
+		return pool.Unavailable(err)
+	}
+	return nil
+}
+
+// executorOf is the account whose executor runs person's work.
+func (s *Server) executorOf(person string) string {
+	if s.SharedAccount != "" {
+		return s.SharedAccount
+	}
+	return person
+}
+
 func (s *Server) ensureExecutor(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("user")
+	name := s.executorOf(r.PathValue("user"))
 	_, ping, err := s.Pool.Get(r.Context(), name)
 	if err != nil {
 		s.log().Warn("executor refused", "user", name, "err", err)
@@ -170,7 +201,7 @@ func (s *Server) ensureExecutor(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stopExecutor(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("user")
+	name := s.executorOf(r.PathValue("user"))
 	if err := s.Backend.Stop(r.Context(), name); err != nil {
 		writeError(w, err)
 		return

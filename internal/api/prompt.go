@@ -97,12 +97,20 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		}
 		t.user, t.body.SessionID = sess.UnixUser, sess.ID
 	}
+	if err := s.allowed(r.Context(), t.user); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
 	var err error
 	if t.sess, err = s.session(t.user, &t.body); err != nil {
 		writeError(w, err)
 		return started{}, false
 	}
-	if t.tok, err = s.Broker.StartTask(token.Binding{User: t.user, Session: t.sess.ID, Task: t.id}, broker.Mode(t.body.PermissionMode)); err != nil {
+	bind := token.Binding{User: s.executorOf(t.user), Session: t.sess.ID, Task: t.id}
+	if bind.User != t.user {
+		bind.Person = t.user
+	}
+	if t.tok, err = s.Broker.StartTask(bind, broker.Mode(t.body.PermissionMode)); err != nil {
 		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
 		return started{}, false
 	}
@@ -175,7 +183,7 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b apiwir
 		PermissionMode: b.PermissionMode, Model: b.Model, TimeoutMS: b.TimeoutMS, AgentSessionID: resume,
 	}
 	var res json.RawMessage
-	if err := s.Pool.Call(ctx, user, protocol.MethodExecutePrompt, params, &res); err != nil {
+	if err := s.Pool.Call(ctx, s.executorOf(user), protocol.MethodExecutePrompt, params, &res); err != nil {
 		_, body := errorBody(err)
 		return apiwire.PromptLine{Error: body}
 	}

@@ -128,6 +128,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("agentic_tool", "required"))
 		return
 	}
+	if err := s.allowed(r.Context(), b.UnixUser); err != nil {
+		writeError(w, err)
+		return
+	}
 	b.SessionID = ""
 	sess, err := s.session(b.UnixUser, &b.PromptBody)
 	if err != nil {
@@ -195,7 +199,7 @@ func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
 	}
 	var res protocol.StopTaskResult
 	p := protocol.StopTaskParams{TaskID: t.ID, Reason: "stopped through the API"}
-	if err := s.Pool.Call(r.Context(), t.UnixUser, protocol.MethodStopTask, p, &res); err != nil {
+	if err := s.Pool.Call(r.Context(), s.executorOf(t.UnixUser), protocol.MethodStopTask, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}

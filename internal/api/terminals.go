@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/agor-sh/agor/internal/apiwire"
@@ -19,7 +20,26 @@ import (
 // client attached to each terminal through the API.
 type Terminals struct {
 	mu      sync.Mutex
-	clients map[string]*termClient // by user + "/" + terminal_id
+	clients map[string]*termClient // by executor account + "/" + terminal_id
+	owners  map[string]string      // terminal_id → person, in a shared account's executor
+}
+
+// own records that person spawned terminal id in a shared executor.
+func (t *Terminals) own(id, person string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.owners == nil {
+		t.owners = map[string]string{}
+	}
+	t.owners[id] = person
+}
+
+// mine reports whether person may see terminal id: in a shared executor,
+// only the terminals they spawned.
+func (t *Terminals) mine(id, person string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.owners[id] == person
 }
 
 // termClient is one attached client. Until the attach reply (scrollback)
@@ -139,32 +159,43 @@ func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
-	var res json.RawMessage
-	if err := s.Pool.Call(r.Context(), r.PathValue("user"), protocol.MethodSpawnTerminal, p, &res); err != nil {
+	var res protocol.SpawnTerminalResult
+	person := r.PathValue("user")
+	if err := s.Pool.Call(r.Context(), s.executorOf(person), protocol.MethodSpawnTerminal, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}
-	s.log().Info("terminal spawned", "user", r.PathValue("user"), "terminal", string(res))
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(res, '\n'))
+	if s.SharedAccount != "" {
+		s.Terminals.own(res.TerminalID, person)
+	}
+	s.log().Info("terminal spawned", "user", person, "terminal", res.TerminalID, "pid", res.PID)
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) {
-	var res json.RawMessage
-	if err := s.Pool.Call(r.Context(), r.PathValue("user"), protocol.MethodListTerminals, struct{}{}, &res); err != nil {
+	var res protocol.ListTerminalsResult
+	person := r.PathValue("user")
+	if err := s.Pool.Call(r.Context(), s.executorOf(person), protocol.MethodListTerminals, struct{}{}, &res); err != nil {
 		writeError(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(res, '\n'))
+	if s.SharedAccount != "" {
+		res.Terminals = slices.DeleteFunc(res.Terminals, func(i protocol.TerminalInfo) bool { return !s.Terminals.mine(i.TerminalID, person) })
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 // attachTerminal upgrades the request to a two-way NDJSON stream of
 // Frames (Upgrade: agor-terminal) for one terminal of user's.
 func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
-	user, id := r.PathValue("user"), r.PathValue("id")
+	person, id := r.PathValue("user"), r.PathValue("id")
+	user := s.executorOf(person)
 	if r.Header.Get("Upgrade") != "agor-terminal" {
 		writeError(w, rpc.InvalidParams("Upgrade", `must be "agor-terminal"`))
+		return
+	}
+	if s.SharedAccount != "" && !s.Terminals.mine(id, person) {
+		writeError(w, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no terminal %q of %s", id, person))
 		return
 	}
 	client, release, err := s.Pool.Acquire(r.Context(), user)

@@ -35,10 +35,10 @@ func (c *conn) getAPIKey(_ context.Context, p apiKeyParams) (protocol.GetAPIKeyR
 		c.b.audit.Log(rec)
 		return protocol.GetAPIKeyResult{}, rerr
 	}
-	rec.Session, rec.Task = bind.Session, bind.Task
-	val, scope, err := c.b.keys.Get(c.user, p.CredentialKey)
+	rec.User, rec.Session, rec.Task = bind.Who(), bind.Session, bind.Task
+	val, scope, err := c.b.keys.Get(bind.Who(), p.CredentialKey)
 	if err != nil {
-		rerr := c.keyError(p.CredentialKey, err)
+		rerr := c.keyError(bind.Who(), p.CredentialKey, err)
 		rec.Reason = rerr.Reason()
 		c.b.audit.Log(rec)
 		return protocol.GetAPIKeyResult{}, rerr
@@ -49,12 +49,12 @@ func (c *conn) getAPIKey(_ context.Context, p apiKeyParams) (protocol.GetAPIKeyR
 	return protocol.GetAPIKeyResult{APIKey: val}, nil
 }
 
-func (c *conn) keyError(name string, err error) *rpc.Error {
+func (c *conn) keyError(person, name string, err error) *rpc.Error {
 	var e *rpc.Error
 	switch {
 	case errors.Is(err, credstore.ErrNotFound):
 		e = rpc.Errorf(protocol.CodeNotFound, protocol.ReasonCredentialNotFound,
-			"credential %q is not set for user %q nor daemon-wide", name, c.user)
+			"credential %q is not set for user %q nor daemon-wide", name, person)
 	case errors.Is(err, credstore.ErrCorrupt):
 		c.log.Error("credential cannot be decrypted", "credential", name, "err", err)
 		e = rpc.Errorf(rpc.CodeInternalError, "credential_unreadable", "credential %q cannot be read", name)

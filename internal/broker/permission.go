@@ -9,6 +9,7 @@ import (
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/token"
 )
 
 // requestPermission settles a request by the task's mode or waits for a
@@ -21,28 +22,29 @@ func (c *conn) requestPermission(ctx context.Context, p protocol.RequestPermissi
 		c.b.audit.Log(rec)
 		return Decision{}, rerr
 	}
-	rec.Session = bind.Session
+	rec.User, rec.Session = bind.Who(), bind.Session
 	mode, ok := c.b.live(p.TaskID)
 	if !ok {
 		mode = ModeDefault // a token issued outside StartTask: ask a person
 	}
 	rec.Mode = string(mode)
-	d, err := c.decide(ctx, bind.Session, mode, p)
+	d, err := c.decide(ctx, bind, mode, p)
 	rec.Decision, rec.Reason = decisionWord(d), d.Reason
 	c.b.audit.Log(rec)
 	return d, err
 }
 
-func (c *conn) decide(ctx context.Context, session string, mode Mode, p protocol.RequestPermissionParams) (Decision, error) {
+func (c *conn) decide(ctx context.Context, bind token.Binding, mode Mode, p protocol.RequestPermissionParams) (Decision, error) {
+	person, session := bind.Who(), bind.Session
 	if mode == ModeBypass {
 		return Decision{Approved: true, Reason: "bypass_permissions"}, nil
 	}
-	req := PermissionRequest{User: c.user, Session: session, Task: p.TaskID, ToolName: p.ToolName, ToolInput: p.ToolInput, AskedAt: time.Now()}
-	c.b.audit.Log(audit.Record{Action: audit.PermissionAsked, User: c.user, Session: session, Task: p.TaskID, Tool: p.ToolName, Mode: string(mode)})
+	req := PermissionRequest{User: person, Session: session, Task: p.TaskID, ToolName: p.ToolName, ToolInput: p.ToolInput, AskedAt: time.Now()}
+	c.b.audit.Log(audit.Record{Action: audit.PermissionAsked, User: person, Session: session, Task: p.TaskID, Tool: p.ToolName, Mode: string(mode)})
 	d, err := c.b.queue.ask(ctx, req, c.b.limits.PermissionTimeout)
 	if errors.Is(err, ErrTooManyOpen) {
 		return Decision{Reason: "too_many_pending"}, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyPending,
-			"too many open permission requests for user %q (limit %d)", c.user, c.b.limits.MaxPending)
+			"too many open permission requests for user %q (limit %d)", person, c.b.limits.MaxPending)
 	}
 	return d, err
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -62,6 +63,9 @@ type Daemon struct {
 
 // New builds the daemon; nothing runs until Run.
 func New(o Options) (d *Daemon, err error) {
+	if !o.Config.Execution.UseExecutor {
+		return nil, errors.New("execution.use_executor: false is not supported: this service never runs agents or commands in the daemon, only in executors (remove the key, or set it to true)")
+	}
 	d = &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener}
 	var undo []func()
 	defer func() { // on failure, release what was opened, newest first
@@ -144,14 +148,31 @@ func (d *Daemon) build(creds *credstore.Store) {
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
 	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	if e := d.cfg.Execution; !e.RunAsUnixUser {
+		d.srv.SharedAccount = e.ExecutorUnixUser
+		d.srv.Allowed = func(ctx context.Context, person string) error {
+			_, err := personPolicy(e).Check(ctx, person)
+			return err
+		}
+	}
 	d.api = api.NewHTTPServer(d.srv.Handler())
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
+// personPolicy is who may have work done: min_uid and the allowed lists.
+func personPolicy(e config.Execution) lifecycle.Policy {
+	return lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
+}
+
 func newBackend(o Options) (lifecycle.Backend, func(), error) {
 	e := o.Config.Execution
-	pol := lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
+	pol := personPolicy(e)
+	if !e.RunAsUnixUser && (len(pol.AllowedUsers) > 0 || len(pol.AllowedGroups) > 0) {
+		// The lists name people; the shared account runs their work (the
+		// executor makes the same exception when it checks itself).
+		pol.AllowedUsers = append(slices.Clone(pol.AllowedUsers), e.ExecutorUnixUser)
+	}
 	switch e.Backend {
 	case "systemd":
 		s := &lifecycle.Systemd{Policy: pol, Log: o.Log}

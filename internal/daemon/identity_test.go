@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agor-sh/agor/internal/config"
 )
 
 // httpAs is the child of TestUnknownCallerRefused: "SOCK METHOD PATH" →
@@ -92,5 +94,47 @@ func TestUnknownCallerRefused(t *testing.T) {
 	// Nothing changed on their behalf.
 	if code, out := h.do(t, "GET", "/v1/audit?action=credential_deleted", nil); code != 200 || strings.Contains(fmt.Sprint(out["records"]), "ANTHROPIC_API_KEY") {
 		t.Errorf("audit after the refusals: %d %v", code, out)
+	}
+}
+
+// TestSharedAccount: with run_as_unix_user false, two people's commands
+// both run as the one executor_unix_user, their sessions stay theirs, and
+// a person outside the allowed list is refused before anything is stored.
+func TestSharedAccount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act for other users")
+	}
+	shared, _ := target(t)
+	h := startWith(t, nil, func(c *config.Config) {
+		c.Execution.RunAsUnixUser = false
+		c.Execution.ExecutorUnixUser = shared
+		c.Execution.AllowedUsers = []string{"daemon", "bin"}
+	})
+	for _, person := range []string{"daemon", "bin"} {
+		code, out := h.do(t, "POST", "/v1/executors/"+person+"/exec", map[string]any{"argv": []string{"id", "-un"}, "cwd": "."})
+		if code != 200 || out["stdout"] != shared+"\n" {
+			t.Fatalf("exec for %s: %d %v, want it run as %s", person, code, out, shared)
+		}
+		code, out = h.do(t, "POST", "/v1/sessions", map[string]any{"unix_user": person, "agentic_tool": "claude-code", "cwd": "."})
+		if code != 201 && code != 200 || out["unix_user"] != person {
+			t.Fatalf("session for %s: %d %v", person, code, out)
+		}
+	}
+	code, out := h.do(t, "POST", "/v1/sessions", map[string]any{"unix_user": "sys", "agentic_tool": "claude-code", "cwd": "."})
+	if code != 503 || !strings.Contains(fmt.Sprint(out), "user_not_allowed") {
+		t.Fatalf("session for a person not allowed: %d %v", code, out)
+	}
+	if _, out = h.do(t, "GET", "/v1/sessions?user=sys", nil); strings.Contains(fmt.Sprint(out), "sys") {
+		t.Fatalf("a refused person's session was stored: %v", out)
+	}
+}
+
+// TestUseExecutorFalseRefused: the seed key that would run agents in the
+// daemon is refused at start, saying why.
+func TestUseExecutorFalseRefused(t *testing.T) {
+	c := config.Default()
+	c.Execution.UseExecutor = false
+	if _, err := New(Options{Config: c}); err == nil || !strings.Contains(err.Error(), "never runs agents") {
+		t.Fatalf("New with use_executor false: %v", err)
 	}
 }

@@ -118,7 +118,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 	}
 	ex, err := p.Backend.Ensure(ctx, user)
 	if err != nil {
-		return nil, protocol.PingResult{}, unavailable(err)
+		return nil, protocol.PingResult{}, Unavailable(err)
 	}
 	var h rpc.Handler
 	if p.Handler != nil {
@@ -276,8 +276,8 @@ func (p *Pool) log() *slog.Logger {
 	return slog.Default()
 }
 
-// unavailable maps a backend refusal to the protocol's error with a reason.
-func unavailable(err error) error {
+// Unavailable maps a backend refusal to the protocol's error with a reason.
+func Unavailable(err error) error {
 	reason := "start_failed"
 	switch {
 	case errors.Is(err, lifecycle.ErrInvalidUser):

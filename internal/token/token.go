@@ -26,9 +26,21 @@ var (
 
 // Binding is what a token may act for.
 type Binding struct {
-	User    string
+	User    string // the executor's account, whose connection presents the token
 	Session string
 	Task    string
+	// Person is who asked, when it is not User: with run_as_unix_user
+	// false every person's work runs in one shared account's executor, and
+	// keys, permission questions and audit records stay the person's.
+	Person string
+}
+
+// Who is the person the token acts for.
+func (b Binding) Who() string {
+	if b.Person != "" {
+		return b.Person
+	}
+	return b.User
 }
 
 type entry struct {
