@@ -52,7 +52,9 @@ func writeMan(w io.Writer, root *cobra.Command, ver, date string) error {
 		m.printf(".B %s\n%s\n", roff(c.CommandPath()), synopsisArgs(c))
 	}
 	m.printf(".SH DESCRIPTION\n")
-	m.text(root.Long)
+	m.text(root.Long + "\n\nCommands that go through the daemon use its API socket (--api, default " +
+		"/run/agor/daemon.sock, environment AGOR_SOCKET). The daemon knows you by your Unix account: you act " +
+		"as yourself; root and members of api.admin_group act for anyone.")
 	m.printf(".SH COMMANDS\n")
 	for _, c := range visible(root) {
 		m.command(c)
@@ -74,7 +76,7 @@ func visible(root *cobra.Command) []*cobra.Command {
 		if !c.IsAvailableCommand() {
 			continue
 		}
-		if c.Runnable() {
+		if c.Runnable() && c.Annotations["family"] == "" {
 			out = append(out, c)
 		}
 		out = append(out, visible(c)...)
@@ -115,7 +117,7 @@ func (m *manWriter) text(s string) {
 
 func (m *manWriter) command(c *cobra.Command) {
 	m.printf(".SS \"%s\"\n", roff(c.CommandPath()+" "+usageArgs(c)))
-	m.text(c.Long)
+	m.text(strings.Replace(c.Long, "\n\n"+daemonHelp, "", 1)) // said once, in DESCRIPTION
 	if c.HasAvailableLocalFlags() {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
 			if f.Hidden || f.Name == "help" {

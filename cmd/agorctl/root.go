@@ -159,6 +159,7 @@ func group(c *cobra.Command, def func(*cobra.Command, []string) error) *cobra.Co
 			return usageErrorf("name a command: %s", strings.Join(subcommandNames(cmd), ", "))
 		}
 		c.Args = cobra.ArbitraryArgs
+		c.Annotations = map[string]string{"family": "only"} // runs only its subcommands
 	}
 	c.RunE = def
 	return c
