@@ -148,7 +148,7 @@ func marshalResult(res any) (json.RawMessage, error) {
 	case json.RawMessage:
 		return compactRaw(r)
 	}
-	return json.Marshal(res)
+	return marshal(res)
 }
 
 // toError maps a handler's error to what the peer is told.

@@ -117,7 +117,7 @@ func Bind(params json.RawMessage, v any) error {
 	if len(params) == 0 || bytes.Equal(params, []byte("null")) {
 		params = json.RawMessage("{}")
 	}
-	if err := json.Unmarshal(params, v); err != nil {
+	if err := unmarshal(params, v); err != nil {
 		return paramsError(err)
 	}
 	val, ok := v.(Validator)
@@ -133,7 +133,7 @@ func Bind(params json.RawMessage, v any) error {
 }
 
 func paramsError(err error) *Error {
-	var te *json.UnmarshalTypeError
+	var te *unmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
 		if field == "" {

@@ -176,7 +176,7 @@ func (c *Conn) result(method string, m *message, ok bool, result any) error {
 	if result == nil {
 		return nil
 	}
-	if err := json.Unmarshal(m.Result, result); err != nil {
+	if err := unmarshal(m.Result, result); err != nil {
 		return fmt.Errorf("call %s: decode result: %w", method, err)
 	}
 	return nil
@@ -199,7 +199,7 @@ func marshalParams(params any) (json.RawMessage, error) {
 		}
 		return raw, nil
 	}
-	raw, err := json.Marshal(params)
+	raw, err := marshal(params)
 	if err != nil {
 		return nil, fmt.Errorf("rpc: encode params: %w", err)
 	}
