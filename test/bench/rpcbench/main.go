@@ -1,31 +1,49 @@
-// Command rpcbench measures the executor protocol between two processes
-// over a Unix socket: ping round trips against the real agor-executor,
-// one-way report_message notification throughput, and the idle
-// executor's resident memory. It prints numbers; it asserts nothing.
+// Command rpcbench measures the executor protocol between processes over
+// Unix sockets, side by side with a trivial Go NDJSON peer that it runs
+// itself (a bufio.Scanner, json.Unmarshal, json.Marshal and a write per
+// line), so that each figure comes with its ratio to what plain Go does:
+// ping round trips against the real agor-executor, pipelined ping
+// throughput over one connection, report_message notification throughput
+// into an rpc.Conn, and the idle executor's resident memory. Rounds of
+// ours and the trivial peer's alternate, so that noise from the machine
+// falls on both. It prints numbers; it asserts nothing.
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/agor-sh/agor/internal/rpc"
 )
 
+type config struct {
+	executor   string
+	pings      int // sequential pings per side, over all rounds
+	rounds     int
+	pipelined  int // pipelined pings per side and round
+	goroutines int
+	notes      int // notifications per side and round
+	noteRounds int
+}
+
 func main() {
-	executor := flag.String("executor", "bin/agor-executor", "path of the agor-executor binary to measure")
-	pings := flag.Int("pings", 100_000, "ping round trips to time")
-	notes := flag.Int("notifications", 1_000_000, "report_message notifications to send")
+	var cfg config
+	flag.StringVar(&cfg.executor, "executor", "bin/agor-executor", "path of the agor-executor binary to measure")
+	flag.IntVar(&cfg.pings, "pings", 100_000, "sequential ping round trips to time on each side")
+	flag.IntVar(&cfg.rounds, "rounds", 10, "alternating rounds the pings are split into")
+	flag.IntVar(&cfg.pipelined, "pipelined", 100_000, "pipelined pings per side and round")
+	flag.IntVar(&cfg.goroutines, "goroutines", 64, "goroutines calling at once on one connection in the pipelined test")
+	flag.IntVar(&cfg.notes, "notifications", 300_000, "report_message notifications per side and round")
+	flag.IntVar(&cfg.noteRounds, "notify-rounds", 5, "alternating rounds of the notification test")
 	sender := flag.String("sender", "", "internal: run as the notification sender, connecting to this socket")
+	trivial := flag.String("trivial-server", "", "internal: run as the trivial NDJSON ping server on this socket")
+	trivialSender := flag.Bool("trivial-sender", false, "internal: with -sender, send as the trivial peer does")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the daemon side) to `file`")
 	flag.Parse()
 	if *cpuprofile != "" && *sender == "" {
@@ -37,14 +55,16 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if *sender != "" {
-		if err := send(*sender, *notes); err != nil {
-			fmt.Fprintln(os.Stderr, "rpcbench sender:", err)
-			os.Exit(1)
-		}
-		return
+	var err error
+	switch {
+	case *sender != "":
+		err = send(*sender, cfg.notes, *trivialSender)
+	case *trivial != "":
+		err = trivialServe(*trivial)
+	default:
+		err = run(cfg)
 	}
-	if err := run(*executor, *pings, *notes); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "rpcbench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -54,7 +74,7 @@ func main() {
 // senderProfile is where the sender process writes its CPU profile.
 var senderProfile string
 
-func run(executor string, pings, notes int) error {
+func run(cfg config) error {
 	dir, err := os.MkdirTemp("", "rpcbench")
 	if err != nil {
 		return err
@@ -63,35 +83,58 @@ func run(executor string, pings, notes int) error {
 	if os.Geteuid() == 0 { // the executor runs as nobody and makes its socket here
 		_ = os.Chown(dir, 65534, 65534)
 	}
-	fmt.Printf("rpcbench: %s, GOMAXPROCS=%s, %d cores\n", executor, os.Getenv("GOMAXPROCS"), numCPU())
+	fmt.Printf("rpcbench: %s, GOMAXPROCS=%s, %d cores; trivial = a plain Go NDJSON peer (bufio.Scanner, encoding/json)\n",
+		cfg.executor, os.Getenv("GOMAXPROCS"), numCPU())
 
-	ex, sock, err := startExecutor(dir, executor)
+	ex, sock, err := startExecutor(dir, cfg.executor)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ex.Process.Kill(); _ = ex.Wait() }()
+	defer stop(ex)
+	tr, tsock, err := startTrivial(dir)
+	if err != nil {
+		return err
+	}
+	defer stop(tr)
 
 	time.Sleep(300 * time.Millisecond)
 	fmt.Printf("idle executor RSS after start:   %6.2f MiB\n", rssMiB(ex.Process.Pid))
-	if err := benchPing(sock, pings); err != nil {
+	if err := benchPing(cfg, sock, tsock); err != nil {
 		return err
 	}
-	time.Sleep(time.Second) // idle again, connection closed
-	fmt.Printf("idle executor RSS after %dk pings: %6.2f MiB\n", pings/1000, rssMiB(ex.Process.Pid))
-	return benchNotify(dir, notes)
+	time.Sleep(time.Second) // idle again, connections closed
+	fmt.Printf("idle executor RSS after the pings: %6.2f MiB\n", rssMiB(ex.Process.Pid))
+	return benchNotify(cfg, dir)
 }
+
+func stop(cmd *exec.Cmd) { _ = cmd.Process.Kill(); _ = cmd.Wait() }
 
 // startExecutor runs the real binary on a private socket: as this user,
 // or as nobody when this is root (an executor refuses root).
 func startExecutor(dir, bin string) (*exec.Cmd, string, error) {
 	sock := filepath.Join(dir, "exec.sock")
 	cmd := exec.Command(bin, "--listen", sock, "--daemon-user", strconv.Itoa(os.Getuid()), "--idle-timeout", "0", "--log-format", "text", "--log-level", "warn")
-	cmd.Stderr = os.Stderr
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}
+	return startListener(cmd, sock)
+}
+
+// startTrivial runs this binary as the trivial ping server.
+func startTrivial(dir string) (*exec.Cmd, string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", err
+	}
+	sock := filepath.Join(dir, "trivial.sock")
+	return startListener(exec.Command(self, "--trivial-server", sock), sock)
+}
+
+// startListener starts cmd and waits until it listens on sock.
+func startListener(cmd *exec.Cmd, sock string) (*exec.Cmd, string, error) {
+	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start %s: %w", bin, err)
+		return nil, "", fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	for range 200 {
 		if _, err := os.Stat(sock); err == nil {
@@ -99,69 +142,8 @@ func startExecutor(dir, bin string) (*exec.Cmd, string, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return cmd, "", fmt.Errorf("%s did not listen on %s", bin, sock)
-}
-
-func benchPing(sock string, n int) error {
-	ctx := context.Background()
-	c, err := rpc.Dial(ctx, sock, nil, rpc.Options{})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	for range 2000 { // warm up
-		if err := c.Call(ctx, "ping", nil, nil); err != nil {
-			return err
-		}
-	}
-	lat := make([]time.Duration, n)
-	start := time.Now()
-	for i := range lat {
-		t0 := time.Now()
-		if err := c.Call(ctx, "ping", nil, nil); err != nil {
-			return err
-		}
-		lat[i] = time.Since(t0)
-	}
-	total := time.Since(start)
-	slices.Sort(lat)
-	fmt.Printf("ping round trip over %d calls:   p50 %s  p99 %s  max %s  (%.0f calls/s)\n",
-		n, us(lat[n/2]), us(lat[n*99/100]), us(lat[n-1]), float64(n)/total.Seconds())
-	return nil
-}
-
-func us(d time.Duration) string { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
-
-// benchNotify starts a second process that sends report_message
-// notifications to this one, which decodes each as the daemon would.
-func benchNotify(dir string, n int) error {
-	sock := filepath.Join(dir, "daemon.sock")
-	recv, err := newReceiver(sock, n)
-	if err != nil {
-		return err
-	}
-	defer recv.close()
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	child := exec.Command(self, "--sender", sock, "--notifications", strconv.Itoa(n))
-	if senderProfile != "" {
-		child.Args = append(child.Args, "--cpuprofile", senderProfile)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		return err
-	}
-	elapsed, err := recv.wait(60 * time.Second)
-	recv.close() // the sender exits once we hang up
-	_ = child.Wait()
-	if err != nil {
-		return err
-	}
-	fmt.Printf("report_message notifications:    %d of %d bytes in %s = %.0f/s (%.1f MB/s)\n",
-		n, recv.size, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), float64(n*recv.size)/elapsed.Seconds()/1e6)
-	return nil
+	stop(cmd)
+	return nil, "", fmt.Errorf("%s did not listen on %s", cmd.Path, sock)
 }
 
 func numCPU() int {
