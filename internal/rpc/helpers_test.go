@@ -71,9 +71,13 @@ func newWire(t testing.TB, h Handler, o Options) *wire {
 	x, y := socketpair(t)
 	serve(t, NewConn(x, h, o))
 	t.Cleanup(func() { y.Close() })
-	sc := bufio.NewScanner(y)
+	return &wire{t: t, nc: y, sc: newScanner(y)}
+}
+
+func newScanner(nc net.Conn) *bufio.Scanner {
+	sc := bufio.NewScanner(nc)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	return &wire{t: t, nc: y, sc: sc}
+	return sc
 }
 
 func (w *wire) send(line string) {
