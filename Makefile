@@ -15,7 +15,7 @@ FUZZPKGS := ./internal/rpc ./internal/config ./internal/account ./internal/fsroo
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test deps vet fuzz lint bench run clean man deb rpm test-systemd
+.PHONY: all build test deps vet fuzz lint bench run clean man completions deb rpm test-systemd
 
 all: build
 
@@ -66,15 +66,26 @@ run: build
 PKG_VERSION ?= 0.1.0
 NFPM := $(GO) tool -modfile=tools/go.mod nfpm
 
-man:
+# man: agorctl(1) generated from agorctl's command definitions (agorctl man),
+# so that it cannot drift from the flags; agor-executor(8) and agor-daemon(8)
+# are written by hand. Dated by the last commit (SOURCE_DATE_EPOCH).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+man: build
 	@mkdir -p dist/man
+	env -u AGOR_SOCKET SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/agorctl man > dist/man/agorctl.1
+	gzip -9nf dist/man/agorctl.1
 	gzip -9n -c packaging/man/agor-executor.8 > dist/man/agor-executor.8.gz
-	gzip -9n -c packaging/man/agorctl.1 > dist/man/agorctl.1.gz
 	gzip -9n -c packaging/man/agor-daemon.8 > dist/man/agor-daemon.8.gz
 
-deb rpm: man
-	$(MAKE) build VERSION=$(PKG_VERSION)
-	$(BIN)/agorctl completion bash > dist/agorctl.bash
+# completions: agorctl's bash, zsh and fish completion scripts, for the packages.
+completions: build
+	@mkdir -p dist/completions
+	$(BIN)/agorctl completion bash > dist/completions/agorctl.bash
+	$(BIN)/agorctl completion zsh > dist/completions/_agorctl
+	$(BIN)/agorctl completion fish > dist/completions/agorctl.fish
+
+deb rpm:
+	$(MAKE) man completions VERSION=$(PKG_VERSION)
 	sed $(if $(filter deb,$@),'/^license:/d',-n p) packaging/nfpm.yaml > dist/nfpm-$@.yaml
 	VERSION=$(PKG_VERSION) $(NFPM) package -f dist/nfpm-$@.yaml -p $@ -t dist/
 
