@@ -33,6 +33,11 @@ if ! command -v gcc >/dev/null; then
 	echo "deps: installing gcc for the race detector"
 	apt_install gcc libc6-dev
 fi
+# agorctl's completion tests load its scripts in the real shells.
+if ! command -v zsh >/dev/null || ! command -v fish >/dev/null || [ ! -f /usr/share/bash-completion/bash_completion ]; then
+	echo "deps: installing zsh, fish and bash-completion for agorctl's completion tests"
+	apt_install zsh fish bash-completion
+fi
 # The agent tests run the real agent CLIs (npm packages; gemini needs
 # Node.js >= 20) against stand-in model servers on 127.0.0.1.
 if ! command -v npm >/dev/null; then
