@@ -24,6 +24,14 @@ const (
 	PermissionDecided Action = "permission_decided"
 	EventRefused      Action = "event_refused"
 	RateLimited       Action = "rate_limited"
+	// AccountMismatch: something stored for a user name belongs to
+	// another uid than the name has now (the account was deleted and
+	// the name reused): refused. UID is the name's uid now, StoredUID
+	// the one recorded with the data.
+	AccountMismatch Action = "account_mismatch"
+	// AccountPurged: an admin removed what an account that no longer
+	// exists left behind.
+	AccountPurged Action = "account_purged"
 )
 
 // Record is one entry of the trail. It names a credential, never its
@@ -32,6 +40,12 @@ type Record struct {
 	Time       time.Time `json:"time"`
 	Action     Action    `json:"action"`
 	User       string    `json:"user,omitempty"`
+	// UID is the uid of User's account when the record was made; none
+	// for daemon-wide records.
+	UID UID `json:"uid,omitzero"`
+	// StoredUID is, for AccountMismatch, the uid recorded with the data
+	// (none: recorded before uids were, its account already gone).
+	StoredUID UID `json:"stored_uid,omitzero"`
 	Session    string    `json:"session,omitempty"`
 	Task       string    `json:"task,omitempty"`
 	Credential string    `json:"credential,omitempty"`
@@ -55,6 +69,8 @@ func (r Record) attrs() []slog.Attr {
 		}
 	}
 	add("user", r.User)
+	add("uid", r.UID.String())
+	add("stored_uid", r.StoredUID.String())
 	add("session", r.Session)
 	add("task", r.Task)
 	add("credential", r.Credential)
@@ -71,16 +87,21 @@ func (r Record) attrs() []slog.Attr {
 // level puts refusals and floods at warning level, the rest at info.
 func (r Record) level() slog.Level {
 	switch r.Action {
-	case APIKeyRefused, EventRefused, RateLimited:
+	case APIKeyRefused, EventRefused, RateLimited, AccountMismatch:
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo
 }
 
 // Filter selects records for Query. Empty fields match everything. The
-// client API sets User to the caller unless the caller is an admin.
+// client API sets User and UID to the caller unless the caller is an
+// admin.
 type Filter struct {
-	User   string
+	User string
+	// UID, when set, drops records that carry another uid: those of an
+	// earlier account of the same name. Records that carry none (made by
+	// parts that do not record uids) are matched by User alone.
+	UID    UID
 	Task   string
 	Action Action
 	Since  time.Time
@@ -89,6 +110,7 @@ type Filter struct {
 
 func (f Filter) match(r Record) bool {
 	return (f.User == "" || f.User == r.User) &&
+		(f.UID.IsZero() || r.UID.IsZero() || f.UID == r.UID) &&
 		(f.Task == "" || f.Task == r.Task) &&
 		(f.Action == "" || f.Action == r.Action) &&
 		(f.Since.IsZero() || !r.Time.Before(f.Since))
