@@ -1,0 +1,99 @@
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// serve runs h on a Unix socket and returns a client of it.
+func serve(t *testing.T, h http.Handler) *Client {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "daemon.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return New(path)
+}
+
+func TestDo(t *testing.T) {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /ok", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"status":"ok"}`) })
+	m.HandleFunc("GET /refused", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"error":{"code":-32002,"reason":"not_yourself","message":"permission denied"}}`)
+	})
+	m.HandleFunc("GET /plain", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
+	c := serve(t, m)
+	ctx := context.Background()
+
+	var out struct{ Status string }
+	if err := c.Do(ctx, "GET", "/ok", nil, &out); err != nil || out.Status != "ok" {
+		t.Fatalf("ok: %+v, %v", out, err)
+	}
+	var e *Error
+	err := c.Do(ctx, "GET", "/refused", nil, nil)
+	if !errors.As(err, &e) || e.Status != http.StatusForbidden || e.Reason != "not_yourself" || err.Error() != "permission denied (not_yourself)" {
+		t.Fatalf("refused: %v", err)
+	}
+	if err := c.Do(ctx, "GET", "/plain", nil, nil); err == nil || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("plain: %v", err)
+	}
+	err = New("/nonexistent/daemon.sock").Do(ctx, "GET", "/ok", nil, nil)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "daemon at /nonexistent/daemon.sock") {
+		t.Fatalf("unreachable: %v", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.Do(ctx, "GET", "/ok", nil, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// A followed stream that drops resumes after the last event printed:
+// none lost, none twice.
+func TestEventsResume(t *testing.T) {
+	var requests atomic.Int64
+	var afters []string
+	c := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		afters = append(afters, r.URL.Query().Get("after"))
+		switch requests.Add(1) {
+		case 1:
+			fmt.Fprint(w, "id: 1\nevent: event\ndata: {\"sequence\":1}\n\nid: 2\nevent: event\ndata: {\"sequence\":2}\n\n")
+		default: // the connection dropped; the rest, then the end
+			fmt.Fprint(w, "id: 3\nevent: event\ndata: {\"sequence\":3}\n\nevent: end\ndata: {}\n\n")
+		}
+	}))
+	var out bytes.Buffer
+	var resumed []int64
+	o := EventsOptions{After: -1, Follow: true, Resumed: func(_ error, after int64) { resumed = append(resumed, after) }}
+	if err := c.Events(context.Background(), "t1", o, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\"sequence\":1}\n{\"sequence\":2}\n{\"sequence\":3}\n"
+	if out.String() != want || len(resumed) != 1 || resumed[0] != 2 || strings.Join(afters, ",") != "-1,2" {
+		t.Fatalf("output %q, resumed %v, afters %v", out.String(), resumed, afters)
+	}
+}
+
+func TestEventsNotFound(t *testing.T) {
+	c := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"error":{"code":-32004,"reason":"not_found","message":"task not found"}}`)
+	}))
+	var e *Error
+	if err := c.Events(context.Background(), "nope", EventsOptions{After: -1, Follow: true}, &bytes.Buffer{}); !errors.As(err, &e) || e.Reason != "not_found" {
+		t.Fatalf("%v", err)
+	}
+}
