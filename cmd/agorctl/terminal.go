@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"os/user"
-	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -19,6 +13,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/apiclient"
 	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/protocol"
 )
 
@@ -70,24 +65,26 @@ func runTerminal(ctx context.Context, a *app, c *apiclient.Client, stdin *os.Fil
 			return err
 		}
 	}
-	conn, rd, err := c.AttachTerminal(ctx, name, id)
+	t, err := c.AttachTerminal(ctx, name, id)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	s := &session{conn: conn, enc: json.NewEncoder(conn), stdout: a.stdout, stderr: a.stderr, id: id, user: name}
-	return exitWith(s.run(stdin, rd, p.Cols, p.Rows))
+	defer t.Close()
+	s := &session{t: t, stdout: a.stdout, stderr: a.stderr, id: id, user: name}
+	return exitWith(s.run(stdin, p.Cols, p.Rows))
 }
 
 func terminalUser(rest []string) (string, error) {
 	if len(rest) == 1 {
 		return rest[0], nil
 	}
-	u, err := user.Current()
+	// As the system names this uid (directory accounts too): Go's own
+	// reader sees /etc/passwd only, and wants $USER without cgo.
+	u, err := identity.Default().LookupUID(context.Background(), uint32(os.Getuid()))
 	if err != nil {
 		return "", err
 	}
-	return u.Username, nil
+	return u.Name, nil
 }
 
 func termSize(f *os.File) (int, int) {
@@ -100,40 +97,30 @@ func termSize(f *os.File) (int, int) {
 	return 80, 24
 }
 
-// session is one attached terminal on this terminal.
+// session is one attached terminal on this terminal: raw mode, keys
+// sent as typed, the window size followed, output copied.
 type session struct {
-	conn     net.Conn
-	mu       sync.Mutex // around enc: keys and resizes come from two goroutines
-	enc      *json.Encoder
+	t        *apiclient.Terminal
 	stdout   io.Writer
 	stderr   io.Writer
 	id, user string
 }
 
-func (s *session) send(f apiwire.Frame) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.enc.Encode(f)
-}
-
-func (s *session) run(stdin *os.File, rd *bufio.Reader, cols, rows int) int {
-	if stdin == nil {
-		stdin = os.Stdin
-	}
-	fd := int(stdin.Fd())
-	if term.IsTerminal(fd) {
-		old, err := term.MakeRaw(fd)
-		if err == nil {
-			defer func() { _ = term.Restore(fd, old) }()
-		}
-		fmt.Fprintf(s.stderr, "[agorctl: terminal %s of %s; detach with Ctrl-]]\r\n", s.id, s.user)
-	}
-	_ = s.send(apiwire.Frame{Resize: &[2]int{cols, rows}})
+func (s *session) run(stdin *os.File, cols, rows int) int {
+	_ = s.t.Send(apiwire.Frame{Resize: &[2]int{cols, rows}})
 	detached := make(chan struct{})
-	go s.keys(stdin, detached)
-	stopWinch := s.forwardResizes(stdin)
-	defer stopWinch()
-	code, err := s.output(rd)
+	if stdin != nil { // else (in tests) no input: output only
+		if fd := int(stdin.Fd()); term.IsTerminal(fd) {
+			old, err := term.MakeRaw(fd)
+			if err == nil {
+				defer func() { _ = term.Restore(fd, old) }()
+			}
+			fmt.Fprintf(s.stderr, "[agorctl: terminal %s of %s; detach with Ctrl-]]\r\n", s.id, s.user)
+		}
+		go s.keys(stdin, detached)
+		defer s.forwardResizes(stdin)()
+	}
+	code, err := s.t.Copy(s.stdout)
 	select {
 	case <-detached:
 		fmt.Fprintf(s.stderr, "\r\n[agorctl: detached; reattach with: agorctl terminal --attach %s %s]\r\n", s.id, s.user)
@@ -155,14 +142,14 @@ func (s *session) keys(stdin io.Reader, detached chan struct{}) {
 		for i := 0; i < n; i++ {
 			if buf[i] == DetachKey {
 				if i > 0 {
-					_ = s.send(apiwire.Frame{Input: buf[:i]})
+					_ = s.t.Send(apiwire.Frame{Input: buf[:i]})
 				}
 				close(detached)
-				_ = s.send(apiwire.Frame{Detach: true})
+				_ = s.t.Send(apiwire.Frame{Detach: true})
 				return
 			}
 		}
-		if n > 0 && s.send(apiwire.Frame{Input: append([]byte(nil), buf[:n]...)}) != nil {
+		if n > 0 && s.t.Send(apiwire.Frame{Input: append([]byte(nil), buf[:n]...)}) != nil {
 			return
 		}
 		if err != nil {
@@ -181,53 +168,11 @@ func (s *session) forwardResizes(stdin *os.File) func() {
 			select {
 			case <-ch:
 				cols, rows := termSize(stdin)
-				_ = s.send(apiwire.Frame{Resize: &[2]int{cols, rows}})
+				_ = s.t.Send(apiwire.Frame{Resize: &[2]int{cols, rows}})
 			case <-done:
 				return
 			}
 		}
 	}()
 	return func() { signal.Stop(ch); close(done) }
-}
-
-// output copies the terminal's output until it exits (its status is
-// returned) or the stream ends.
-func (s *session) output(rd *bufio.Reader) (int, error) {
-	dec := json.NewDecoder(rd)
-	for {
-		var f struct {
-			apiwire.Frame
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&f); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				return 0, errors.New("the daemon closed the terminal's stream")
-			}
-			return 0, err
-		}
-		switch {
-		case f.Error != "":
-			return 0, errors.New(f.Error)
-		case f.Exit != nil:
-			return exitStatus(f.Exit), nil
-		case len(f.Output) > 0:
-			if _, err := s.stdout.Write(f.Output); err != nil {
-				return 0, err
-			}
-		}
-	}
-}
-
-// exitStatus is the shell's status as a shell reports it: 128+N when a
-// signal ended it.
-func exitStatus(e *protocol.TerminalExit) int {
-	if e.Signal == "" {
-		return e.ExitCode
-	}
-	for n := syscall.Signal(1); n < 65; n++ {
-		if n.String() == e.Signal {
-			return 128 + int(n)
-		}
-	}
-	return 128 + int(syscall.SIGHUP)
 }
