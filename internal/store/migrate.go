@@ -66,6 +66,15 @@ var migrations = []string{
 		count      INTEGER NOT NULL DEFAULT 0
 	) STRICT;
 	CREATE INDEX audit_by_time ON audit (time);`,
+
+	// 3: the owner's uid beside the name. NULL: written before uids were
+	// recorded, not yet adopted (Adopt); -1: no account had the name
+	// when adopted (an orphan, never anyone's).
+	`ALTER TABLE sessions ADD COLUMN unix_uid INTEGER;
+	ALTER TABLE tasks ADD COLUMN unix_uid INTEGER;
+	ALTER TABLE audit ADD COLUMN uid INTEGER;
+	CREATE INDEX sessions_by_owner ON sessions (unix_user, unix_uid);
+	CREATE INDEX tasks_by_owner ON tasks (unix_user, unix_uid);`,
 }
 
 // migrate applies the migrations the database has not seen yet.

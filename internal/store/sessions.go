@@ -9,8 +9,11 @@ import (
 
 // Session is one agent conversation of a Unix user.
 type Session struct {
-	ID             string
-	UnixUser       string
+	ID       string
+	UnixUser string
+	// UID is the uid UnixUser's account had when the session was made;
+	// NoUID when that is not known (see Adopt).
+	UID            int64
 	AgenticTool    string
 	Cwd            string
 	Model          string
@@ -21,7 +24,9 @@ type Session struct {
 	UpdatedAt      time.Time
 }
 
-const sessionCols = `id, unix_user, agentic_tool, cwd, model, permission_mode, status, agent_session_id, created_at, updated_at`
+const sessionCols = `id, unix_user, agentic_tool, cwd, model, permission_mode, status, agent_session_id, created_at, updated_at, coalesce(unix_uid, -1)`
+
+const insertSessionCols = `id, unix_user, agentic_tool, cwd, model, permission_mode, status, agent_session_id, created_at, updated_at, unix_uid`
 
 // CreateSession stores s and returns it with CreatedAt and UpdatedAt set
 // (to now, unless given). An ID already stored is ErrExists.
@@ -35,9 +40,9 @@ func (db *DB) CreateSession(s Session) (Session, error) {
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = s.CreatedAt
 	}
-	_, err := db.w.Exec(`INSERT INTO sessions (`+sessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.w.Exec(`INSERT INTO sessions (`+insertSessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.UnixUser, s.AgenticTool, s.Cwd, s.Model, s.PermissionMode, s.Status, s.AgentSessionID,
-		nanos(s.CreatedAt), nanos(s.UpdatedAt))
+		nanos(s.CreatedAt), nanos(s.UpdatedAt), s.UID)
 	if isPrimaryKey(err) {
 		return Session{}, fmt.Errorf("create session %q: %w", s.ID, ErrExists)
 	}
@@ -60,13 +65,23 @@ func (db *DB) GetSession(id string) (Session, error) {
 	return s, nil
 }
 
-// ListSessions returns user's sessions ("" lists every user's), oldest
-// first, at most limit of them (limit <= 0: all). after is the ID of the
-// last session of the previous page ("" starts at the first); an after
-// that does not exist is ErrNotFound.
+// ListSessions returns user's sessions whatever their uid ("" lists
+// every user's), oldest first, at most limit of them (limit <= 0: all).
+// after is the ID of the last session of the previous page ("" starts at
+// the first); an after that does not exist is ErrNotFound.
 func (db *DB) ListSessions(user string, limit int, after string) ([]Session, error) {
-	q := `SELECT ` + sessionCols + ` FROM sessions WHERE (? = '' OR unix_user = ?)`
-	args := []any{user, user}
+	return db.listSessions(`(? = '' OR unix_user = ?)`, []any{user, user}, limit, after)
+}
+
+// ListSessionsOf is ListSessions for one account: the sessions of user
+// made while the name was uid's. Those of an earlier account of the same
+// name are left out.
+func (db *DB) ListSessionsOf(user string, uid uint32, limit int, after string) ([]Session, error) {
+	return db.listSessions(`unix_user = ? AND unix_uid = ?`, []any{user, uid}, limit, after)
+}
+
+func (db *DB) listSessions(where string, args []any, limit int, after string) ([]Session, error) {
+	q := `SELECT ` + sessionCols + ` FROM sessions WHERE ` + where
 	if after != "" {
 		if _, err := db.GetSession(after); err != nil {
 			return nil, fmt.Errorf("list sessions after: %w", err)
@@ -113,7 +128,7 @@ func scanSession(r scanner) (Session, error) {
 	var s Session
 	var created, updated int64
 	err := r.Scan(&s.ID, &s.UnixUser, &s.AgenticTool, &s.Cwd, &s.Model, &s.PermissionMode, &s.Status,
-		&s.AgentSessionID, &created, &updated)
+		&s.AgentSessionID, &created, &updated, &s.UID)
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return s, err
 }

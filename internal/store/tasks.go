@@ -38,6 +38,7 @@ type Task struct {
 	ID        string
 	SessionID string
 	UnixUser  string
+	UID       int64 // UnixUser's uid, as its session's; NoUID when not known
 	Prompt    string
 	Status    TaskStatus
 	Result    json.RawMessage // nil until set
@@ -47,7 +48,9 @@ type Task struct {
 	EndedAt   time.Time // zero until final
 }
 
-const taskCols = `id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at`
+const taskCols = `id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at, coalesce(unix_uid, -1)`
+
+const insertTaskCols = `id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at, unix_uid`
 
 // CreateTask stores t (status Queued unless given; CreatedAt now unless
 // given) and returns it as stored. Its session must exist (ErrNotFound);
@@ -71,9 +74,9 @@ func (db *DB) CreateTask(t Task) (Task, error) {
 	if t.Status == Running && t.StartedAt.IsZero() {
 		t.StartedAt = t.CreatedAt
 	}
-	_, err := db.w.Exec(`INSERT INTO tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.w.Exec(`INSERT INTO tasks (`+insertTaskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.SessionID, t.UnixUser, t.Prompt, t.Status, jsonArg(t.Result), t.Error,
-		nanos(t.CreatedAt), nanos(t.StartedAt), nanos(t.EndedAt))
+		nanos(t.CreatedAt), nanos(t.StartedAt), nanos(t.EndedAt), t.UID)
 	switch {
 	case isPrimaryKey(err):
 		return Task{}, fmt.Errorf("create task %q: %w", t.ID, ErrExists)
@@ -176,7 +179,7 @@ func scanTask(r scanner) (Task, error) {
 	var result sql.NullString
 	var created, started, ended int64
 	err := r.Scan(&t.ID, &t.SessionID, &t.UnixUser, &t.Prompt, &t.Status, &result, &t.Error,
-		&created, &started, &ended)
+		&created, &started, &ended, &t.UID)
 	if result.Valid {
 		t.Result = json.RawMessage(result.String)
 	}
