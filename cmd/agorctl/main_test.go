@@ -54,10 +54,7 @@ type fakeDaemon struct {
 func newFakeDaemon(t *testing.T) *fakeDaemon {
 	t.Helper()
 	d := &fakeDaemon{socket: filepath.Join(t.TempDir(), "daemon.sock"), bodies: make(chan string, 16)}
-	ln, err := net.Listen("unix", d.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenUnix(t, d.socket)
 	m := http.NewServeMux()
 	reply := func(v any) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
@@ -88,6 +85,15 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return d
+}
+
+func listenUnix(t *testing.T, path string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }
 
 // closedStdin is standard input for a command that must not read it.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -75,39 +74,26 @@ interrupted.`},
 func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, prompt string) error {
 	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: prompt, Cwd: o.cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds()}
-	c := apiclient.New(f.socket)
 	if o.detach {
 		c, ctx, cancel := f.client(ctx)
 		defer cancel()
-		return detached(ctx, a, c, user, body)
+		out, err := c.PromptDetached(ctx, user, body)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "task %s session %s\n", out.TaskID, out.SessionID)
+		fmt.Fprintf(a.stderr, "follow it with: agorctl events --follow %s\n", out.TaskID)
+		return nil
 	}
-	resp, err := c.Open(ctx, "POST", "/v1/executors/"+url.PathEscape(user)+"/prompt", body)
+	c := apiclient.New(f.socket)
+	stream, err := c.Prompt(ctx, user, body)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer stream.Close()
 	stdin, _ := a.stdin.(*os.File)
 	r := &renderer{out: a.stdout, errw: a.stderr, c: c, stdin: stdin, json: o.jsonOut, start: time.Now()}
-	return r.run(ctx, resp.Body)
-}
-
-// detached starts the task through the session API and returns at once.
-func detached(ctx context.Context, a *app, c *apiclient.Client, user string, body apiwire.PromptBody) error {
-	if body.SessionID == "" {
-		var sess apiwire.SessionView
-		req := map[string]any{"unix_user": user, "agentic_tool": body.Tool, "cwd": body.Cwd, "model": body.Model, "permission_mode": body.PermissionMode}
-		if err := c.Do(ctx, "POST", "/v1/sessions", req, &sess); err != nil {
-			return err
-		}
-		body.SessionID = sess.ID
-	}
-	var out apiwire.PromptAccepted
-	if err := c.Do(ctx, "POST", "/v1/sessions/"+url.PathEscape(body.SessionID)+"/prompt", body, &out); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stdout, "task %s session %s\n", out.TaskID, out.SessionID)
-	fmt.Fprintf(a.stderr, "follow it with: agorctl events --follow %s\n", out.TaskID)
-	return nil
+	return r.run(ctx, stream)
 }
 
 // renderer shows a prompt's stream for a person: the agent's text as it
@@ -129,56 +115,31 @@ type renderer struct {
 	last   time.Time // of the last output
 }
 
-type streamLine struct {
-	TaskID    string             `json:"task_id"`
-	SessionID string             `json:"session_id"`
-	Event     *streamEvent       `json:"event"`
-	Result    *promptResult      `json:"result"`
-	Missing   json.RawMessage    `json:"missing_events"`
-	Error     *apiwire.ErrorBody `json:"error"`
-}
-
-type streamEvent struct {
-	Sequence  int64 `json:"sequence"`
-	EventData struct {
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
-	} `json:"event_data"`
-}
-
-type promptResult struct {
-	Status       string         `json:"status"`
-	MessageCount int            `json:"message_count"`
-	Usage        map[string]any `json:"token_usage"`
-	Error        *struct{ Code, Message string }
-}
-
-func (r *renderer) run(ctx context.Context, body io.Reader) error {
+func (r *renderer) run(ctx context.Context, stream *apiclient.PromptStream) error {
 	stop := r.progress()
 	defer stop()
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 32<<20)
-	for sc.Scan() {
-		if r.json {
-			fmt.Fprintln(r.out, sc.Text())
+	for {
+		l, raw, err := stream.Next()
+		if r.json && raw != nil {
+			fmt.Fprintln(r.out, string(raw))
 		}
-		var l streamLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return fmt.Errorf("bad line from the daemon: %w", err)
+		switch {
+		case errors.Is(err, io.EOF) && ctx.Err() == nil:
+			return errors.New("the daemon ended the stream before the result")
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return err
 		}
 		if done, err := r.line(ctx, l); done {
 			return err
 		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return errors.New("the daemon ended the stream before the result")
 }
 
 // line handles one stream line; done is true at the end, with the
 // command's error (nil: completed).
-func (r *renderer) line(ctx context.Context, l streamLine) (bool, error) {
+func (r *renderer) line(ctx context.Context, l apiclient.PromptLine) (bool, error) {
 	switch {
 	case l.TaskID != "":
 		r.task, r.session = l.TaskID, l.SessionID
@@ -192,7 +153,7 @@ func (r *renderer) line(ctx context.Context, l streamLine) (bool, error) {
 	return false, nil
 }
 
-func (r *renderer) event(ctx context.Context, ev *streamEvent) {
+func (r *renderer) event(ctx context.Context, ev *apiclient.PromptEvent) {
 	r.mu.Lock()
 	r.events++
 	r.mu.Unlock()
@@ -224,7 +185,7 @@ func (r *renderer) event(ctx context.Context, ev *streamEvent) {
 // ask answers a permission question here when this is a terminal;
 // otherwise it says how to answer it from elsewhere.
 func (r *renderer) ask(ctx context.Context, d map[string]any) {
-	id := r.pendingID(ctx)
+	id, _ := r.c.PendingPermission(ctx, r.task)
 	in, _ := json.Marshal(d["tool_input"])
 	if id == "" {
 		return
@@ -236,32 +197,12 @@ func (r *renderer) ask(ctx context.Context, d map[string]any) {
 	r.print(r.errw, "\n? allow %s %s [y/N] ", d["tool_name"], clip(string(in), 200))
 	answer, _ := bufio.NewReader(r.stdin).ReadString('\n')
 	yes := strings.HasPrefix(strings.ToLower(strings.TrimSpace(answer)), "y")
-	body := map[string]any{"approved": yes, "reason": "answered in agorctl prompt"}
-	if err := r.c.Do(ctx, "POST", "/v1/permissions/"+url.PathEscape(id), body, nil); err != nil {
+	if err := r.c.DecidePermission(ctx, id, yes, "answered in agorctl prompt"); err != nil {
 		r.print(r.errw, "agorctl prompt: answer: %v\n", err)
 	}
 }
 
-// pendingID finds this task's open permission request.
-func (r *renderer) pendingID(ctx context.Context) string {
-	var out struct {
-		Permissions []struct{ ID, Task string }
-	}
-	for range 20 { // the request reaches the queue just after the event
-		if err := r.c.Do(ctx, "GET", "/v1/permissions", nil, &out); err != nil {
-			return ""
-		}
-		for _, p := range out.Permissions {
-			if p.Task == r.task {
-				return p.ID
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return ""
-}
-
-func (r *renderer) result(res *promptResult) error {
+func (r *renderer) result(res *apiclient.PromptResult) error {
 	u := res.Usage
 	r.print(r.errw, "\n%s · %d messages · tokens in %v out %v (cache read %v, write %v) · %s · session %s\n",
 		res.Status, res.MessageCount, u["input_tokens"], u["output_tokens"], u["cache_read_tokens"], u["cache_write_tokens"],

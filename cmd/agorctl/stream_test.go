@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// promptDaemon streams a turn whose result status is the prompt's text,
+// and serves a terminal that prints "hi" and is ended by SIGTERM (named as Go names it, as the executor sends it).
+func promptDaemon(t *testing.T) *fakeDaemon {
+	d := newFakeDaemon(t)
+	m := http.NewServeMux()
+	m.HandleFunc("POST /v1/executors/alice/prompt", func(w http.ResponseWriter, r *http.Request) {
+		var b struct{ Prompt string }
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		enc := json.NewEncoder(w)
+		_ = enc.Encode(map[string]any{"task_id": "t1", "session_id": "s1"})
+		_ = enc.Encode(map[string]any{"event": map[string]any{"sequence": 0,
+			"event_data": map[string]any{"type": "text_delta", "data": map[string]any{"text": "hello there"}}}})
+		_ = enc.Encode(map[string]any{"result": map[string]any{"status": b.Prompt, "message_count": 1}})
+	})
+	m.HandleFunc("POST /v1/executors/alice/terminals", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
+	})
+	m.HandleFunc("GET /v1/executors/alice/terminals/term_1/attach", func(w http.ResponseWriter, _ *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n")
+		fmt.Fprint(rw, `{"output":"aGkK"}`+"\n"+`{"exit":{"terminal_id":"term_1","exit_code":-1,"signal":"terminated"}}`+"\n")
+		_ = rw.Flush()
+		_, _ = rw.ReadString('\n') // the first resize
+	})
+	srv := &http.Server{Handler: m}
+	d.socket = strings.TrimSuffix(d.socket, "daemon.sock") + "stream.sock"
+	ln := listenUnix(t, d.socket)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return d
+}
+
+// prompt exits as the turn ended: 0 completed, 1 failed, 124 timeout,
+// 130 cancelled; the agent's text is on stdout.
+func TestPromptExitStatus(t *testing.T) {
+	d := promptDaemon(t)
+	for status, code := range map[string]int{"completed": 0, "failed": 1, "timeout": 124, "cancelled": 130} {
+		r := agorctl(context.Background(), closedStdin{t}, "prompt", "--api", d.socket, "alice", status)
+		if r.code != code || !strings.Contains(r.stdout, "hello there") || !strings.Contains(r.stderr, status+" · 1 messages") {
+			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q", status, r.code, code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// terminal copies the shell's output and exits as a shell reports a
+// signal: 128+15 for SIGTERM.
+func TestTerminalExitStatus(t *testing.T) {
+	d := promptDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--api", d.socket, "alice")
+	if r.code != 128+15 || r.stdout != "hi\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
