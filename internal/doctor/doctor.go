@@ -14,7 +14,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/apiclient"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/identity"
 )
 
 // Statuses of a doctor check. A check that does not apply here is a warn
@@ -78,6 +78,8 @@ type Doctor struct {
 	// spawnAs starts a process as uid:gid for polkit to judge, and a
 	// function that ends it.
 	spawnAs func(uid, gid int) (Process, func(), error)
+	// ids is the user database the daemon and executors ask.
+	ids *identity.Resolver
 
 	// Filled in as the checks run.
 	cfg    *config.Config
@@ -101,6 +103,7 @@ type check struct {
 // (the configuration, the sample user).
 var checks = []check{
 	{"config", checkConfig},
+	{"accounts", checkAccounts},
 	{"units", checkUnits},
 	{"units-verify", checkVerify},
 	{"daemon-active", checkDaemonActive},
@@ -162,6 +165,7 @@ func Host(cfgPath, socket string) *Doctor {
 		lookupGroup: lookupGroup,
 		health:      health,
 		spawnAs:     spawnAs,
+		ids:         identity.Default(),
 	}
 }
 
@@ -173,21 +177,19 @@ func runCommand(ctx context.Context, name string, args ...string) (string, error
 }
 
 func lookupUser(name string) (int, int, error) {
-	u, err := user.Lookup(name)
+	u, err := identity.Default().LookupName(context.Background(), name)
 	if err != nil {
 		return 0, 0, err
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return uid, gid, nil
+	return int(u.UID), int(u.GID), nil
 }
 
 func lookupGroup(name string) (int, error) {
-	g, err := user.LookupGroup(name)
+	g, err := identity.Default().LookupGroup(context.Background(), name)
 	if err != nil {
 		return 0, err
 	}
-	return strconv.Atoi(g.Gid)
+	return int(g.GID), nil
 }
 
 func health(ctx context.Context, socket string) (string, error) {

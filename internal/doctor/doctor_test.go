@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agor-sh/agor/internal/identity"
 )
 
 // fakeBus answers like systemd and polkit with 50-agor.rules in force.
@@ -65,6 +68,8 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 				return "", nil
 			case name == "systemd-analyze" && args[0] == "security":
 				return fakeSecurity, nil
+			case name == "getent" && args[0] == "passwd":
+				return "root:x:0:0::/root:/bin/sh\nada.lovelace:*:20001:20001:Ada:/home/ada.lovelace:/bin/bash\n", nil
 			}
 			return "", fmt.Errorf("unexpected command %s %v", name, args)
 		},
@@ -82,11 +87,68 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 			return 0, errors.New("unknown group " + name)
 		},
 		health: func(context.Context, string) (string, error) { return "0.1.0", nil },
+		ids:    identity.New(fakeAccounts{}),
 		spawnAs: func(uid, _ int) (Process, func(), error) {
 			return Process{PID: 1, UID: int32(uid)}, func() {}, nil
 		},
 	}
 	return d, &ran
+}
+
+// fakeAccounts is a user database with root, a directory user and the
+// group agorusers.
+type fakeAccounts struct{}
+
+func (fakeAccounts) Name() string { return "fake" }
+func (fakeAccounts) UserByName(_ context.Context, name string) (identity.User, error) {
+	switch name {
+	case "root":
+		return identity.User{Name: "root"}, nil
+	case "ada.lovelace":
+		return identity.User{Name: name, UID: 20001, GID: 20001}, nil
+	}
+	return identity.User{}, identity.ErrNotFound
+}
+func (fakeAccounts) UserByUID(context.Context, uint32) (identity.User, error) {
+	return identity.User{}, identity.ErrNotFound
+}
+func (fakeAccounts) GroupByName(_ context.Context, name string) (identity.Group, error) {
+	if name == "agorusers" {
+		return identity.Group{Name: name, GID: 30000}, nil
+	}
+	return identity.Group{}, identity.ErrNotFound
+}
+func (fakeAccounts) GroupIDs(context.Context, identity.User) ([]uint32, error) { return nil, nil }
+
+// accountsLine is the accounts check's status and detail.
+func accountsLine(out string) (string, string) {
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[1] == "accounts" {
+			return f[0], strings.Join(f[2:], " ")
+		}
+	}
+	return "", ""
+}
+
+// TestDoctorAccounts: the check names the user database, a directory
+// account it sees, and warns about configured names it cannot find.
+func TestDoctorAccounts(t *testing.T) {
+	d, _ := fixture(t)
+	_, out := runDoctor(t, d, false)
+	status, detail := accountsLine(out)
+	if status != "ok" || !strings.Contains(detail, "user database fake") || !strings.Contains(detail, "ada.lovelace (uid 20001)") {
+		t.Fatalf("accounts: %s %s\n%s", status, detail, out)
+	}
+	write(t, d.configPath, 0o644, "execution:\n  allowed_groups: [agorusers, nosuchgroup]\n  allowed_users: [ghost]\n")
+	_, out = runDoctor(t, d, false)
+	if status, detail = accountsLine(out); status != "warn" || !strings.Contains(detail, "user ghost, group nosuchgroup") {
+		t.Fatalf("accounts with missing names: %s %s", status, detail)
+	}
+	d.ids = identity.New(identity.NSS{Getent: "/bin/false"})
+	_, out = runDoctor(t, d, false)
+	if status, _ = accountsLine(out); status != "FAIL" {
+		t.Fatalf("accounts with no answer: %s\n%s", status, out)
+	}
 }
 
 func mkdir(t *testing.T, p string, mode os.FileMode) {
@@ -223,7 +285,7 @@ func TestDoctorNoSystemd(t *testing.T) {
 	d, ran := fixture(t)
 	os.Remove(filepath.Join(d.root, "/run/systemd/system"))
 	code, out := runDoctor(t, d, false)
-	if code != 0 || len(*ran) != 0 || !strings.Contains(out, "skipped: systemd is not running") {
+	if code != 0 || len(slices.DeleteFunc(*ran, func(c string) bool { return c == "getent passwd" })) != 0 || !strings.Contains(out, "skipped: systemd is not running") {
 		t.Fatalf("exit %d, ran %v:\n%s", code, *ran, out)
 	}
 }
