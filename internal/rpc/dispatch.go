@@ -42,6 +42,12 @@ func (c *Conn) notification(ctx context.Context, m *message) {
 		c.cancelInflight(m.Params)
 		return
 	}
+	if c.dirty { // replies the loop deferred must not wait on a slow handler
+		c.dirty = false
+		if c.flush() != nil {
+			return
+		}
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("notification handler panicked", "method", m.Method, "panic", fmt.Sprint(p))
