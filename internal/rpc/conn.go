@@ -87,7 +87,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 	cancel()
 	<-flusher
 	c.handled.Wait()
-	if err == nil || errors.Is(err, io.EOF) || c.closing.Load() {
+	if errors.Is(err, io.EOF) || c.closing.Load() {
 		return nil
 	}
 	return err

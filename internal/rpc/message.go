@@ -81,10 +81,6 @@ type decoder struct {
 	names map[string]string // method names seen, so each is allocated once
 }
 
-// errNotJSON marks a line that is not JSON at all (as opposed to JSON that
-// is not a JSON-RPC message).
-var errNotJSON = errors.New("rpc: not JSON")
-
 // decode parses one object. The returned *Error, when set, is what the
 // peer should be told: -32700 for text that is not JSON, -32600 for JSON
 // that is not a JSON-RPC object. The id is recovered where it can be.
