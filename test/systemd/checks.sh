@@ -145,12 +145,13 @@ polkit_refusals() {
 	refused agor StartUnit ss agor-executor@root.service replace
 	refused agor RestartUnit ss systemd-journald.service replace
 	refused agor StartUnit ss other@bob.service replace
-	refused agor StartUnit ss agor-executor@Bob.socket replace
+	refused agor StartUnit ss 'agor-executor@r\x6fot.service' replace # %I would make it root
+	refused agor StartUnit ss agor-executor@mary-jane.socket replace   # not systemd-escape's form
 	refused agor ReloadUnit ss agor-executor@bob.socket replace
 	refused agor KillUnit ssi agor-executor@bob.socket all 9
 	refused carol StartUnit ss agor-executor@carol.socket replace
 	refused carol StopUnit ss agor-executor@alice.socket replace
-	echo "refused: @root, journald, other units, bad names, reload and kill; everything for carol"
+	echo "refused: @root and r\\x6fot, journald, other units, unescaped names, reload and kill; everything for carol"
 }
 check "polkit: everything else refused (AccessDenied or InteractiveAuthorizationRequired)" polkit_refusals
 
@@ -473,6 +474,10 @@ terminal_tmux() {
 }
 check "agorctl terminal alice in tmux: id -un, a full-screen program, resize, exit status" terminal_tmux
 
+# --- identity: directory accounts, escaped names, min_uid, unknown callers, a shared account ---
+# shellcheck source=identity.sh
+. "$T/identity.sh"
+
 # doctor_until RC [REGEX]: runs agorctl doctor (as root) until it exits RC
 # with a line matching REGEX, for up to 10 s (polkitd re-reads rules.d on
 # its own), leaving its output in $out.
@@ -535,6 +540,9 @@ UTS='ProtectHostname=no'
 SECCOMP='SystemCallFilter=
 SystemCallArchitectures='
 hardening_table() {
+	# carol runs the variants: the executor checks its own account against
+	# the allowed groups, so she joins them now (the refusals are behind us).
+	usermod -a -G agorusers carol
 	printf '%-44s %8s %10s\n' "directive set" exposure "cold ms"
 	variant "" "shipped"
 	variant "$UTS" "shipped - ProtectHostname"

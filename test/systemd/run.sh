@@ -28,7 +28,8 @@ make -s deb rpm PKG_VERSION=0.1.0 >/dev/null
 work=$(mktemp -d /tmp/agor-systemd.XXXXXX)
 mkdir -p "$work/opt" "$work/root"
 cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
-cp test/systemd/checks.sh "$work/opt/"
+cp test/systemd/checks.sh test/systemd/identity.sh "$work/opt/"
+CGO_ENABLED=0 go test -c -o "$work/opt/identity.test" ./internal/identity
 CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
 CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench
 CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
@@ -45,7 +46,9 @@ lint_out=$work/opt/lint.txt
 } >"$lint_out" 2>&1
 
 # --- root filesystem, cached by package list ---------------------------------
-pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less"
+# slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
+# systemd-userdbd: the user database the daemon asks over varlink.
+pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd"
 key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
 tarball=test/.cache/rootfs-$key.tar.zst
 if [ ! -s "$tarball" ]; then
@@ -81,6 +84,7 @@ mount -t tmpfs -o size=2G tmpfs "$work/root"
 tar -C "$work/root" --zstd -xf "$tarball"
 root=$work/root
 echo agortest >"$root/etc/hostname"
+test/systemd/directory/setup.sh "$root"
 chroot "$root" groupadd agorusers # allowed by the daemon checks' config; carol is not in it
 for u in alice bob carol; do chroot "$root" useradd --create-home --shell /bin/bash "$u"; done
 chroot "$root" usermod -a -G agorusers alice

@@ -1,0 +1,149 @@
+# Identity checks (sourced by checks.sh after the prompt checks: uses check,
+# as, want, api, no_units, start_model, setup_agents, pane, wait_pane).
+# Directory accounts come from the container's OpenLDAP through nslcd (NSS)
+# and systemd-userdbd; none of them is in /etc/passwd.
+
+directory_visible() {
+	want "$(getent passwd ada.lovelace | cut -d: -f3)" 20001
+	want "$(grep -c '^ada.lovelace:' /etc/passwd || true)" 0
+	id ada.lovelace | grep -q '(ldapagents)'
+	userdbctl user ada.lovelace | grep -q 20001
+	echo "ada.lovelace (uid 20001, in ldapagents) comes from the directory: getent and userdbctl see her, /etc/passwd does not"
+}
+check "directory: OpenLDAP accounts visible through NSS (nslcd) and systemd-userdbd, not in /etc/passwd" directory_visible
+
+identity_bench() {
+	local u src
+	for src in userdb nss; do
+		for u in alice ada.lovelace; do
+			echo "# $src, $u ($( [ "$u" = alice ] && echo files || echo directory) user)"
+			AGOR_BENCH_SOURCE=$src AGOR_BENCH_USER=$u "$T/identity.test" -test.run '^$' -test.bench Lookup -test.benchtime 200x |
+				grep -E '^Benchmark' | awk '{printf "  %-28s %10.1f us\n", $1, $3 / 1000}'
+		done
+	done
+}
+check "identity lookup cost: name->uid and uid->name, cold and cached, files and directory user, userdb and NSS" identity_bench
+
+# The directory group joins the allowed groups for the rest of the file.
+allow_directory() {
+	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n' >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+}
+
+directory_prompt() {
+	allow_directory # agents.yaml and the key are the prompt checks'
+	start_model -bash 'id -un > whoami.txt; pwd' -text 'I wrote whoami.txt.'
+	rm -f /home/ada.lovelace/whoami.txt
+	local out
+	out=$(as ada.lovelace agorctl prompt ada.lovelace 'who runs this?' --mode bypassPermissions 2>&1)
+	echo "$out" | sed -n '1,3p;$p'
+	echo "$out" | grep '^completed' >/dev/null
+	want "$(cat /home/ada.lovelace/whoami.txt)" ada.lovelace
+	want "$(stat -c '%U %u' /home/ada.lovelace/whoami.txt)" "ada.lovelace 20001"
+	want "$(systemctl show -p User --value agor-executor@ada.lovelace.service)" ada.lovelace
+	journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace -o cat --no-pager | grep -q serving
+	echo "journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace: $(journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace -o cat --no-pager | wc -l) lines"
+}
+check "as directory user ada.lovelace: agorctl prompt runs the real Claude Code in her executor, files hers, journal finds her lines" directory_prompt
+
+directory_terminal() {
+	tmux kill-server 2>/dev/null || true
+	TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
+		"setpriv --reuid=ada.lovelace --regid=ada.lovelace --init-groups agorctl terminal; echo agorctl-exit=\$?; sleep 600"
+	tmux set-option -t agorterm status off
+	wait_pane 'ada.lovelace@'
+	tmux send-keys -t agorterm 'id -un; id -gn' Enter
+	wait_pane '^ada.lovelace$'
+	tmux send-keys -t agorterm 'exit 3' Enter
+	wait_pane 'agorctl-exit=3'
+	pane | grep -v '^$' | tail -n 4
+	tmux kill-server
+}
+check "as ada.lovelace, agorctl terminal in tmux: id -un shows ada.lovelace" directory_terminal
+
+directory_refused() {
+	local out
+	if out=$(api executors start grace.hopper 2>&1); then echo "grace.hopper was started: $out"; return 1; fi
+	echo "root for grace.hopper: $out"
+	echo "$out" | grep -q user_not_allowed
+	if out=$(as grace.hopper agorctl prompt grace.hopper hello 2>&1 </dev/null); then echo "grace.hopper prompted: $out"; return 1; fi
+	echo "grace.hopper herself: $out"
+	no_units 'agor-executor@grace.hopper*'
+}
+check "a directory user outside the allowed groups is refused with a clear error; no unit started" directory_refused
+
+escaped_names() {
+	id mary-jane >/dev/null 2>&1 || useradd --create-home --groups agorusers mary-jane
+	want "$(agorctl exec mary-jane -- id -un)" mary-jane
+	want "$(systemctl is-active 'agor-executor@mary\x2djane.service')" active
+	test -S '/run/agor/executors/mary\x2djane.sock'
+	systemctl list-units --plain --no-legend 'agor-executor@mary*' | sed 's/^/  /'
+}
+check "a name systemd escapes (mary-jane): unit agor-executor@mary\\x2djane, User=%I gives mary-jane back" escaped_names
+
+min_uid_unit() {
+	# As root, outside the daemon: what a compromised agor account could do.
+	systemctl start agor-executor@daemon.socket
+	local out start end
+	start=$(date +%s%N)
+	if out=$(agorctl executors ping --socket /run/agor/executors/daemon.sock --timeout 10s 2>&1); then
+		echo "the executor served the daemon account: $out"; return 1
+	fi
+	end=$(date +%s%N)
+	echo "ping: $out (refused after $(( (end - start) / 1000000 )) ms)"
+	for _ in $(seq 50); do [ "$(systemctl is-active agor-executor@daemon.service)" = failed ] && break; sleep 0.1; done
+	want "$(systemctl is-active agor-executor@daemon.service)" failed
+	want "$(systemctl show -p ExecMainStatus --value agor-executor@daemon.service)" 78
+	want "$(systemctl show -p NRestarts --value agor-executor@daemon.service)" 0
+	journalctl -u agor-executor@daemon.service -o cat --no-pager | grep 'refusing to serve' | tail -n 1
+	journalctl -u agor-executor@daemon.service -o cat --no-pager | grep -q 'below min_uid'
+	systemctl stop agor-executor@daemon.socket
+	systemctl reset-failed agor-executor@daemon.service
+}
+check "systemctl start agor-executor@daemon.socket as root, then a connect: refused at once, exit 78 not restarted, the journal says why" min_uid_unit
+
+unknown_uid() {
+	local out
+	if out=$(setpriv --reuid=4242424 --regid=4242424 --clear-groups agorctl sessions 2>&1); then
+		echo "uid 4242424 listed sessions: $out"; return 1
+	fi
+	echo "uid 4242424: $out"
+	echo "$out" | grep -q unknown_caller
+	if out=$(setpriv --reuid=4242424 --regid=4242424 --clear-groups agorctl audit 2>&1); then
+		echo "uid 4242424 read the audit trail: $out"; return 1
+	fi
+	echo "$out" | grep -q unknown_caller
+}
+check "a caller whose uid has no account: refused (unknown_caller) by sessions and audit, sees nothing" unknown_uid
+
+shared_account() {
+	id agentsvc >/dev/null 2>&1 || useradd --create-home agentsvc
+	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n  run_as_unix_user: false\n  executor_unix_user: agentsvc\n' >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+	rm -f /home/agentsvc/whoami.txt
+	local u
+	for u in alice bob; do
+		start_model -bash 'id -un >> whoami.txt' -text 'noted.' # one scripted turn each
+		as "$u" agorctl prompt "$u" 'who runs this?' --mode bypassPermissions >/tmp/shared-$u.out 2>&1 ||
+			{ cat /tmp/shared-$u.out; return 1; }
+	done
+	want "$(sort -u /home/agentsvc/whoami.txt)" agentsvc
+	want "$(wc -l </home/agentsvc/whoami.txt)" 2
+	local trail
+	trail=$(agorctl audit --action api_key_issued)
+	echo "$trail" | grep -q '"user":"alice"'
+	echo "$trail" | grep -q '"user":"bob"'
+	echo "both prompts ran as agentsvc ($(cat /home/agentsvc/whoami.txt | tr '\n' ' ')); the audit trail names alice and bob"
+	allow_directory # back to one account per person
+	systemctl start agor-executor@alice.socket # as the checks after these expect
+}
+check "run_as_unix_user: false: alice's and bob's prompts both run as executor_unix_user; the audit trail names alice and bob" shared_account
+
+doctor_accounts() {
+	local line
+	line=$(agorctl doctor | grep -E '^(ok|warn|FAIL) +accounts ') || true
+	echo "$line"
+	echo "$line" | grep -q '^ok .*user database userdb'
+	echo "$line" | grep -q 'directory accounts visible: .*(uid 2000[12])'
+}
+check "agorctl doctor names the user database (userdb) and a directory account it sees" doctor_accounts
