@@ -117,6 +117,9 @@ func TestExitStatus(t *testing.T) {
 		{"ok json", []string{"sessions", "list", "--json"}, exitOK, `"id":"s1"`},
 		{"ok tasks", []string{"tasks", "s1"}, exitOK, "t1    completed"},
 		{"exec passes the status on", []string{"exec", "alice", "--", "sh", "-c", "exit 3"}, 3, "hi\n"},
+		{"--help after -- is the command's", []string{"exec", "alice", "--", "ls", "--help"}, 3, "hi\n"},
+		{"bare agorctl", []string{}, exitUsage, ""},
+		{"version", []string{"--version"}, exitOK, "agorctl "},
 		{"refused", []string{"executors", "start", "nobody"}, exitFailure, "executors start nobody: permission denied (not_yourself)"},
 		{"no daemon", []string{"sessions", "--api", "/nonexistent/daemon.sock"}, exitFailure, "is agor-daemon running?"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
@@ -132,7 +135,7 @@ func TestExitStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := agorctl(context.Background(), closedStdin{t}, tc.args...)
 			got := r.stderr
-			if tc.code == exitOK || tc.name == "exec passes the status on" {
+			if tc.code == exitOK || tc.code == 3 {
 				got = r.stdout
 			}
 			if r.code != tc.code || !strings.Contains(got, tc.want) {
