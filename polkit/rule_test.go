@@ -1,6 +1,6 @@
-// Package polkit_test runs 50-agor.rules' logic under Node.js with a
+// The rule's logic under Node.js with a stand-in polkit object, against
 // stand-in polkit object, against the names the daemon writes
-// (account.Escape). The real polkitd decides in the real-systemd suite.
+// the names the daemon writes (account.Escape).
 package polkit_test
 
 import (
