@@ -1,6 +1,5 @@
-// The rule's logic under Node.js with a stand-in polkit object, against
-// stand-in polkit object, against the names the daemon writes
-// the names the daemon writes (account.Escape).
+// These tests run the rule's logic under Node.js with a stand-in polkit
+// object, against the names the daemon writes (account.Escape).
 package polkit_test
 
 import (
