@@ -56,8 +56,9 @@ ids, asked of the daemon; when it does not answer, they offer nothing.`,
 // completer answers a completion from the daemon, or not at all.
 type completer func(ctx context.Context, c *apiclient.Client) []string
 
-// fromDaemon makes a completion function of ask: asked only for the first
-// operand (atFirst) or any, silently empty when the daemon does not answer.
+// fromDaemon makes a completion function of ask, asked for the first
+// operand or (anyOperand) every one; silently empty when the daemon does
+// not answer.
 func fromDaemon(f *apiFlags, anyOperand bool, ask completer) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 && !anyOperand {
@@ -73,22 +74,25 @@ func fromDaemon(f *apiFlags, anyOperand bool, ask completer) cobra.CompletionFun
 	}
 }
 
-// completeUsers completes user names from the daemon's executors list
-// (admins); for anyone else it offers nothing.
-func completeUsers(f *apiFlags) cobra.CompletionFunc {
-	return fromDaemon(f, true, func(ctx context.Context, c *apiclient.Client) []string {
-		var out struct {
-			Executors []struct{ User string }
-		}
-		if c.Do(ctx, "GET", "/v1/executors", nil, &out) != nil {
-			return nil
-		}
-		names := make([]string, 0, len(out.Executors))
-		for _, e := range out.Executors {
-			names = append(names, e.User)
-		}
-		return names
-	})
+// completeUsers completes user names, for every operand, from the
+// daemon's executors list (admins); for anyone else it offers nothing.
+func completeUsers(f *apiFlags) cobra.CompletionFunc { return fromDaemon(f, true, askUsers) }
+
+// completeUser completes the first operand only with a user name.
+func completeUser(f *apiFlags) cobra.CompletionFunc { return fromDaemon(f, false, askUsers) }
+
+func askUsers(ctx context.Context, c *apiclient.Client) []string {
+	var out struct {
+		Executors []struct{ User string }
+	}
+	if c.Do(ctx, "GET", "/v1/executors", nil, &out) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(out.Executors))
+	for _, e := range out.Executors {
+		names = append(names, e.User)
+	}
+	return names
 }
 
 // completeSessions completes session ids, each with its user, tool and

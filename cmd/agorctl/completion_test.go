@@ -110,11 +110,15 @@ func TestCompletionDynamic(t *testing.T) {
 		{[]string{"__complete", "tasks", "--api", d.socket, ""}, "s1\talice codex .\n"},
 		{[]string{"__complete", "events", "--api", d.socket, ""}, "t1\tcompleted hello\n"},
 		{[]string{"__complete", "tasks", "stop", "--api", d.socket, ""}, "t1\tcompleted hello\n"},
+		{[]string{"__complete", "executors", "start", "--api", d.socket, "alice", ""}, "alice\nbob\n"},
+		{[]string{"__complete", "exec", "--api", d.socket, ""}, "alice\nbob\n"},
+		{[]string{"__complete", "exec", "--api", d.socket, "alice", ""}, ":4\n"},
+		{[]string{"__complete", "prompt", "--api", d.socket, "--tool", ""}, "claude-code\ncodex\ngemini\nopencode\n"},
 		{[]string{"__complete", "executors", "start", "--api", "/nonexistent.sock", ""}, ":4\n"},
 		{[]string{"__complete", "events", "--api", "/nonexistent.sock", ""}, ":4\n"},
 	} {
 		r := agorctl(context.Background(), closedStdin{t}, tc.args...)
-		if r.code != 0 || !strings.HasPrefix(r.stdout, tc.want) && !strings.Contains(r.stdout, tc.want) {
+		if r.code != 0 || !strings.HasPrefix(r.stdout, tc.want) {
 			t.Errorf("%q: exit %d, %q; want %q (%s)", tc.args, r.code, r.stdout, tc.want, r.stderr)
 		}
 	}

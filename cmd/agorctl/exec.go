@@ -28,7 +28,7 @@ to COMMAND.
 		Annotations: map[string]string{"exit": `COMMAND's own status (128+9 when it was killed); otherwise 1 the operation
 failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 		Args:              atLeast(2, "USER -- COMMAND [ARG...]"),
-		ValidArgsFunction: completeUsers(&f),
+		ValidArgsFunction: completeUser(&f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 1 {
 				return usageErrorf("want USER -- COMMAND: %q before --", args[1:dash])

@@ -48,7 +48,7 @@ are joined with spaces.
 124 timed out (--limit, --timeout); 130 cancelled (agorctl tasks stop) or
 interrupted.`},
 		Args:              atLeast(2, "USER PROMPT..."),
-		ValidArgsFunction: completeUsers(&f),
+		ValidArgsFunction: completeUser(&f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPrompt(cmd.Context(), a, &f, o, args[0], strings.Join(args[1:], " "))
 		},

@@ -40,7 +40,7 @@ unattached); --attach ID comes back to it with its recent output.
 		Annotations: map[string]string{"exit": `the shell's own status (128+N when signal N ended it; 0 on detach);
 otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeUsers(&f),
+		ValidArgsFunction: completeUser(&f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, err := terminalUser(args)
 			if err != nil {
