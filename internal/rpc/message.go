@@ -126,6 +126,10 @@ func (d *decoder) object(line []byte) (m *message, bad string, err error) {
 		if err != nil {
 			return m, "", err
 		}
+		// The value as a slice of line itself (ReadValue's may be the
+		// decoder's own buffer, valid only until the next read).
+		end := int(d.dec.InputOffset())
+		v = jsontext.Value(line[end-len(v) : end])
 		if problem := d.assign(m, name, v); problem != "" && bad == "" {
 			bad = problem
 		}
