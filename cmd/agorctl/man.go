@@ -60,7 +60,7 @@ func writeMan(w io.Writer, root *cobra.Command, ver, date string) error {
 		m.command(c)
 	}
 	m.printf(".SH EXIT STATUS\n")
-	m.text(exitStatusHelp + "\n\nexec and terminal exit with the remote program's own status (128+N when signal N ended it); doctor exits 1 when a check failed.")
+	m.text(exitStatusHelp + "\n\nexec and terminal exit with the remote program's own status (128+N when signal N ended it); prompt exits 124 when the agent's --limit ran out and 130 when its task was cancelled; doctor exits 1 when a check failed.")
 	m.printf(".SH ENVIRONMENT\n.TP\n.B AGOR_SOCKET\nThe daemon's API socket, when --api is not given (default /run/agor/daemon.sock).\n")
 	m.printf(".SH FILES\n.TP\n.I /run/agor/daemon.sock\nagor\\-daemon's API socket.\n.TP\n.I /run/agor/executors/USER.sock\nEach user's executor socket.\n.TP\n.I /etc/agor/config.yaml\nThe daemon's configuration (doctor, executors ensure, api\\-token).\n")
 	m.printf(".SH EXAMPLES\n")

@@ -63,6 +63,7 @@ interrupted.`},
 	fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the raw NDJSON stream instead of rendering it")
 	fs.BoolVar(&o.detach, "detach", false, "start the task and return at once, printing its ids (follow with agorctl events --follow)")
+	c.Flags().Lookup("timeout").Usage = "give up after this `duration` (exit 124) with --detach; the live stream is bounded by --limit"
 	_ = c.RegisterFlagCompletionFunc("tool", fixedCompletions("claude-code", "codex", "gemini", "opencode"))
 	_ = c.RegisterFlagCompletionFunc("mode", fixedCompletions("default", "acceptEdits", "bypassPermissions", "plan"))
 	_ = c.RegisterFlagCompletionFunc("session", completeSessions(&f))

@@ -23,8 +23,7 @@ type app struct {
 // man page.
 const exitStatusHelp = `0 success; 1 the operation failed (refused, not found, the daemon unreachable);
 2 usage error (unknown command or flag, missing argument); 124 timed out
-(--timeout, or the agent's --limit); 130 interrupted (SIGINT, SIGTERM) or the
-task was cancelled.`
+(--timeout); 130 interrupted (SIGINT, SIGTERM).`
 
 // daemonHelp is said of every command that goes through the daemon.
 const daemonHelp = `Through agor-daemon's API socket (--api, default /run/agor/daemon.sock,

@@ -166,8 +166,7 @@ func newEvents(a *app) *cobra.Command {
 		Short: "print a task's events as JSON lines; --follow for new ones",
 		Long: `Print a task's stored events, one JSON object a line. With --follow, keep
 printing new ones until the task ends, resuming after the last one printed if
-the connection drops, so none is lost or repeated. --timeout applies without
---follow only.
+the connection drops, so none is lost or repeated.
 
 ` + daemonHelp,
 		Example: `  agorctl events 8b1e44
@@ -190,6 +189,7 @@ the connection drops, so none is lost or repeated. --timeout applies without
 		},
 	}
 	addAPIFlags(c, &f)
+	c.Flags().Lookup("timeout").Usage = "give up after this `duration` (exit 124); not with --follow"
 	c.Flags().BoolVar(&follow, "follow", false, "keep printing new events until the task ends")
 	c.Flags().Int64Var(&after, "after", -1, "start after this sequence `number`")
 	return c
