@@ -35,18 +35,29 @@ func (c *conn) getAPIKey(_ context.Context, p apiKeyParams) (protocol.GetAPIKeyR
 		c.b.audit.Log(rec)
 		return protocol.GetAPIKeyResult{}, rerr
 	}
-	rec.User, rec.Session, rec.Task = bind.Who(), bind.Session, bind.Task
-	val, scope, err := c.b.keys.Get(bind.Who(), p.CredentialKey)
+	rec.User, rec.UID, rec.Session, rec.Task = bind.Who(), audit.UIDOf(bind.UID), bind.Session, bind.Task
+	key, err := c.b.keys.Get(credstore.User(bind.Who(), bind.UID), p.CredentialKey)
+	c.staleKeys(rec, key.Stale)
 	if err != nil {
 		rerr := c.keyError(bind.Who(), p.CredentialKey, err)
 		rec.Reason = rerr.Reason()
 		c.b.audit.Log(rec)
 		return protocol.GetAPIKeyResult{}, rerr
 	}
-	rec.Action, rec.Reason = audit.APIKeyIssued, scope+"_credential"
+	rec.Action, rec.Reason = audit.APIKeyIssued, key.Scope+"_credential"
 	c.b.audit.Log(rec)
 	c.b.stats.keysIssued.Add(1)
-	return protocol.GetAPIKeyResult{APIKey: val}, nil
+	return protocol.GetAPIKeyResult{APIKey: key.Value}, nil
+}
+
+// staleKeys audits the keys of the person's name that belong to earlier
+// accounts of that name (other uids): they were not handed out.
+func (c *conn) staleKeys(rec audit.Record, stale []int64) {
+	for _, uid := range stale {
+		r := rec
+		r.Action, r.StoredUID, r.Reason = audit.AccountMismatch, audit.StoredUID(uid), "credential of another account of this name"
+		c.b.audit.Log(r)
+	}
 }
 
 func (c *conn) keyError(person, name string, err error) *rpc.Error {

@@ -21,9 +21,11 @@ import (
 	"github.com/agor-sh/agor/internal/token"
 )
 
-// Keys looks up credentials; *credstore.Store implements it.
+// Keys looks up credentials; *credstore.Store implements it. Get reports
+// keys of earlier accounts of the owner's name in Key.Stale, and never
+// returns them.
 type Keys interface {
-	Get(user, name string) (value, scope string, err error)
+	Get(o credstore.Owner, name string) (credstore.Key, error)
 }
 
 var _ Keys = (*credstore.Store)(nil)
@@ -142,7 +144,11 @@ func (b *Broker) StartTask(bind token.Binding, mode Mode) (string, error) {
 	b.mu.Lock()
 	b.tasks[bind.Task] = mode
 	b.mu.Unlock()
-	b.audit.Log(audit.Record{Action: audit.TaskStarted, User: bind.User, Session: bind.Session, Task: bind.Task, Mode: string(mode)})
+	rec := audit.Record{Action: audit.TaskStarted, User: bind.User, Session: bind.Session, Task: bind.Task, Mode: string(mode)}
+	if bind.Person == "" {
+		rec.UID = audit.UIDOf(bind.UID)
+	}
+	b.audit.Log(rec)
 	return tok, nil
 }
 

@@ -31,6 +31,9 @@ const (
 
 var discard = slog.New(slog.DiscardHandler)
 
+// uids are the test accounts' uids.
+var uids = map[string]uint32{"alice": 1000, "bob": 1001}
+
 // env is a broker with real token, credential, event and audit parts.
 type env struct {
 	b         *Broker
@@ -60,8 +63,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(t, store.Set("alice", "ANTHROPIC_API_KEY", aliceKey))
-	must(t, store.Set("", "OPENAI_API_KEY", daemonKey))
+	must(t, store.Set(credstore.User("alice", uids["alice"]), "ANTHROPIC_API_KEY", aliceKey))
+	must(t, store.Set(credstore.Daemon, "OPENAI_API_KEY", daemonKey))
 	e := &env{tokens: token.New(o.ttl, o.maxUses), mem: &events.MemoryStore{}, auditPath: filepath.Join(dir, "audit.jsonl")}
 	e.sink = events.NewSink(e.mem, discard)
 	e.audit, err = audit.Open(audit.Options{Path: e.auditPath, Log: discard, Window: time.Hour})
@@ -83,7 +86,7 @@ func must(t testing.TB, err error) {
 // start issues a token for user's task through StartTask.
 func (e *env) start(t testing.TB, user, task string, mode Mode) string {
 	t.Helper()
-	tok, err := e.b.StartTask(token.Binding{User: user, Session: "s-" + task, Task: task}, mode)
+	tok, err := e.b.StartTask(token.Binding{User: user, Session: "s-" + task, Task: task, UID: uids[user]}, mode)
 	must(t, err)
 	return tok
 }

@@ -1,6 +1,8 @@
 // Package credstore keeps API keys encrypted at rest (AES-256-GCM) under a
 // master key that systemd hands the daemon as a credential. A key is
-// stored for one user or daemon-wide; a user's own key wins.
+// stored for one account (user name and uid) or daemon-wide; an
+// account's own key wins. A key stored for an earlier account of the
+// same name (another uid) is never handed out.
 package credstore
 
 import (
@@ -14,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -90,6 +94,22 @@ type Store struct {
 	items map[string]string // slot -> base64(nonce || ciphertext)
 }
 
+// Owner is whose slot a key is in: an account, or daemon-wide (Daemon).
+type Owner struct {
+	Name string // "" : daemon-wide
+	UID  int64  // the account's uid; NoUID for keys whose account is not known
+}
+
+// Daemon is the daemon-wide owner.
+var Daemon = Owner{}
+
+// NoUID is the uid of keys stored before uids were recorded whose
+// account was gone when they were adopted: nobody's.
+const NoUID int64 = -1
+
+// User is the owner of account name with uid.
+func User(name string, uid uint32) Owner { return Owner{Name: name, UID: int64(uid)} }
+
 // Open loads (or starts) the store at path under master key key.
 func Open(path string, key []byte) (*Store, error) {
 	block, err := aes.NewCipher(key)
@@ -114,63 +134,136 @@ func Open(path string, key []byte) (*Store, error) {
 	return s, nil
 }
 
-// slot names where a credential lives; user "" is daemon-wide. It is also
+// slot names where a credential lives: "USER:UID/NAME" for an account,
+// "/NAME" daemon-wide ("USER/NAME" is a key of the previous version, not
+// yet adopted). A user name holds neither '/' nor ':'. The slot is also
 // the ciphertext's associated data, so a sealed value moved to another
-// user's slot no longer decrypts.
-func slot(user, name string) string { return user + "/" + name }
+// account's slot (another name, or another uid) no longer decrypts.
+func slot(o Owner, name string) string {
+	if o.Name == "" {
+		return "/" + name
+	}
+	return o.Name + ":" + strconv.FormatInt(o.UID, 10) + "/" + name
+}
 
-// Set seals value for user (or daemon-wide when user is "") and saves.
-func (s *Store) Set(user, name, value string) error {
+// legacySlot is where the previous version kept name's key of user.
+func legacySlot(user, name string) string { return user + "/" + name }
+
+// parseSlot splits a slot; legacy reports a previous version's.
+func parseSlot(sl string) (o Owner, name string, legacy bool, ok bool) {
+	i := strings.LastIndexByte(sl, '/')
+	if i < 0 {
+		return Owner{}, "", false, false
+	}
+	who, name := sl[:i], sl[i+1:]
+	if who == "" {
+		return Daemon, name, false, true
+	}
+	user, uid, found := strings.Cut(who, ":")
+	if !found {
+		return Owner{Name: who, UID: NoUID}, name, true, true
+	}
+	n, err := strconv.ParseInt(uid, 10, 64)
+	if err != nil || n < NoUID {
+		return Owner{}, "", false, false
+	}
+	return Owner{Name: user, UID: n}, name, false, true
+}
+
+// Set seals value for o and saves.
+func (s *Store) Set(o Owner, name, value string) error {
 	if err := ValidName(name); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.sealLocked(slot(o, name), value); err != nil {
+		return err
+	}
+	return s.saveLocked()
+}
+
+func (s *Store) sealLocked(sl, value string) error {
 	nonce := make([]byte, s.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return err
 	}
-	sealed := s.aead.Seal(nonce, nonce, []byte(value), []byte(slot(user, name)))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.items[slot(user, name)] = base64.StdEncoding.EncodeToString(sealed)
-	return s.saveLocked()
+	sealed := s.aead.Seal(nonce, nonce, []byte(value), []byte(sl))
+	s.items[sl] = base64.StdEncoding.EncodeToString(sealed)
+	return nil
 }
 
-// Delete removes a credential.
-func (s *Store) Delete(user, name string) error {
+// Delete removes o's credential name.
+func (s *Store) Delete(o Owner, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.items[slot(user, name)]; !ok {
+	if _, ok := s.items[slot(o, name)]; !ok {
 		return ErrNotFound
 	}
-	delete(s.items, slot(user, name))
+	delete(s.items, slot(o, name))
 	return s.saveLocked()
 }
 
-// Get returns user's own value for name, else the daemon-wide one. scope
-// says which was used ("user" or "daemon").
-func (s *Store) Get(user, name string) (value, scope string, err error) {
-	if user != "" {
-		if v, err := s.open(user, name); !errors.Is(err, ErrNotFound) {
-			return v, "user", err
-		}
-	}
-	v, err := s.open("", name)
-	return v, "daemon", err
+// Key is what Get found.
+type Key struct {
+	Value string
+	Scope string // "user" (the account's own) or "daemon"
+	// Stale lists the uids of other accounts of the same name that hold
+	// a key of this name (earlier accounts, or NoUID): never handed out,
+	// for the caller to audit.
+	Stale []int64
 }
 
-func (s *Store) open(user, name string) (string, error) {
+// Get returns o's own value for name, else the daemon-wide one. A key of
+// an earlier account of o's name is not o's: it is only reported, in
+// Stale (with the daemon-wide value, or with ErrNotFound).
+func (s *Store) Get(o Owner, name string) (Key, error) {
+	if o.Name != "" {
+		v, err := s.open(slot(o, name))
+		if !errors.Is(err, ErrNotFound) {
+			return Key{Value: v, Scope: "user"}, err
+		}
+	}
+	k := Key{Scope: "daemon", Stale: s.stale(o, name)}
+	var err error
+	k.Value, err = s.open(slot(Daemon, name))
+	return k, err
+}
+
+// stale lists the uids of o's name's other keys named name.
+func (s *Store) stale(o Owner, name string) []int64 {
+	if o.Name == "" {
+		return nil
+	}
 	s.mu.Lock()
-	enc, ok := s.items[slot(user, name)]
+	defer s.mu.Unlock()
+	var out []int64
+	for sl := range s.items {
+		if so, n, _, ok := parseSlot(sl); ok && so.Name == o.Name && n == name && so.UID != o.UID {
+			out = append(out, so.UID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Store) open(sl string) (string, error) {
+	s.mu.Lock()
+	enc, ok := s.items[sl]
 	s.mu.Unlock()
 	if !ok {
 		return "", ErrNotFound
 	}
+	return s.unseal(sl, enc)
+}
+
+func (s *Store) unseal(sl, enc string) (string, error) {
 	sealed, err := base64.StdEncoding.DecodeString(enc)
 	ns := s.aead.NonceSize()
 	if err != nil || len(sealed) < ns {
 		return "", ErrCorrupt
 	}
-	plain, err := s.aead.Open(nil, sealed[:ns], sealed[ns:], []byte(slot(user, name)))
+	plain, err := s.aead.Open(nil, sealed[:ns], sealed[ns:], []byte(sl))
 	if err != nil {
 		return "", ErrCorrupt
 	}

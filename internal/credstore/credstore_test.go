@@ -13,6 +13,11 @@ import (
 
 func key(b byte) []byte { return bytes.Repeat([]byte{b}, KeySize) }
 
+var (
+	alice = User("alice", 1000)
+	bob   = User("bob", 1001)
+)
+
 func open(t *testing.T, path string, k []byte) *Store {
 	t.Helper()
 	s, err := Open(path, k)
@@ -25,22 +30,25 @@ func open(t *testing.T, path string, k []byte) *Store {
 func TestSetGetFallbackAndPersistence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "creds.json")
 	s := open(t, path, key(1))
-	must(t, s.Set("", "ANTHROPIC_API_KEY", "sk-daemon"))
-	must(t, s.Set("alice", "ANTHROPIC_API_KEY", "sk-alice"))
+	must(t, s.Set(Daemon, "ANTHROPIC_API_KEY", "sk-daemon"))
+	must(t, s.Set(alice, "ANTHROPIC_API_KEY", "sk-alice"))
 
 	s = open(t, path, key(1)) // read back from disk
-	tests := []struct{ user, value, scope string }{
-		{"alice", "sk-alice", "user"},
-		{"bob", "sk-daemon", "daemon"},
-		{"", "sk-daemon", "daemon"},
+	tests := []struct {
+		o            Owner
+		value, scope string
+	}{
+		{alice, "sk-alice", "user"},
+		{bob, "sk-daemon", "daemon"},
+		{Daemon, "sk-daemon", "daemon"},
 	}
 	for _, tc := range tests {
-		v, scope, err := s.Get(tc.user, "ANTHROPIC_API_KEY")
-		if err != nil || v != tc.value || scope != tc.scope {
-			t.Errorf("Get(%q) = %q %q %v; want %q %q", tc.user, v, scope, err, tc.value, tc.scope)
+		k, err := s.Get(tc.o, "ANTHROPIC_API_KEY")
+		if err != nil || k.Value != tc.value || k.Scope != tc.scope || k.Stale != nil {
+			t.Errorf("Get(%v) = %+v %v; want %q %q", tc.o, k, err, tc.value, tc.scope)
 		}
 	}
-	if _, _, err := s.Get("alice", "OPENAI_API_KEY"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(alice, "OPENAI_API_KEY"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing key: %v", err)
 	}
 	raw, _ := os.ReadFile(path)
@@ -55,8 +63,8 @@ func TestSetGetFallbackAndPersistence(t *testing.T) {
 func TestTamperingIsDetected(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "creds.json")
 	s := open(t, path, key(1))
-	must(t, s.Set("alice", "GEMINI_API_KEY", "alice-secret"))
-	must(t, s.Set("bob", "GEMINI_API_KEY", "bob-secret"))
+	must(t, s.Set(alice, "GEMINI_API_KEY", "alice-secret"))
+	must(t, s.Set(bob, "GEMINI_API_KEY", "bob-secret"))
 
 	edit := func(f func(map[string]string)) *Store {
 		var items map[string]string
@@ -69,32 +77,38 @@ func TestTamperingIsDetected(t *testing.T) {
 	}
 	t.Run("flipped bit", func(t *testing.T) {
 		s := edit(func(m map[string]string) {
-			c, _ := base64.StdEncoding.DecodeString(m["alice/GEMINI_API_KEY"])
+			c, _ := base64.StdEncoding.DecodeString(m["alice:1000/GEMINI_API_KEY"])
 			c[len(c)-1] ^= 1
-			m["alice/GEMINI_API_KEY"] = base64.StdEncoding.EncodeToString(c)
+			m["alice:1000/GEMINI_API_KEY"] = base64.StdEncoding.EncodeToString(c)
 		})
-		if _, _, err := s.Get("alice", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+		if _, err := s.Get(alice, "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("tampered ciphertext: %v", err)
 		}
 	})
 	t.Run("moved to another user", func(t *testing.T) {
-		s := edit(func(m map[string]string) { m["alice/GEMINI_API_KEY"] = m["bob/GEMINI_API_KEY"] })
-		if v, _, err := s.Get("alice", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("bob's sealed key in alice's slot gave %q, %v", v, err)
+		s := edit(func(m map[string]string) { m["alice:1000/GEMINI_API_KEY"] = m["bob:1001/GEMINI_API_KEY"] })
+		if k, err := s.Get(alice, "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("bob's sealed key in alice's slot gave %q, %v", k.Value, err)
+		}
+	})
+	t.Run("moved to another uid", func(t *testing.T) {
+		s := edit(func(m map[string]string) { m["alice:2000/GEMINI_API_KEY"] = m["alice:1000/GEMINI_API_KEY"] })
+		if k, err := s.Get(User("alice", 2000), "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("uid 1000's sealed key in uid 2000's slot gave %q, %v", k.Value, err)
 		}
 	})
 	t.Run("truncated", func(t *testing.T) {
-		s := edit(func(m map[string]string) { m["bob/GEMINI_API_KEY"] = "AAAA" })
-		if _, _, err := s.Get("bob", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+		s := edit(func(m map[string]string) { m["bob:1001/GEMINI_API_KEY"] = "AAAA" })
+		if _, err := s.Get(bob, "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("truncated: %v", err)
 		}
 	})
 	t.Run("other master key", func(t *testing.T) {
 		other := open(t, path, key(2))
-		if _, _, err := other.Get("", "GEMINI_API_KEY"); err == nil {
+		if _, err := other.Get(Daemon, "GEMINI_API_KEY"); err == nil {
 			t.Fatal("decrypted with the wrong master key")
 		}
-		if _, _, err := other.Get("bob", "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
+		if _, err := other.Get(bob, "GEMINI_API_KEY"); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("wrong master key: %v", err)
 		}
 	})
@@ -131,11 +145,11 @@ func TestMasterKey(t *testing.T) {
 func TestNames(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "c.json"), key(1))
 	for _, bad := range []string{"", "lower", "../X", "A B", strings.Repeat("A", 65)} {
-		if err := s.Set("alice", bad, "v"); err == nil {
+		if err := s.Set(alice, bad, "v"); err == nil {
 			t.Errorf("Set accepted name %q", bad)
 		}
 	}
-	if err := s.Delete("alice", "NOPE"); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete(alice, "NOPE"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Delete of missing: %v", err)
 	}
 }

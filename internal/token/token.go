@@ -33,6 +33,10 @@ type Binding struct {
 	// false every person's work runs in one shared account's executor, and
 	// keys, permission questions and audit records stay the person's.
 	Person string
+	// UID is the uid of Who()'s account when the task started: a key
+	// stored for that name under another uid (an earlier account of the
+	// name) is not the person's.
+	UID uint32
 }
 
 // Who is the person the token acts for.

@@ -1,0 +1,152 @@
+package credstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/agor-sh/agor/internal/identity"
+)
+
+// Accounts names the account a user name has now; *identity.Resolver is
+// one.
+type Accounts interface {
+	LookupName(ctx context.Context, name string) (identity.User, error)
+}
+
+var _ Accounts = (*identity.Resolver)(nil)
+
+// Adoption is what Adopt did, by user name.
+type Adoption struct {
+	Adopted  map[string]uint32 // the name's account now owns its keys
+	Orphaned []string          // no account has the name: NoUID, kept for admins
+	Pending  map[string]error  // the user database did not answer: tried again next time
+}
+
+// Adopt moves the previous version's keys ("USER/NAME", no uid) to the
+// account their name has now: resealed in the account's slot. A name no
+// account has gets NoUID for good (an account made later with that name
+// inherits nothing); one the user database cannot answer for is left as
+// it is, unusable, until a later call.
+func (s *Store) Adopt(ctx context.Context, accounts Accounts) (Adoption, error) {
+	a := Adoption{Adopted: map[string]uint32{}, Pending: map[string]error{}}
+	byName := s.legacy()
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range byName {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, user := range names {
+		o := Owner{Name: user, UID: NoUID}
+		u, err := accounts.LookupName(ctx, user)
+		switch {
+		case errors.Is(err, identity.ErrNotFound):
+			a.Orphaned = append(a.Orphaned, user)
+		case err != nil:
+			a.Pending[user] = err
+			continue
+		default:
+			o.UID = int64(u.UID)
+			a.Adopted[user] = u.UID
+		}
+		if err := s.move(user, o, byName[user]); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// legacy lists the previous version's keys, by user name.
+func (s *Store) legacy() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]string{}
+	for sl := range s.items {
+		if o, name, legacy, ok := parseSlot(sl); ok && legacy {
+			out[o.Name] = append(out[o.Name], name)
+		}
+	}
+	return out
+}
+
+// move reseals user's legacy keys names in o's slots and saves. A key
+// that does not decrypt (or is gone meanwhile) is left where it is: it
+// was unusable before, and stays listed for an admin to purge.
+func (s *Store) move(user string, o Owner, names []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range names {
+		old := legacySlot(user, name)
+		enc, ok := s.items[old]
+		if !ok {
+			continue
+		}
+		v, err := s.unseal(old, enc)
+		if err != nil {
+			continue
+		}
+		if _, taken := s.items[slot(o, name)]; !taken { // one set since the upgrade wins
+			if err := s.sealLocked(slot(o, name), v); err != nil {
+				return err
+			}
+		}
+		delete(s.items, old)
+	}
+	return s.saveLocked()
+}
+
+// Held is one account's keys: their names.
+type Held struct {
+	Owner
+	Names []string
+}
+
+// Owners lists the accounts that hold keys (daemon-wide keys are
+// nobody's), by name then uid; keys not yet adopted are under NoUID.
+func (s *Store) Owners() []Held {
+	s.mu.Lock()
+	by := map[Owner][]string{}
+	for sl := range s.items {
+		if o, name, _, ok := parseSlot(sl); ok && o.Name != "" {
+			by[o] = append(by[o], name)
+		}
+	}
+	s.mu.Unlock()
+	out := make([]Held, 0, len(by))
+	for o, names := range by {
+		slices.Sort(names)
+		out = append(out, Held{Owner: o, Names: names})
+	}
+	slices.SortFunc(out, func(a, b Held) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return int(a.UID - b.UID)
+	})
+	return out
+}
+
+// Purge deletes every key of o (NoUID: also those not yet adopted) and
+// returns their names.
+func (s *Store) Purge(o Owner) ([]string, error) {
+	if o.Name == "" {
+		return nil, errors.New("credstore: purge needs an account, not the daemon-wide keys")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for sl := range s.items {
+		if so, name, _, ok := parseSlot(sl); ok && so == o {
+			delete(s.items, sl)
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	slices.Sort(gone)
+	return gone, s.saveLocked()
+}
