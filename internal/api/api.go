@@ -96,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 		m.HandleFunc("GET /v1/tasks/{id}/events", s.taskEvents)
 		m.HandleFunc("POST /v1/tasks/{id}/stop", s.stopTask)
 	}
+	s.accountRoutes(m)
 	if s.Broker != nil {
 		m.HandleFunc("GET /v1/permissions", s.listPermissions)
 		m.HandleFunc("POST /v1/permissions/{id}", s.decidePermission)

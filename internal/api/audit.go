@@ -31,8 +31,8 @@ func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := audit.Filter{User: q.Get("user"), Task: q.Get("task"), Action: audit.Action(q.Get("action"))}
-	if !admin {
-		f.User = name
+	if !admin { // their own, not an earlier account's of the same name
+		f.User, f.UID = name, audit.UIDOf(s.caller(r).user.UID)
 	}
 	if v := q.Get("limit"); v != "" {
 		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 0 {

@@ -17,20 +17,32 @@ type credentialBody struct {
 	Scope string `json:"scope"` // "user" (default) or "daemon"
 }
 
-// credentialOwner is whose slot a request names: the caller's own name,
-// or "" (daemon-wide) for an admin who asks for it.
-func (s *Server) credentialOwner(r *http.Request, scope string) (string, error) {
+// credentialOwner is whose slot a request names: the caller's own
+// account (name and uid), or daemon-wide for an admin who asks for it.
+func (s *Server) credentialOwner(r *http.Request, scope string) (credstore.Owner, error) {
 	c := s.caller(r)
 	switch scope {
 	case "daemon":
 		if !c.admin {
-			return "", rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may set daemon-wide keys", s.AdminGroup)
+			return credstore.Owner{}, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may set daemon-wide keys", s.AdminGroup)
 		}
-		return "", nil
+		return credstore.Daemon, nil
 	case "", "user":
-		return c.user.Name, nil
+		return credstore.User(c.user.Name, c.user.UID), nil
 	}
-	return "", rpc.InvalidParams("scope", `must be "user" or "daemon"`)
+	return credstore.Owner{}, rpc.InvalidParams("scope", `must be "user" or "daemon"`)
+}
+
+// credentialRecord is an audit record of owner's credential name.
+func credentialRecord(a audit.Action, owner credstore.Owner, name string) audit.Record {
+	return audit.Record{Action: a, User: owner.Name, UID: audit.StoredUID(ownerUID(owner)), Credential: name, Reason: scopeName(owner)}
+}
+
+func ownerUID(o credstore.Owner) int64 {
+	if o.Name == "" {
+		return credstore.NoUID // daemon-wide: nobody's
+	}
+	return o.UID
 }
 
 func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +69,7 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.Audit.Log(audit.Record{Action: "credential_set", User: owner, Credential: name, Reason: scopeName(owner)})
+	s.Audit.Log(credentialRecord("credential_set", owner, name))
 	writeJSON(w, http.StatusOK, map[string]any{"name": name, "scope": scopeName(owner)})
 }
 
@@ -69,15 +81,28 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.Creds.Delete(owner, name); err != nil {
+		s.staleCredential(owner, name)
 		writeError(w, notFound(err, "credential_not_found"))
 		return
 	}
-	s.Audit.Log(audit.Record{Action: "credential_deleted", User: owner, Credential: name, Reason: scopeName(owner)})
+	s.Audit.Log(credentialRecord("credential_deleted", owner, name))
 	writeJSON(w, http.StatusOK, map[string]any{"name": name, "deleted": true})
 }
 
-func scopeName(owner string) string {
-	if owner == "" {
+// staleCredential audits keys named name of earlier accounts of owner's
+// name: the caller asked for one, and it is not theirs.
+func (s *Server) staleCredential(owner credstore.Owner, name string) {
+	if owner.Name == "" {
+		return
+	}
+	k, _ := s.Creds.Get(owner, name)
+	for _, uid := range k.Stale {
+		s.mismatch(audit.Record{Credential: name}, owner.Name, audit.StoredUID(owner.UID), uid)
+	}
+}
+
+func scopeName(owner credstore.Owner) string {
+	if owner.Name == "" {
 		return "daemon"
 	}
 	return "user"

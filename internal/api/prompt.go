@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/broker"
 	"github.com/agor-sh/agor/internal/events"
 	"github.com/agor-sh/agor/internal/protocol"
@@ -70,6 +71,7 @@ func (s *Server) promptAsync(w http.ResponseWriter, r *http.Request) {
 // started is a task that has its token and its row in the store.
 type started struct {
 	user, id, tok string
+	uid           uint32 // the user's account's
 	body          apiwire.PromptBody
 	sess          store.Session
 }
@@ -86,10 +88,11 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		b.PermissionMode = string(broker.ModeDefault)
 	}
 	t := started{user: r.PathValue("user"), id: newID(), body: b}
+	var err error
 	if t.user == "" { // POST /v1/sessions/{id}/prompt: the session says whose
 		sess, err := s.Store.GetSession(r.PathValue("id"))
 		if err == nil {
-			err = s.owned(r, sess.UnixUser)
+			err = s.visible(r, sess.UnixUser, sess.UID, audit.Record{Session: sess.ID})
 		}
 		if err != nil {
 			writeError(w, storeErr(err, "session"))
@@ -97,16 +100,19 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		}
 		t.user, t.body.SessionID = sess.UnixUser, sess.ID
 	}
+	if t.uid, err = s.uidOf(r, t.user); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
 	if err := s.allowed(r.Context(), t.user); err != nil {
 		writeError(w, err)
 		return started{}, false
 	}
-	var err error
-	if t.sess, err = s.session(t.user, &t.body); err != nil {
+	if t.sess, err = s.session(t.user, t.uid, &t.body); err != nil {
 		writeError(w, err)
 		return started{}, false
 	}
-	bind := token.Binding{User: s.executorOf(t.user), Session: t.sess.ID, Task: t.id}
+	bind := token.Binding{User: s.executorOf(t.user), Session: t.sess.ID, Task: t.id, UID: t.uid}
 	if bind.User != t.user {
 		bind.Person = t.user
 	}
@@ -114,7 +120,7 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
 		return started{}, false
 	}
-	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.user, Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
+	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.user, UID: int64(t.uid), Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
 		s.Broker.EndTask(t.id)
 		writeError(w, err)
 		return started{}, false
@@ -190,15 +196,18 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b apiwir
 	return apiwire.PromptLine{Result: res}
 }
 
-// session is the prompt's session: the one it names (the caller's own),
-// or a new one.
-func (s *Server) session(user string, b *apiwire.PromptBody) (store.Session, error) {
+// session is the prompt's session: the one it names (user's own, made
+// while the name was uid's), or a new one.
+func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.Session, error) {
 	if b.SessionID == "" {
-		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, AgenticTool: b.Tool, Cwd: b.Cwd,
+		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, UID: int64(uid), AgenticTool: b.Tool, Cwd: b.Cwd,
 			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
 	}
 	sess, err := s.Store.GetSession(b.SessionID)
-	if err != nil || sess.UnixUser != user {
+	if err == nil && sess.UnixUser == user && sess.UID != int64(uid) {
+		s.mismatch(audit.Record{Session: sess.ID}, user, audit.UIDOf(uid), sess.UID)
+	}
+	if err != nil || sess.UnixUser != user || sess.UID != int64(uid) {
 		return store.Session{}, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no session %q of %s", b.SessionID, user)
 	}
 	if b.Tool == "" {

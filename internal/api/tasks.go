@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/events"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
@@ -20,12 +22,18 @@ type Store interface {
 	CreateSession(s store.Session) (store.Session, error)
 	GetSession(id string) (store.Session, error)
 	ListSessions(user string, limit int, after string) ([]store.Session, error)
+	ListSessionsOf(user string, uid uint32, limit int, after string) ([]store.Session, error)
 	UpdateSession(s store.Session) (store.Session, error)
 	CreateTask(t store.Task) (store.Task, error)
 	SetTaskStatus(id string, status store.TaskStatus, result json.RawMessage, errMsg string) error
 	GetTask(id string) (store.Task, error)
 	ListTasks(sessionID string, limit int, after string) ([]store.Task, error)
 	Events(taskID string, afterSeq int64, limit int) ([]events.Event, error)
+	// What accounts own: adoption of the previous version's rows, and
+	// the orphans' listing and purge.
+	Adopt(ctx context.Context, accounts store.Accounts) (store.Adoption, error)
+	Owners() ([]store.Owner, error)
+	Purge(name string, uid int64) (store.Owner, error)
 }
 
 func sessionView(s store.Session) apiwire.SessionView {
@@ -62,18 +70,6 @@ func page(r *http.Request) (int, string, error) {
 	return limit, r.URL.Query().Get("after"), nil
 }
 
-// owned reports whether the caller may see user's things.
-func (s *Server) owned(r *http.Request, user string) error {
-	name, admin, err := s.callerName(r)
-	if err != nil {
-		return err
-	}
-	if !admin && name != user {
-		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "not found") // not "forbidden": do not confirm it exists
-	}
-	return nil
-}
-
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	name, admin, err := s.callerName(r)
 	if err != nil {
@@ -85,11 +81,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	user := r.URL.Query().Get("user")
-	if !admin {
-		user = name
+	var list []store.Session
+	if admin {
+		list, err = s.Store.ListSessions(r.URL.Query().Get("user"), limit, after)
+	} else { // their own name's, made while the name was theirs
+		list, err = s.Store.ListSessionsOf(name, s.caller(r).user.UID, limit, after)
 	}
-	list, err := s.Store.ListSessions(user, limit, after)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -113,14 +110,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
-	name, _, err := s.callerName(r)
+	c := s.caller(r)
 	if b.UnixUser == "" {
-		b.UnixUser = name
+		b.UnixUser = c.user.Name
 	}
-	if err == nil {
-		err = s.owned(r, b.UnixUser)
-	}
-	if err != nil {
+	if !c.admin && b.UnixUser != c.user.Name {
 		writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may make sessions only for yourself"))
 		return
 	}
@@ -132,8 +126,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	uid, err := s.uidOf(r, b.UnixUser)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	b.SessionID = ""
-	sess, err := s.session(b.UnixUser, &b.PromptBody)
+	sess, err := s.session(b.UnixUser, uid, &b.PromptBody)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -144,7 +143,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.Store.GetSession(r.PathValue("id"))
 	if err == nil {
-		err = s.owned(r, sess.UnixUser)
+		err = s.visible(r, sess.UnixUser, sess.UID, audit.Record{Session: sess.ID})
 	}
 	if err != nil {
 		writeError(w, storeErr(err, "session"))
@@ -172,7 +171,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 func (s *Server) visibleTask(w http.ResponseWriter, r *http.Request) (store.Task, bool) {
 	t, err := s.Store.GetTask(r.PathValue("id"))
 	if err == nil {
-		err = s.owned(r, t.UnixUser)
+		err = s.visible(r, t.UnixUser, t.UID, taskRef(t))
 	}
 	if err != nil {
 		writeError(w, storeErr(err, "task"))
@@ -180,6 +179,9 @@ func (s *Server) visibleTask(w http.ResponseWriter, r *http.Request) (store.Task
 	}
 	return t, true
 }
+
+// taskRef names t in an audit record.
+func taskRef(t store.Task) audit.Record { return audit.Record{Session: t.SessionID, Task: t.ID} }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	if t, ok := s.visibleTask(w, r); ok {
@@ -195,6 +197,10 @@ func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
 	}
 	if t.Status.Final() {
 		writeJSON(w, http.StatusOK, apiwire.StopReply{Stopped: false, Status: string(t.Status)})
+		return
+	}
+	if err := s.current(r.Context(), t.UnixUser, t.UID, taskRef(t)); err != nil {
+		writeError(w, err)
 		return
 	}
 	var res protocol.StopTaskResult

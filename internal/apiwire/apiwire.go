@@ -148,3 +148,28 @@ func HashToken(tok string) string {
 	h := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(h[:])
 }
+
+// Orphan is what an account that no longer exists left behind: the
+// sessions (with their tasks and events) and keys stored for a user
+// name under a uid the name no longer has. GET /v1/accounts/orphans
+// lists them; DELETE /v1/accounts/orphans/{name}?uid=N purges one and
+// answers with what it deleted.
+type Orphan struct {
+	Name string `json:"name"`
+	// UID is the uid the data was stored under; -1 when not known (stored
+	// before uids were recorded, and no account had the name at the
+	// upgrade).
+	UID int64 `json:"uid"`
+	// CurrentUID is the uid the name has now; absent when no account has
+	// the name.
+	CurrentUID  *uint32  `json:"current_uid,omitempty"`
+	Sessions    int      `json:"sessions"`
+	Tasks       int      `json:"tasks"`
+	Events      int      `json:"events"`
+	Credentials []string `json:"credentials,omitempty"` // the keys' names
+}
+
+// OrphanList is GET /v1/accounts/orphans's reply.
+type OrphanList struct {
+	Orphans []Orphan `json:"orphans"`
+}

@@ -192,10 +192,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	d.srv.BaseContext = ctx // tasks run until the daemon stops
 	g.Go(func() error { return d.backend.Watch(ctx, d.unitChanged) })
+	g.Go(func() error { d.adopt(ctx); return nil })
 	d.reattach(ctx)
 	g.Go(func() error { return serveHTTP(ctx, d.api, d.ln) })
 	if d.tcp != nil {
-		tcp := api.NewHTTPServer((&api.Bearer{Path: d.cfg.API.TokensFile}).Wrap(d.srv.Handler()))
+		tcp := api.NewHTTPServer((&api.Bearer{Path: d.cfg.API.TokensFile, Accounts: d.srv.Accounts, Audit: d.audit, Log: d.log}).Wrap(d.srv.Handler()))
 		g.Go(func() error { return serveHTTP(ctx, tcp, d.tcp) })
 		d.log.Info("serving on TCP with bearer tokens", "address", d.tcp.Addr().String(), "tokens_file", d.cfg.API.TokensFile)
 	}
@@ -210,6 +211,27 @@ func (d *Daemon) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// adopt gives what the previous version stored without uids (sessions,
+// tasks, keys) the uid its name has now, beside serving: until then it is
+// visible to admins only. Names the user database did not answer for are
+// tried again each minute.
+func (d *Daemon) adopt(ctx context.Context) {
+	for {
+		pending, err := d.srv.Adopt(ctx)
+		if err != nil {
+			d.log.Error("adopting data stored before uids were recorded", "err", err)
+		}
+		if err == nil && len(pending) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
 }
 
 // serveHTTP serves srv on ln until ctx ends, then shuts it down.
