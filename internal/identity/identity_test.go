@@ -142,14 +142,22 @@ func TestErrorsNotCached(t *testing.T) {
 
 // BenchmarkLookup prints name→uid and uid→name, cold (cache dropped every
 // time) and cached, for the account in $AGOR_BENCH_USER (the suite sets a
-// directory user) or the one running the benchmark.
+// directory user) or the one running the benchmark, through the source
+// Detect picks or $AGOR_BENCH_SOURCE (userdb or nss).
 func BenchmarkLookup(b *testing.B) {
 	name := os.Getenv("AGOR_BENCH_USER")
 	if name == "" {
 		name = self(b).Username
 	}
 	ctx := context.Background()
-	r := New(Detect())
+	src := Detect()
+	switch os.Getenv("AGOR_BENCH_SOURCE") {
+	case "userdb":
+		src = Userdb{}
+	case "nss":
+		src = NSS{}
+	}
+	r := New(src)
 	u, err := r.LookupName(ctx, name)
 	if err != nil {
 		b.Fatal(err)
