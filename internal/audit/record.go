@@ -37,22 +37,22 @@ const (
 // Record is one entry of the trail. It names a credential, never its
 // value: there is deliberately no field a secret could go in.
 type Record struct {
-	Time       time.Time `json:"time"`
-	Action     Action    `json:"action"`
-	User       string    `json:"user,omitempty"`
+	Time   time.Time `json:"time"`
+	Action Action    `json:"action"`
+	User   string    `json:"user,omitempty"`
 	// UID is the uid of User's account when the record was made; none
 	// for daemon-wide records.
 	UID UID `json:"uid,omitzero"`
 	// StoredUID is, for AccountMismatch, the uid recorded with the data
 	// (none: recorded before uids were, its account already gone).
-	StoredUID UID `json:"stored_uid,omitzero"`
-	Session    string    `json:"session,omitempty"`
-	Task       string    `json:"task,omitempty"`
-	Credential string    `json:"credential,omitempty"`
-	Tool       string    `json:"tool,omitempty"`
-	Mode       string    `json:"mode,omitempty"`
-	Decision   string    `json:"decision,omitempty"`
-	Reason     string    `json:"reason,omitempty"`
+	StoredUID  UID    `json:"stored_uid,omitzero"`
+	Session    string `json:"session,omitempty"`
+	Task       string `json:"task,omitempty"`
+	Credential string `json:"credential,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	Mode       string `json:"mode,omitempty"`
+	Decision   string `json:"decision,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 	// Count is how many occurrences one aggregated record stands for
 	// (0 or 1 for a single event).
 	Count int `json:"count,omitempty"`
