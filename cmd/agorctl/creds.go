@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/identity"
 )
 
 // credentialNames are the names the agents fetch (agents.yaml); others
@@ -160,14 +162,15 @@ func newToken(a *app, cfgPath, name string) error {
 	if err := account.ValidName(name); err != nil {
 		return usageErrorf("%v", err)
 	}
-	if _, err := user.Lookup(name); err != nil {
-		return fmt.Errorf("no user %q", name)
+	u, err := identity.Default().LookupName(context.Background(), name)
+	if err != nil {
+		return fmt.Errorf("user %q: %w", name, err)
 	}
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
 	}
-	tok, err := appendToken(cfg.API.TokensFile, name)
+	tok, err := appendToken(cfg.API.TokensFile, name, u.UID)
 	if err != nil {
 		return err
 	}
@@ -176,9 +179,10 @@ func newToken(a *app, cfgPath, name string) error {
 	return nil
 }
 
-// appendToken adds a new token's hash for name; the file is root:agor 0640
+// appendToken adds a new token's hash for name's account (uid: a later
+// account given the name does not inherit it); the file is root:agor 0640
 // so that the daemon (user agor) can read it and users cannot.
-func appendToken(path, name string) (string, error) {
+func appendToken(path, name string, uid uint32) (string, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return "", err
@@ -193,7 +197,7 @@ func appendToken(path, name string) (string, error) {
 		gid, _ := strconv.Atoi(g.Gid)
 		_ = f.Chown(0, gid)
 	}
-	if _, err := fmt.Fprintf(f, "%s %s\n", name, apiwire.HashToken(tok)); err != nil {
+	if _, err := fmt.Fprintf(f, "%s %d %s\n", name, uid, apiwire.HashToken(tok)); err != nil {
 		return "", err
 	}
 	return tok, f.Close()
