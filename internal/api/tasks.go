@@ -34,6 +34,7 @@ type Store interface {
 	Adopt(ctx context.Context, accounts store.Accounts) (store.Adoption, error)
 	Owners() ([]store.Owner, error)
 	Purge(name string, uid int64) (store.Owner, error)
+	OtherUIDs(user string, uid uint32) ([]int64, error)
 }
 
 func sessionView(s store.Session) apiwire.SessionView {
@@ -86,6 +87,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		list, err = s.Store.ListSessions(r.URL.Query().Get("user"), limit, after)
 	} else { // their own name's, made while the name was theirs
 		list, err = s.Store.ListSessionsOf(name, s.caller(r).user.UID, limit, after)
+		s.hiddenSessions(name, s.caller(r).user.UID)
 	}
 	if err != nil {
 		writeError(w, err)
@@ -96,6 +98,18 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		out = append(out, sessionView(x))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+// hiddenSessions audits, once a window, that name's list left out
+// sessions of earlier accounts of the name.
+func (s *Server) hiddenSessions(name string, uid uint32) {
+	others, err := s.Store.OtherUIDs(name, uid)
+	if err != nil || s.Audit == nil {
+		return
+	}
+	for _, o := range others {
+		s.Audit.Aggregate(audit.Record{Action: audit.AccountMismatch, User: name, UID: audit.UIDOf(uid), StoredUID: audit.StoredUID(o), Reason: "sessions of another account of this name left out"})
+	}
 }
 
 // createSession makes a session: {unix_user, agentic_tool, cwd, model,

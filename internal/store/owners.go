@@ -137,3 +137,18 @@ func (db *DB) Purge(name string, uid int64) (Owner, error) {
 	}
 	return o, nil
 }
+
+// OtherUIDs lists the uids, other than uid, that user's sessions were
+// stored under (NoUID among them): earlier accounts of the name, whose
+// sessions ListSessionsOf leaves out.
+func (db *DB) OtherUIDs(user string, uid uint32) ([]int64, error) {
+	rows, err := db.r.Query(`SELECT DISTINCT coalesce(unix_uid, -1) AS u FROM sessions
+		WHERE unix_user = ? AND u != ? ORDER BY u`, user, uid)
+	if err != nil {
+		return nil, fmt.Errorf("other uids of %q: %w", user, err)
+	}
+	return collect(rows, func(s scanner) (int64, error) {
+		var n int64
+		return n, s.Scan(&n)
+	})
+}

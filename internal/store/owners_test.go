@@ -171,6 +171,9 @@ func TestOwnersAndPurge(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("owners (-want +got):\n%s", diff)
 	}
+	if others, err := db.OtherUIDs("dave", 2000); err != nil || !cmp.Equal(others, []int64{NoUID, 1000}) {
+		t.Fatalf("OtherUIDs = %v, %v", others, err)
+	}
 	p, err := db.Purge("dave", 1000)
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +183,9 @@ func TestOwnersAndPurge(t *testing.T) {
 	}
 	if _, err := db.Purge("dave", NoUID); err != nil {
 		t.Fatal(err)
+	}
+	if others, err := db.OtherUIDs("dave", 2000); err != nil || len(others) != 0 {
+		t.Fatalf("OtherUIDs after purge = %v, %v", others, err)
 	}
 	got, _ = db.Owners()
 	if diff := cmp.Diff(want[2:], got); diff != "" {
