@@ -140,10 +140,11 @@ func (db *DB) Purge(name string, uid int64) (Owner, error) {
 
 // OtherUIDs lists the uids, other than uid, that user's sessions were
 // stored under (NoUID among them): earlier accounts of the name, whose
-// sessions ListSessionsOf leaves out.
+// sessions ListSessionsOf leaves out. Rows not adopted yet are not
+// counted: they may be uid's own.
 func (db *DB) OtherUIDs(user string, uid uint32) ([]int64, error) {
-	rows, err := db.r.Query(`SELECT DISTINCT coalesce(unix_uid, -1) AS u FROM sessions
-		WHERE unix_user = ? AND u != ? ORDER BY u`, user, uid)
+	rows, err := db.r.Query(`SELECT DISTINCT unix_uid FROM sessions
+		WHERE unix_user = ? AND unix_uid IS NOT NULL AND unix_uid != ? ORDER BY unix_uid`, user, uid)
 	if err != nil {
 		return nil, fmt.Errorf("other uids of %q: %w", user, err)
 	}

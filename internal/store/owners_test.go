@@ -97,6 +97,12 @@ func TestUpgradeAdoptsUIDs(t *testing.T) {
 		t.Errorf("pending = %v, want carol", a.Pending)
 	}
 	wantUIDs(t, db, map[string]int64{"alice": 1000, "bob": NoUID, "carol": NoUID})
+	if others, _ := db.OtherUIDs("carol", 1002); len(others) != 0 {
+		t.Errorf("carol's rows waiting for adoption count as another account's: %v", others)
+	}
+	if others, _ := db.OtherUIDs("bob", 2000); !cmp.Equal(others, []int64{NoUID}) {
+		t.Errorf("OtherUIDs(bob) = %v, want [-1]", others)
+	}
 	if list, _ := db.ListSessionsOf("alice", 1000, 0, ""); len(list) != 1 {
 		t.Errorf("alice's sessions = %v", list)
 	}
