@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -428,5 +429,52 @@ func TestPrimitivesThroughBinary(t *testing.T) {
 	out = send(`{"jsonrpc":"2.0","id":3,"method":"read_file","params":{"path":"../../etc/passwd"}}`)
 	if !strings.Contains(out, `"code":-32002`) {
 		t.Fatalf("escape not refused: %s", out)
+	}
+}
+
+// TestRefusesAccountBelowMinUID: started (as systemd would) for an account
+// the configuration does not allow, the executor says why, closes the
+// connection waiting for it at once, and exits 78, which the unit does
+// not restart.
+func TestRefusesAccountBelowMinUID(t *testing.T) {
+	dir, err := os.MkdirTemp("", "agor-policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	_ = os.Chmod(dir, 0o755)
+	uid, _, _ := asUser()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("execution:\n  min_uid: %d\n", uid+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := activate(t, "--config", cfg)
+	c, err := net.DialTimeout("unix", a.sock, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err == nil || n > 0 {
+		t.Fatalf("a refused executor answered: %q %v", buf[:n], err)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the waiting connection was left to time out instead of being closed")
+	}
+	select {
+	case err := <-a.exited:
+		a.exited <- err
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 78 {
+			t.Fatalf("exit %v, want status 78", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the refused executor did not exit")
+	}
+	if log := a.stderr.String(); !strings.Contains(log, "refusing to serve") || !strings.Contains(log, "below min_uid") {
+		t.Fatalf("the log does not say why:\n%s", log)
 	}
 }

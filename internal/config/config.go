@@ -40,7 +40,7 @@ type API struct {
 	// TCPAddress, when set, also serves the API on TCP, where callers
 	// authenticate with a bearer token from TokensFile (off by default).
 	TCPAddress string `yaml:"tcp_address"`
-	TokensFile string `yaml:"tokens_file"` // lines "USER SHA256-HEX"; agorctl api-token new writes it
+	TokensFile string `yaml:"tokens_file"` // lines "USER UID SHA256-HEX"; agorctl api-token new writes it
 }
 
 // Execution is how and where user work runs. Every default is in Default.
