@@ -34,8 +34,9 @@
 // concurrent messages leave in few system calls: a call or a handler's
 // reply flushes at once; a notification leaves the flush to a flusher
 // goroutine, so a stream of them goes out in large writes; a reply written
-// by the read loop itself is flushed before the loop next waits for input,
-// so the replies to a burst of pipelined requests leave together.
+// by the read loop itself is flushed before the loop next waits for input
+// (or runs a notification handler, which may be slow), so the replies to
+// a burst of pipelined requests leave together.
 // Notifications sent by one goroutine arrive in the order sent.
 //
 // Cancellation. When the context of [Conn.Call] ends first, the call is
