@@ -477,6 +477,8 @@ check "agorctl terminal alice in tmux: id -un, a full-screen program, resize, ex
 # --- identity: directory accounts, escaped names, min_uid, unknown callers, a shared account ---
 # shellcheck source=identity.sh
 . "$T/identity.sh"
+# shellcheck source=accounts.sh
+. "$T/accounts.sh"
 
 # doctor_until RC [REGEX]: runs agorctl doctor (as root) until it exits RC
 # with a line matching REGEX, for up to 10 s (polkitd re-reads rules.d on
@@ -602,6 +604,9 @@ lint() {
 	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint.txt
 }
 check "lintian and rpmlint clean (overrides in-tree); rpm -qpl and --scripts" lint
+
+# shellcheck source=upgrade.sh
+. "$T/upgrade.sh"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

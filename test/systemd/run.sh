@@ -28,7 +28,21 @@ make -s deb rpm PKG_VERSION=0.1.0 >/dev/null
 work=$(mktemp -d /tmp/agor-systemd.XXXXXX)
 mkdir -p "$work/opt" "$work/root"
 cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
-cp test/systemd/checks.sh test/systemd/identity.sh "$work/opt/"
+cp test/systemd/checks.sh test/systemd/identity.sh test/systemd/accounts.sh test/systemd/upgrade.sh "$work/opt/"
+# The previous release, for the upgrade check (upgrade.sh): the last commit
+# that landed before the store bound records to uids. Built once, cached.
+prev_ref=5d53026
+prev_deb=test/.cache/agor_prev-$prev_ref.deb
+if [ ! -s "$prev_deb" ] && git cat-file -e "$prev_ref^{commit}" 2>/dev/null; then
+	echo "== building the previous release ($prev_ref)"
+	prev=$(mktemp -d /tmp/agor-prev.XXXXXX)
+	git worktree add --quiet --detach "$prev/src" "$prev_ref"
+	make -s -C "$prev/src" deb PKG_VERSION=0.0.9 >/dev/null && cp "$prev/src/dist/agor_0.0.9-1_amd64.deb" "$prev_deb"
+	git worktree remove --force "$prev/src"
+	rm -rf "$prev"
+fi
+[ -s "$prev_deb" ] && cp "$prev_deb" "$work/opt/agor_prev.deb"
+echo "$prev_ref" >"$work/opt/prev_ref"
 CGO_ENABLED=0 go test -c -o "$work/opt/identity.test" ./internal/identity
 CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
 CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench

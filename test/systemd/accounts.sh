@@ -1,0 +1,66 @@
+# Account reuse (sourced by checks.sh after identity.sh): everything stored
+# for a person is bound to uid and name, so a new account that gets a
+# deleted account's name inherits nothing.
+
+# bearer GET PATH TOKEN: one request to the daemon's TCP API (bash's
+# /dev/tcp: the container has no HTTP client); prints status line and body.
+bearer() {
+	exec 3<>/dev/tcp/127.0.0.1/8123
+	printf 'GET %s HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n' "$1" "$2" >&3
+	cat <&3
+	exec 3<&-
+}
+
+tcp_api() {
+	grep -q tcp_address /etc/agor/config.yaml || printf 'api:\n  tcp_address: 127.0.0.1:8123\n' >>/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && return 0; sleep 0.1; done
+	echo "the TCP API did not come up"; return 1
+}
+
+account_reuse() {
+	tcp_api
+	userdel -r dora >/dev/null 2>&1 || true
+	useradd --create-home --uid 4101 --groups agorusers dora
+	start_model -bash 'echo old-dora > mine.txt' -text 'done.'
+	as dora agorctl prompt dora 'remember this' --mode bypassPermissions >/tmp/dora.out 2>&1 || { cat /tmp/dora.out; return 1; }
+	printf 'sk-dora-old-0001\n' | as dora agorctl creds set ANTHROPIC_API_KEY >/dev/null
+	local tok sid task
+	tok=$(agorctl api-token new dora)
+	sid=$(as dora agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	task=$(as dora agorctl tasks "$sid" --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	bearer /v1/sessions "$tok" | grep -q "$sid" || { echo "old dora's token does not work"; return 1; }
+	echo "old dora (uid 4101): session $sid, task $task, a key, a bearer token"
+
+	systemctl stop agor-executor@dora.socket agor-executor@dora.service
+	userdel -r dora
+	useradd --create-home --uid 4102 --groups agorusers dora
+	sleep 11 # the daemon's answers about an account live 10 s
+	local out
+	if as dora agorctl sessions --json | grep -q "$sid"; then echo "new dora lists the old session"; return 1; fi
+	if out=$(as dora agorctl tasks "$sid" 2>&1); then echo "new dora lists the old tasks: $out"; return 1; fi
+	if out=$(as dora agorctl events "$task" 2>&1); then echo "new dora reads the old events: $out"; return 1; fi
+	echo "new dora: events of the old task -> $out"
+	out=$(bearer /v1/sessions "$tok" | head -n 1)
+	echo "old token for the new dora: $out"
+	echo "$out" | grep -qE ' (401|403) '
+	# Her prompt must not get the old dora's key: with none of her own, the
+	# daemon-wide one is issued (the audit trail says which).
+	start_model -bash 'true' -text 'ok.'
+	as dora agorctl prompt dora 'hello' --mode bypassPermissions >/tmp/dora2.out 2>&1 || { cat /tmp/dora2.out; return 1; }
+	agorctl audit --user dora --action api_key_issued | tail -n 1 | tee /dev/stderr | grep -q daemon_credential
+	agorctl audit --action account_mismatch | grep -q dora
+	echo "audit: $(agorctl audit --action account_mismatch | grep -c dora) account_mismatch records for dora"
+}
+check "account reuse: a new dora (another uid) sees none of the old dora's sessions, tasks, events, key or token; refusals audited" account_reuse
+
+orphans() {
+	local out
+	out=$(agorctl accounts orphans)
+	echo "$out" | grep dora | head -n 3
+	echo "$out" | grep -q 4101
+	agorctl accounts purge dora --uid 4101 >/dev/null
+	if agorctl accounts orphans | grep -q 4101; then echo "dora (4101) still there after purge"; return 1; fi
+	echo "purged what belonged to dora (uid 4101)"
+}
+check "agorctl accounts orphans lists what belongs to gone accounts; purge removes it" orphans

@@ -1,0 +1,40 @@
+# Upgrade from the previous release (sourced last by checks.sh, after the
+# purge): install the package built from the last release before the
+# uid-bound store, fill it (a session with events, a person's key, a
+# daemon-wide key, a bearer token), upgrade to this tree's package, and find
+# everything there and usable.
+
+upgrade_from_previous() {
+	if [ ! -f "$T/agor_prev.deb" ]; then
+		echo "no previous release package (run.sh could not build $(cat "$T/prev_ref" 2>/dev/null))"; return 1
+	fi
+	dpkg -i "$T/agor_prev.deb" >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	echo "installed the previous release ($(cat "$T/prev_ref"))"
+	printf 'execution:\n  allowed_groups: [agorusers]\napi:\n  tcp_address: 127.0.0.1:8123\n' >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+	setup_agents
+	start_model -bash 'echo before > upgrade.txt' -text 'noted.'
+	as alice agorctl prompt alice 'before the upgrade' --mode bypassPermissions >/tmp/up1.out 2>&1 || { cat /tmp/up1.out; return 1; }
+	printf 'sk-alice-own-0001\n' | as alice agorctl creds set ANTHROPIC_API_KEY >/dev/null
+	local tok sid task n
+	tok=$(agorctl api-token new alice)
+	sid=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	task=$(as alice agorctl tasks "$sid" --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	n=$(as alice agorctl events "$task" | wc -l)
+	echo "filled: session $sid, task $task with $n events, alice's key, a daemon-wide key, a bearer token"
+
+	# --force-confold: the operator's config.yaml (changed above) is kept,
+	# as answering the conffile question with its default would.
+	dpkg --force-confold -i "$T/agor_0.1.1-1_amd64.deb" >/tmp/dpkg.log 2>&1 </dev/null || { cat /tmp/dpkg.log; return 1; }
+	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
+	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && break; sleep 0.1; done
+	as alice agorctl sessions --json | grep -q "$sid"
+	want "$(as alice agorctl events "$task" | wc -l)" "$n"
+	bearer /v1/sessions "$tok" | grep -q "$sid" || { echo "the token made before the upgrade no longer works"; bearer /v1/sessions "$tok" | head -n 1; return 1; }
+	start_model -bash 'echo after >> upgrade.txt' -text 'noted again.'
+	as alice agorctl prompt alice 'after the upgrade' --session "$sid" --mode bypassPermissions >/tmp/up2.out 2>&1 || { cat /tmp/up2.out; return 1; }
+	agorctl audit --user alice --action api_key_issued | tail -n 1 | grep -q user_credential
+	want "$(cat /home/alice/upgrade.txt | tr '\n' ' ')" "before after "
+	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential), the bearer token, and a follow-up in the same session all work"
+}
+check "upgrade from the previous release: sessions, events, keys and bearer tokens all still there and usable" upgrade_from_previous
