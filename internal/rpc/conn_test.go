@@ -225,7 +225,7 @@ func TestErrorCodes(t *testing.T) {
 		{"params not object", `{"jsonrpc":"2.0","id":6,"method":"typed","params":[1]}`, "6", CodeInvalidParams, "params"},
 		{"validation", `{"jsonrpc":"2.0","id":7,"method":"typed","params":{"n":-1}}`, "7", CodeInvalidParams, "n"},
 		{"handler error", `{"jsonrpc":"2.0","id":8,"method":"fail"}`, "8", CodeInternalError, ""},
-		{"application error", `{"jsonrpc":"2.0","id":9,"method":"missing"}`, "9", CodeTaskNotFound, ""},
+		{"application error", `{"jsonrpc":"2.0","id":9,"method":"missing"}`, "9", testAppCode, ""},
 		{"handler panic", `{"jsonrpc":"2.0","id":10,"method":"panic"}`, "10", CodeInternalError, ""},
 		{"empty batch", `[]`, "null", CodeInvalidRequest, ""},
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 )
 
-// Error codes, all in one place. The first five are JSON-RPC 2.0's own;
-// CodeRequestCancelled follows LSP; the application codes sit in the
-// -32000..-32099 range the specification reserves for servers.
+// Error codes of the connection itself. The first five are JSON-RPC 2.0's
+// own; CodeRequestCancelled follows LSP; CodeLimitReached, in the
+// -32000..-32099 range the specification reserves for servers, is what
+// this package answers past its own limits (in-flight requests, line
+// length). The application's codes and reasons are in package protocol.
 const (
 	CodeParseError       = -32700
 	CodeInvalidRequest   = -32600
@@ -15,13 +17,7 @@ const (
 	CodeInvalidParams    = -32602
 	CodeInternalError    = -32603
 	CodeRequestCancelled = -32800
-
-	CodeTokenInvalid        = -32001 // session token unknown, expired, used up or revoked
-	CodePermissionDenied    = -32002 // the caller may not do this
-	CodeLimitReached        = -32003 // too many requests, executors, terminals; message too large
-	CodeTaskNotFound        = -32004
-	CodeExecutorUnavailable = -32005 // unit failed, user not allowed, executor crashed
-	CodeNotFound            = -32006 // a file, terminal or watch that does not exist
+	CodeLimitReached     = -32003 // too many requests; message too large
 )
 
 // Error is a JSON-RPC error object. Data carries a machine-readable reason:

@@ -13,6 +13,9 @@ import (
 	"go.uber.org/goleak"
 )
 
+// testAppCode stands for an application's own error code.
+const testAppCode = -32004
+
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // socketpair returns two connected Unix stream sockets.
@@ -114,7 +117,7 @@ func testMux() *Mux {
 	m.Register("typed", Method(func(_ context.Context, p typedParams) (int, error) { return p.N * 2, nil }))
 	m.Register("fail", func(context.Context, *Request) (any, error) { return nil, os.ErrPermission })
 	m.Register("missing", func(context.Context, *Request) (any, error) {
-		return nil, Errorf(CodeTaskNotFound, "task_not_found", "task %q not found", "t1")
+		return nil, Errorf(testAppCode, "task_not_found", "task %q not found", "t1")
 	})
 	m.Register("panic", func(context.Context, *Request) (any, error) { panic("boom") })
 	m.Register("block", func(ctx context.Context, _ *Request) (any, error) {
