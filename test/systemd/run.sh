@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The real-systemd suite behind `make test-systemd`: boots Debian bookworm
-# with systemd as PID 1 (plus D-Bus, polkitd and journald) in
-# systemd-nspawn, installs the project's .deb with dpkg, and runs
-# checks.sh inside. Always tears down. Run as root.
+# The real-systemd suite behind `make test-systemd`: the container harness.
+# It boots Debian bookworm with systemd as PID 1 (plus D-Bus, polkitd,
+# journald, and a directory: OpenLDAP, nslcd, systemd-userdbd) in
+# systemd-nspawn and runs checks.sh inside, which installs the project's
+# .deb with dpkg and runs one file per concern. Always tears down. Root.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -28,7 +29,9 @@ make -s deb rpm PKG_VERSION=0.1.0 >/dev/null
 work=$(mktemp -d /tmp/agor-systemd.XXXXXX)
 mkdir -p "$work/opt" "$work/root"
 cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
-cp test/systemd/checks.sh test/systemd/identity.sh test/systemd/accounts.sh test/systemd/upgrade.sh "$work/opt/"
+# checks.sh runs the concern files (install.sh, socket.sh, ... upgrade.sh)
+# with the helpers of lib.sh; this script is the container harness.
+cp test/systemd/*.sh "$work/opt/"
 # The previous release, for the upgrade check (upgrade.sh): the last commit
 # that landed before the store bound records to uids. Built once, cached.
 prev_ref=5d53026

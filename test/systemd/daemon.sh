@@ -1,0 +1,127 @@
+# agor-daemon under its packaged units, with the polkit rule in force. Sourced by checks.sh (uses lib.sh).
+
+api() { agorctl "$@"; } # as root, an admin of the API at /run/agor/daemon.sock
+daemon_running() {
+	want "$(systemctl is-active agor-daemon.socket agor-daemon.service | tr '\n' ' ')" "active active "
+	want "$(systemctl is-enabled agor-daemon.service)" enabled
+	want "$(systemctl show -p User --value agor-daemon.service)" agor
+	local pid
+	pid=$(systemctl show -p MainPID --value agor-daemon.service)
+	want "$(stat -c %U /proc/$pid)" agor
+	want "$(stat -c '%U:%G %a %F' /run/agor/daemon.sock)" "agor:agor 666 socket"
+	want "$(stat -c '%U:%G %a' /etc/agor/master.key)" "root:root 600"
+	test -f /var/lib/agor/audit.jsonl
+	# grep without -q: under pipefail an early exit would fail journalctl with SIGPIPE
+	journalctl -u agor-daemon.service -o cat --no-pager | grep -x serving >/dev/null
+	echo "agor-daemon pid $pid runs as agor, READY (Type=notify: active), API socket 0666"
+}
+check "agor-daemon runs as agor under the packaged units, enabled and ready" daemon_running
+
+daemon_first_use() {
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service
+	local out
+	out=$(api executors start alice)
+	echo "$out"
+	want "$(echo "$out" | sed -n 's/.*"uid":\([0-9]*\).*/\1/p')" "$(id -u alice)"
+	want "$(systemctl is-active agor-executor@alice.service)" active
+	want "$(as alice agorctl exec alice -- id -un)" alice
+	if out=$(as bob agorctl executors start alice 2>&1); then echo "bob started alice's executor"; return 1; fi
+	echo "bob for alice: $out"
+	echo "$out" | grep -q not_yourself
+}
+check "daemon brings up alice's executor on first use (StartUnit under polkit), ping uid alice; users act only as themselves" daemon_first_use
+
+daemon_refusals() {
+	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+	local out u
+	for u in root no-such-user carol; do
+		if out=$(api executors start "$u" 2>&1); then echo "daemon started $u"; return 1; fi
+		echo "$u: $out"
+	done
+	no_units 'agor-executor@root*' 'agor-executor@no-such-user*' 'agor-executor@carol*'
+	api audit --user carol >/dev/null
+}
+check "daemon: root, a missing user and a user not allowed by config get a clear error, no unit started" daemon_refusals
+
+daemon_crash() {
+	api executors start alice >/dev/null
+	local pid t0 t1 out rc newpid
+	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	api exec alice -- sleep 30 >/tmp/crash.out 2>&1 &
+	local client=$!
+	sleep 0.5
+	t0=$(date +%s%N)
+	kill -9 "$pid"
+	rc=0
+	wait "$client" || rc=$?
+	t1=$(date +%s%N)
+	out=$(cat /tmp/crash.out)
+	echo "in-flight exec failed $(( (t1 - t0) / 1000000 )) ms after kill -9 of executor $pid (exit $rc): $out"
+	[ "$rc" -ne 0 ] && echo "$out" | grep -q executor_crashed
+	[ $(( (t1 - t0) / 1000000 )) -lt 1000 ]
+	want "$(api exec alice -- id -un)" alice
+	newpid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	[ "$newpid" != "$pid" ] && [ "$newpid" != 0 ]
+	echo "next request re-activated it: pid $newpid"
+}
+check "kill -9 of the executor under a long request: the request fails as executor crashed within 1 s; the next one re-activates" daemon_crash
+
+daemon_restart() {
+	api executors start alice bob >/dev/null
+	local a b
+	a=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	b=$(systemctl show -p MainPID --value agor-executor@bob.service)
+	local since
+	since=$(date '+%Y-%m-%d %H:%M:%S')
+	systemctl restart agor-daemon.service
+	local u
+	for u in alice bob; do
+		test -n "$(journalctl -u agor-daemon.service --since "$since" MESSAGE=reattached AGOR_USER=$u -o cat --no-pager)" ||
+			{ echo "no 'reattached' journal entry with AGOR_USER=$u; the daemon's journal since the restart:"
+			  journalctl -u agor-daemon.service --since "$since" -o json --no-pager | grep -o '"MESSAGE":"[^"]*"\|"AGOR_USER":"[^"]*"\|"AGOR_ERR":"[^"]*"' | paste -sd' '
+			  systemctl list-units --all --no-legend 'agor-executor@bob*'; return 1; }
+	done
+	want "$(api exec alice -- id -un)" alice
+	want "$(systemctl show -p MainPID --value agor-executor@alice.service)" "$a"
+	want "$(systemctl show -p MainPID --value agor-executor@bob.service)" "$b"
+	echo "after systemctl restart agor-daemon: alice pid $a and bob pid $b unchanged"
+}
+check "systemctl restart agor-daemon: it lists and reattaches to running executors, PIDs unchanged" daemon_restart
+
+daemon_20() {
+	local users=() u out
+	for i in $(seq -w 1 20); do users+=("user$i"); done
+	out=$(api executors start "${users[@]}")
+	for u in "${users[@]}"; do
+		echo "$out" | grep -q "^$u .*\"uid\":$(id -u "$u")," || { echo "no answer from $u"; echo "$out"; return 1; }
+	done
+	echo "20 users brought up concurrently through the daemon, each answered with its uid"
+	api executors stop "${users[@]}" >/dev/null
+}
+check "daemon: 20 users brought up concurrently, all answer" daemon_20
+
+daemon_audit() {
+	local out
+	out=$(api audit --action executor_started --user alice)
+	echo "$out" | sed -n 1,2p
+	echo "$out" | grep '"user":"alice"' >/dev/null
+	out=$(journalctl -u agor-daemon.service AGOR_AUDIT_ACTION=executor_started AGOR_USER=alice -o cat --no-pager)
+	test -n "$out"
+	echo "journal: $(echo "$out" | wc -l) entries with AGOR_AUDIT_ACTION=executor_started AGOR_USER=alice"
+	out=$(as alice agorctl audit)
+	test -n "$out"
+	if echo "$out" | grep -v '"user":"alice"'; then echo "alice saw others' records"; return 1; fi
+	echo "audit trail in agorctl audit and the journal; alice sees only her own"
+}
+check "audit trail: executor starts in agorctl audit and journalctl AGOR_AUDIT_ACTION=; users see their own" daemon_audit
+
+daemon_bench() {
+	local many=() pid
+	for i in $(seq -f %03g 1 100); do many+=("u$i"); done
+	$T/daemonbench -user alice -n 21
+	pid=$(systemctl show -p MainPID --value agor-daemon.service)
+	$T/daemonbench -n 0 -many "$(IFS=,; echo "${many[*]}")" -pid "$pid"
+	api executors stop "${many[@]}" >/dev/null
+}
+check "daemon benchmark: cold ensure to first pong (median of 21), RSS holding 100 live executors" daemon_bench

@@ -1,0 +1,37 @@
+# The package lifecycle: upgrade over itself, remove, purge, lint. Sourced by checks.sh (uses lib.sh).
+
+upgrade() {
+	local before after
+	before=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	dpkg -i $T/agor_0.1.1-1_amd64.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
+	want "$(systemctl is-active agor-executor@alice.socket)" active
+	ping_as agor alice >/dev/null
+	echo "upgraded to 0.1.1-1; alice's socket kept listening (executor pid before: $before)"
+}
+check "upgrade: same package, higher version, over itself" upgrade
+remove() {
+	dpkg -r agor >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	want "$(systemctl is-active agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket | sort -u | tr '\n' ' ')" "inactive "
+	test ! -e /usr/libexec/agor/agor-executor
+	test ! -e /usr/lib/systemd/system/agor-executor@.service
+	test -f /etc/agor/executor.env # a conffile stays until purge
+	want "$(systemctl is-active agor-daemon.service agor-daemon.socket | sort -u | tr '\n' ' ')" "inactive "
+	id agor >/dev/null
+	echo "removed: executors stopped, files gone, conffile and agor account kept"
+}
+check "remove stops every executor and removes the files" remove
+purge() {
+	dpkg -P agor >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	test ! -e /etc/agor/executor.env
+	test ! -e /var/lib/agor
+	test ! -e /etc/agor/master.key
+	echo "purged: conffiles, the master key and /var/lib/agor gone"
+}
+check "purge removes configuration and state" purge
+
+lint() {
+	cat $T/lint.txt
+	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint.txt
+}
+check "lintian and rpmlint clean (overrides in-tree); rpm -qpl and --scripts" lint

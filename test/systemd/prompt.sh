@@ -1,0 +1,113 @@
+# Prompts as a user: the real Claude Code in alice's executor, a stand-in model. Sourced by checks.sh (uses lib.sh).
+
+# The container has no model API: demomodel plays one scripted turn on a fixed
+# loopback port, and /etc/agor/agents.yaml points the real CLI (mounted from
+# the host) at it.
+start_model() {
+	local old
+	old=$(cat /tmp/model.pid 2>/dev/null || true)
+	if [ -n "$old" ]; then
+		kill "$old" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+	fi
+	rm -f /tmp/model.url
+	"$T/demomodel" -listen 127.0.0.1:18080 "$@" >/tmp/model.url 2>/tmp/model.log &
+	echo $! >/tmp/model.pid
+	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
+	echo "demomodel did not start"; cat /tmp/model.log; return 1
+}
+setup_agents() {
+	cat >/etc/agor/agents.yaml <<'YAML'
+claude-code:
+  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  env:
+    ANTHROPIC_BASE_URL: http://127.0.0.1:18080
+    CLAUDE_CODE_MAX_RETRIES: "0"
+YAML
+	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read agents.yaml afresh
+}
+task_of() { # newest task of alice's newest session
+	local s
+	s=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	as alice agorctl tasks "$s" --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4
+}
+prompt_alice() {
+	setup_agents
+	start_model -bash 'id -un > whoami.txt; pwd' -text 'I wrote whoami.txt.'
+	rm -f /home/alice/whoami.txt
+	local out task n
+	out=$(as alice agorctl prompt alice 'who runs this?' --mode bypassPermissions 2>&1)
+	echo "$out" | sed -n '1,4p;$p'
+	echo "$out" | grep '^completed' >/dev/null
+	want "$(cat /home/alice/whoami.txt)" alice
+	want "$(stat -c %U /home/alice/whoami.txt)" alice
+	task=$(task_of)
+	n=$(as alice agorctl events "$task" | wc -l)
+	as alice agorctl events "$task" | grep '"event_type":"tool_call"' >/dev/null
+	as alice agorctl events "$task" | grep -c sk-ant-suite >/dev/null && { echo "an event holds the key"; return 1; }
+	echo "agorctl events replayed $n events of task $task"
+	# The key went to the agent process only: not the executor's own
+	# environment, not the journal (every field), not the audit trail.
+	local pid
+	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	[ "$pid" -gt 0 ] || { echo "alice's executor is not running"; return 1; }
+	want "$(tr '\0' '\n' </proc/"$pid"/environ | grep -c sk-ant-suite || true)" 0
+	want "$(journalctl --no-pager -o verbose -u agor-daemon.service -u agor-executor@alice.service | grep -c sk-ant-suite || true)" 0
+	want "$(grep -c sk-ant-suite /var/lib/agor/audit.jsonl || true)" 0
+	echo "the key is in none of: events, executor pid $pid's environment, journal, audit trail"
+	if out=$(as bob agorctl events "$task" 2>&1); then echo "bob read alice's events: $out"; return 1; fi
+	echo "bob: $out"
+	agorctl events "$task" >/dev/null # root, an admin, may
+}
+check "as alice, agorctl prompt runs the real Claude Code in her executor (uid alice), events stream and replay, the key leaks nowhere; bob cannot read them" prompt_alice
+
+refused_as() { # refused_as USER CMD...: the command must fail; prints why
+	local u=$1 out
+	shift
+	if out=$(as "$u" "$@" 2>&1 </dev/null); then echo "$u could: $* -> $out"; return 1; fi
+	echo "$u: $* -> $(echo "$out" | tail -n 1)"
+}
+authorisation() {
+	local s
+	s=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	test -n "$s"
+	if as bob agorctl sessions --json | grep "$s" >/dev/null; then echo "bob lists alice's session"; return 1; fi
+	refused_as bob agorctl tasks "$s"
+	refused_as bob agorctl executors start alice
+	refused_as bob agorctl exec alice -- id -un
+	refused_as bob agorctl prompt alice hello
+	refused_as bob agorctl terminal --attach term_x alice
+	refused_as bob agorctl executors list
+	refused_as bob sh -c "printf 'sk-x\n' | agorctl creds set ANTHROPIC_API_KEY --daemon" | tee /dev/stderr | grep admin_only >/dev/null
+	if as bob agorctl audit | grep '"user":"alice"' >/dev/null; then echo "bob sees alice's audit records"; return 1; fi
+	# root (an admin) may act for anyone
+	agorctl sessions --user alice --json | grep "$s" >/dev/null
+	agorctl tasks "$s" >/dev/null
+	want "$(agorctl exec alice -- id -un)" alice
+	echo "bob could not see or act on alice's sessions, tasks, executor, terminals or daemon-wide keys; root could"
+}
+check "authorisation: bob cannot see or act on alice's sessions, tasks, executor, terminals, keys; an admin can" authorisation
+
+crash_mid_task() {
+	start_model -bash 'sleep 20' -text 'slept'
+	as alice agorctl prompt alice 'take your time' --mode bypassPermissions >/tmp/long.out 2>&1 &
+	local client=$! task before after pid
+	for _ in $(seq 100); do grep -q 'Bash' /tmp/long.out && break; sleep 0.2; done
+	grep -q 'Bash' /tmp/long.out || { echo "the tool call never came"; cat /tmp/long.out; return 1; }
+	task=$(task_of)
+	before=$(as alice agorctl events "$task" | wc -l)
+	pid=$(systemctl show -p MainPID --value agor-daemon.service)
+	kill -9 "$pid"
+	wait "$client" 2>/dev/null || true
+	for _ in $(seq 100); do
+		[ "$(systemctl show -p MainPID --value agor-daemon.service)" != "$pid" ] && [ "$(systemctl is-active agor-daemon.service)" = active ] && break
+		sleep 0.1
+	done
+	want "$(systemctl is-active agor-daemon.service)" active
+	want "$(as alice agorctl tasks "$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)" --json | grep -o '"status":"[a-z]*"' | tail -n 1)" '"status":"interrupted"'
+	after=$(as alice agorctl events "$task" | wc -l)
+	[ "$after" -ge "$before" ] && [ "$before" -gt 0 ]
+	echo "kill -9 of agor-daemon (pid $pid) mid-task: systemd restarted it, the task is interrupted, $before events stored before the kill, $after after"
+}
+check "kill -9 of the daemon mid-task: after restart the task is interrupted and its events are all there" crash_mid_task

@@ -1,0 +1,32 @@
+# agorctl terminal, driven as a person would, inside tmux. Sourced by checks.sh (uses lib.sh).
+
+pane() { tmux capture-pane -p -t agorterm; }
+wait_pane() {
+	local _
+	for _ in $(seq 150); do pane | grep -E -- "$1" >/dev/null && return 0; sleep 0.1; done
+	echo "pane never showed /$1/:"; pane; return 1
+}
+terminal_tmux() {
+	tmux kill-server 2>/dev/null || true
+	TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
+		"agorctl terminal alice; echo agorctl-exit=\$?; sleep 600"
+	tmux set-option -t agorterm status off
+	wait_pane 'alice@'
+	tmux send-keys -t agorterm 'id -un' Enter
+	wait_pane '^alice$'
+	tmux send-keys -t agorterm 'less /etc/passwd' Enter
+	wait_pane '^root:x:0:0'
+	tmux send-keys -t agorterm q
+	tmux send-keys -t agorterm 'clear; echo back-from-less' Enter
+	wait_pane '^back-from-less'
+	tmux resize-window -t agorterm -x 120 -y 40
+	sleep 0.3
+	tmux send-keys -t agorterm 'stty size' Enter
+	wait_pane '^40 120$'
+	tmux send-keys -t agorterm 'exit 5' Enter
+	wait_pane 'agorctl-exit=5'
+	pane | grep -v '^$' | tail -n 4
+	tmux kill-server
+	echo "id -un showed alice; less ran full-screen and quit; resize seen as 40 120; exit 5 became agorctl's status"
+}
+check "agorctl terminal alice in tmux: id -un, a full-screen program, resize, exit status" terminal_tmux
