@@ -55,14 +55,25 @@ type Server struct {
 	// before their work is taken (with a shared account the backend only
 	// sees the shared account).
 	Allowed func(ctx context.Context, person string) error
-	Log     *slog.Logger
+	// Watches routes file_event to watch streams; nil: files are served
+	// without watch.
+	Watches *Watches
+	// MaxFileBytes bounds one read or write through the API (default
+	// DefaultMaxFileBytes); MaxWatches the watch streams one person holds
+	// open (default DefaultMaxWatches).
+	MaxFileBytes int64
+	MaxWatches   int
+	Log          *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.
 	BaseContext context.Context
 
 	metrics metrics
-	tasks   sync.WaitGroup
+
+	watchMu  sync.Mutex
+	watching map[string]int // open watch streams per person
+	tasks    sync.WaitGroup
 }
 
 // Handler routes the API.
@@ -78,6 +89,13 @@ func (s *Server) Handler() http.Handler {
 		m.HandleFunc("POST /v1/executors/{user}/terminals", s.forUser(s.spawnTerminal))
 		m.HandleFunc("GET /v1/executors/{user}/terminals", s.forUser(s.listTerminals))
 		m.HandleFunc("GET /v1/executors/{user}/terminals/{id}/attach", s.forUser(s.attachTerminal))
+	}
+	m.HandleFunc("GET /v1/executors/{user}/files", s.forUser(s.listFiles))
+	m.HandleFunc("POST /v1/executors/{user}/files", s.forUser(s.writeFiles))
+	m.HandleFunc("GET /v1/executors/{user}/files/content", s.forUser(s.readFile))
+	m.HandleFunc("PUT /v1/executors/{user}/files/content", s.forUser(s.writeFile))
+	if s.Watches != nil {
+		m.HandleFunc("GET /v1/executors/{user}/files/watch", s.forUser(s.watchFiles))
 	}
 	if s.Creds != nil {
 		m.HandleFunc("PUT /v1/credentials/{name}", s.setCredential)

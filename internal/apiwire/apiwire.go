@@ -173,3 +173,29 @@ type Orphan struct {
 type OrphanList struct {
 	Orphans []Orphan `json:"orphans"`
 }
+
+// FileUpload is one whole file of a POST /v1/executors/{user}/files.
+type FileUpload struct {
+	Path    string  `json:"path"`
+	Content []byte  `json:"content"` // base64
+	Mode    *uint32 `json:"mode,omitempty"`
+}
+
+// FilesBody writes several whole files, each atomically.
+type FilesBody struct {
+	Files []FileUpload `json:"files"`
+}
+
+// FileWritten is PUT /v1/executors/{user}/files/content's reply.
+type FileWritten struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// SSE event names of GET /v1/executors/{user}/files/watch: "file" carries a
+// protocol.FileEvent; "resync" says changes may have been missed (a
+// reconnect, or more than the stream could hold): list again.
+const (
+	WatchEventFile   = "file"
+	WatchEventResync = "resync"
+)

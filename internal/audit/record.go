@@ -32,6 +32,8 @@ const (
 	// AccountPurged: an admin removed what an account that no longer
 	// exists left behind.
 	AccountPurged Action = "account_purged"
+	// FileWritten: a file was written through the API (Path, Bytes).
+	FileWritten Action = "file_written"
 )
 
 // Record is one entry of the trail. It names a credential, never its
@@ -53,6 +55,10 @@ type Record struct {
 	Mode       string `json:"mode,omitempty"`
 	Decision   string `json:"decision,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// Path and Bytes name a file written for User (relative to the
+	// executor's root) and its size.
+	Path  string `json:"path,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
 	// Count is how many occurrences one aggregated record stands for
 	// (0 or 1 for a single event).
 	Count int `json:"count,omitempty"`
@@ -78,6 +84,10 @@ func (r Record) attrs() []slog.Attr {
 	add("mode", r.Mode)
 	add("decision", r.Decision)
 	add("reason", r.Reason)
+	add("path", r.Path)
+	if r.Bytes > 0 {
+		out = append(out, slog.Int64("bytes", r.Bytes))
+	}
 	if r.Count > 1 {
 		out = append(out, slog.Int("count", r.Count))
 	}

@@ -41,6 +41,10 @@ type API struct {
 	// authenticate with a bearer token from TokensFile (off by default).
 	TCPAddress string `yaml:"tcp_address"`
 	TokensFile string `yaml:"tokens_file"` // lines "USER UID SHA256-HEX"; agorctl api-token new writes it
+	// MaxFileBytes bounds one file read or written through the API;
+	// MaxWatchStreams the file watch streams one person holds open.
+	MaxFileBytes    int64 `yaml:"max_file_bytes"`
+	MaxWatchStreams int   `yaml:"max_watch_streams"`
 }
 
 // Execution is how and where user work runs. Every default is in Default.
@@ -73,7 +77,8 @@ func Default() Config {
 		SessionTokenExpirationMS: 24 * 60 * 60 * 1000,
 		SessionTokenMaxUses:      10_000,
 		MinUID:                   1000,
-	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens"},
+	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens",
+		MaxFileBytes: 1 << 30, MaxWatchStreams: 8},
 		Daemon: Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
 }
 

@@ -44,6 +44,12 @@ func (c Config) Validate() error {
 	if c.API.TokensFile != "" && !filepath.IsAbs(c.API.TokensFile) {
 		return fmt.Errorf("api.tokens_file: %q is not an absolute path", c.API.TokensFile)
 	}
+	if c.API.MaxFileBytes <= 0 {
+		return fmt.Errorf("api.max_file_bytes: must be positive")
+	}
+	if c.API.MaxWatchStreams <= 0 {
+		return fmt.Errorf("api.max_watch_streams: must be positive")
+	}
 	if c.API.AdminGroup != "" {
 		if err := account.ValidName(c.API.AdminGroup); err != nil {
 			return fmt.Errorf("api.admin_group: %v", err)

@@ -134,11 +134,11 @@ func (d *Daemon) build(creds *credstore.Store) {
 			PermissionTimeout: ms(dc.PermissionTimeoutMS),
 		},
 	})
-	outputs, terms := &api.Outputs{}, &api.Terminals{}
+	outputs, terms, watches := &api.Outputs{}, &api.Terminals{}, &api.Watches{}
 	d.pool = &pool.Pool{
 		Backend: d.backend,
 		Handler: func(user string) rpc.Handler {
-			return terms.Handler(user, outputs.Handler(d.broker.Handler(user)))
+			return terms.Handler(user, outputs.Handler(watches.Handler(user, d.broker.Handler(user))))
 		},
 		Log:     d.log,
 		Max:     e.MaxExecutors,
@@ -147,7 +147,8 @@ func (d *Daemon) build(creds *credstore.Store) {
 		// daemon's connection alone would keep it running.
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
-	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Watches: watches,
+		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	if e := d.cfg.Execution; !e.RunAsUnixUser {
 		d.srv.SharedAccount = e.ExecutorUnixUser
 		d.srv.Allowed = func(ctx context.Context, person string) error {
