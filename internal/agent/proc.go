@@ -6,9 +6,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/procexec"
 	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/rpc"
 )
 
 // MaxLine bounds one line of an agent's output (a big tool result).
@@ -29,6 +32,7 @@ type Proc struct {
 	cmd    *exec.Cmd
 	tag    string // AGOR_AGENT_RUN=..., in everything the agent starts
 	stdin  io.WriteCloser
+	out    io.Reader // stdout, read through lines or an rpc.Conn (ServeRPC)
 	lines  *bufio.Scanner
 	stderr tail
 	wmu    sync.Mutex
@@ -55,7 +59,7 @@ func Start(ctx context.Context, req Request, install string, args ...string) (*P
 		if err != nil {
 			return nil, &Error{Code: protocol.TaskAgentCrashed, Message: fmt.Sprintf("start %s: %v", req.Binary, err)}
 		}
-		p.lines = bufio.NewScanner(out)
+		p.out, p.lines = out, bufio.NewScanner(out)
 		p.lines.Buffer(make([]byte, 64<<10), MaxLine)
 		p.stop = procexec.KillOnDone(ctx, p.cmd)
 		return p, nil
@@ -187,4 +191,122 @@ func tagged(entry []byte) []int {
 		}
 	}
 	return pids
+}
+
+// ServeRPC speaks JSON-RPC 2.0 with the agent over its stdout and stdin
+// (instead of Line and Send): a lenient rpc.Conn, since agents print
+// stray lines, with opts' OnLine seeing each line first (to redact or
+// record it). The read loop runs until the agent closes its stdout;
+// served is closed once it has returned. Closing the Conn closes only
+// the agent's stdin: see CloseRPC.
+func (p *Proc) ServeRPC(ctx context.Context, h rpc.Handler, opts rpc.Options) (c *rpc.Conn, served <-chan struct{}) {
+	opts.Lenient = true
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxLine == 0 {
+		opts.MaxLine = MaxLine
+	}
+	onLine := opts.OnLine
+	opts.OnLine = func(line []byte) []byte {
+		if onLine != nil {
+			line = onLine(line)
+		}
+		return objectErrorData(line)
+	}
+	c = rpc.NewConn(stdio{p.out, p.stdin}, h, opts)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.Serve(ctx); err != nil {
+			opts.Logger.Debug("agent connection ended", "err", err)
+		}
+	}()
+	return c, done
+}
+
+// CloseRPC ends a connection made by ServeRPC: it closes the agent's
+// stdin (its signal to finish), gives it grace to exit (it may still be
+// writing its session to disk) before kill, waits for the read loop to
+// see its stdout close, then for the process (see Wait).
+func (p *Proc) CloseRPC(c *rpc.Conn, served <-chan struct{}, grace time.Duration, kill func()) error {
+	_ = c.Close()
+	select {
+	case <-served:
+	case <-time.After(grace):
+		kill()
+		<-served
+	}
+	return p.Wait()
+}
+
+// stdio joins the agent's stdout (read) and stdin (write, and Close).
+type stdio struct {
+	io.Reader
+	io.WriteCloser
+}
+
+// objectErrorData rewrites an error response whose "data" is not an
+// object into one with {"value": data}. JSON-RPC allows any value there,
+// but rpc.Error's Data is an object, and rpc cannot decode the response
+// otherwise: the call it answers would wait until its context ends.
+func objectErrorData(line []byte) []byte {
+	if !bytes.Contains(line, []byte(`"error"`)) || !bytes.Contains(line, []byte(`"data"`)) {
+		return line
+	}
+	var m map[string]json.RawMessage
+	var e map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil || m["method"] != nil || json.Unmarshal(m["error"], &e) != nil {
+		return line
+	}
+	d := bytes.TrimSpace(e["data"])
+	if len(d) == 0 || d[0] == '{' || string(d) == "null" {
+		return line
+	}
+	e["data"], _ = json.Marshal(map[string]json.RawMessage{"value": d})
+	m["error"], _ = json.Marshal(e)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return line
+	}
+	return out
+}
+
+// callError is the agent's error response to one of our calls.
+type callError struct {
+	Method string
+	Err    *rpc.Error
+}
+
+func (e *callError) Error() string {
+	msg := fmt.Sprintf("%s: %s (%d)", e.Method, e.Err.Message, e.Err.Code)
+	if len(e.Err.Data) > 0 {
+		d, _ := json.Marshal(e.Err.Data)
+		msg += ": " + string(d)
+	}
+	return msg
+}
+
+func (e *callError) Unwrap() error { return e.Err }
+
+// call is c.Call with the agent's error response as a *callError.
+func call(ctx context.Context, c *rpc.Conn, method string, params, result any) error {
+	err := c.Call(ctx, method, params, result)
+	var e *rpc.Error
+	if errors.As(err, &e) {
+		return &callError{Method: method, Err: e}
+	}
+	return err
+}
+
+// keyRedactor removes the value of env's key (the API key) from an
+// agent's output lines, so that no event or log carries it.
+func keyRedactor(env []string, key string) func([]byte) []byte {
+	secret := []byte(envValue(env, key))
+	return func(b []byte) []byte {
+		if len(secret) < 8 || !bytes.Contains(b, secret) {
+			return b
+		}
+		return bytes.ReplaceAll(b, secret, []byte("[REDACTED]"))
+	}
 }
