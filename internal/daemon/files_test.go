@@ -20,7 +20,7 @@ import (
 	"github.com/agor-sh/agor/internal/config"
 )
 
-func (h *harness) raw(t *testing.T, method, path string, body io.Reader, hdr map[string]string) *http.Response {
+func (h *harness) raw(t testing.TB, method, path string, body io.Reader, hdr map[string]string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(method, "http://agor"+path, body)
 	for k, v := range hdr {
