@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -64,7 +65,7 @@ func (a *ACP) Run(ctx context.Context, req Request, host Host) (Result, error) {
 	var served <-chan struct{}
 	c.conn, served = p.ServeRPC(ctx, rpc.HandlerFunc(c.handle), rpc.Options{
 		OnLine: keyRedactor(req.Env, a.Key),
-		Logger: slog.Default().With("agent", req.Binary, "task", req.TaskID),
+		Logger: slog.Default().With("agent", filepath.Base(req.Binary), "task", req.TaskID),
 	})
 	stopWatch := context.AfterFunc(ctx, kill) // cancellation kills the group at once
 	defer stopWatch()

@@ -226,17 +226,14 @@ func (p *Proc) ServeRPC(ctx context.Context, h rpc.Handler, opts rpc.Options) (c
 }
 
 // CloseRPC ends a connection made by ServeRPC: it closes the agent's
-// stdin (its signal to finish), gives it grace to exit (it may still be
-// writing its session to disk) before kill, waits for the read loop to
-// see its stdout close, then for the process (see Wait).
+// stdin (its signal to finish), waits for the read loop to see its stdout
+// close, then for the process (see Wait). An agent still there after
+// grace (it may be writing its session to disk) is killed.
 func (p *Proc) CloseRPC(c *rpc.Conn, served <-chan struct{}, grace time.Duration, kill func()) error {
-	_ = c.Close()
-	select {
-	case <-served:
-	case <-time.After(grace):
-		kill()
-		<-served
-	}
+	timer := time.AfterFunc(grace, kill)
+	defer timer.Stop()
+	_ = c.Close() // may wait on a full pipe until the kill
+	<-served
 	return p.Wait()
 }
 
@@ -251,12 +248,13 @@ type stdio struct {
 // but rpc.Error's Data is an object, and rpc cannot decode the response
 // otherwise: the call it answers would wait until its context ends.
 func objectErrorData(line []byte) []byte {
-	if !bytes.Contains(line, []byte(`"error"`)) || !bytes.Contains(line, []byte(`"data"`)) {
+	if !bytes.Contains(line, []byte(`"error"`)) || !bytes.Contains(line, []byte(`"data"`)) ||
+		bytes.Contains(line, []byte(`"method"`)) { // only error responses need a look; they name no method
 		return line
 	}
 	var m map[string]json.RawMessage
 	var e map[string]json.RawMessage
-	if json.Unmarshal(line, &m) != nil || m["method"] != nil || json.Unmarshal(m["error"], &e) != nil {
+	if json.Unmarshal(line, &m) != nil || json.Unmarshal(m["error"], &e) != nil {
 		return line
 	}
 	d := bytes.TrimSpace(e["data"])
