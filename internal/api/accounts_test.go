@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -26,34 +25,16 @@ import (
 	"github.com/agor-sh/agor/internal/token"
 )
 
-// users is a user database in a map, name -> uid.
+// users is a user database in a map, name -> uid (each its own group).
 type users map[string]uint32
 
-func (u users) UserByName(_ context.Context, name string) (identity.User, error) {
-	if uid, ok := u[name]; ok {
-		return identity.User{Name: name, UID: uid, GID: uid}, nil
+func (u users) source() identity.Table {
+	var t identity.Table
+	for name, uid := range u {
+		t.Users = append(t.Users, identity.User{Name: name, UID: uid, GID: uid})
 	}
-	return identity.User{}, identity.ErrNotFound
+	return t
 }
-
-func (u users) UserByUID(_ context.Context, uid uint32) (identity.User, error) {
-	for name, id := range u {
-		if id == uid {
-			return identity.User{Name: name, UID: uid, GID: uid}, nil
-		}
-	}
-	return identity.User{}, identity.ErrNotFound
-}
-
-func (users) GroupByName(context.Context, string) (identity.Group, error) {
-	return identity.Group{}, identity.ErrNotFound
-}
-
-func (users) GroupIDs(_ context.Context, u identity.User) ([]uint32, error) {
-	return []uint32{u.GID}, nil
-}
-
-func (users) Name() string { return "test" }
 
 // accountsEnv is the API over a real store, credential store and audit
 // trail, with the accounts of a users map.
@@ -85,7 +66,7 @@ func newAccountsEnv(t *testing.T, u users) *accountsEnv {
 	t.Cleanup(func() { _ = al.Close() })
 	sink := events.NewSink(db, discard)
 	b := broker.New(broker.Config{Tokens: token.New(time.Hour, 100), Keys: creds, Sink: sink, Audit: al, Log: discard})
-	srv := &Server{Store: db, Creds: creds, Audit: al, Events: sink, Broker: b, Accounts: identity.New(u), Log: discard}
+	srv := &Server{Store: db, Creds: creds, Audit: al, Events: sink, Broker: b, Accounts: identity.New(u.source()), Log: discard}
 	return &accountsEnv{srv: srv, h: srv.Handler(), db: db, creds: creds, audit: al}
 }
 
@@ -108,7 +89,7 @@ func (e *accountsEnv) as(t *testing.T, uid uint32, method, path, body string) (i
 }
 
 // accounts replaces the user database (a fresh resolver: no cached answers).
-func (e *accountsEnv) accounts(u users) { e.srv.Accounts = identity.New(u) }
+func (e *accountsEnv) accounts(u users) { e.srv.Accounts = identity.New(u.source()) }
 
 const (
 	oldAlice = 1000
@@ -312,7 +293,7 @@ func TestBearerAccountReuse(t *testing.T) {
 	al, err := audit.Open(audit.Options{Log: discard, Window: time.Hour})
 	must(t, err)
 	t.Cleanup(func() { _ = al.Close() })
-	b := &Bearer{Path: path, Audit: al, Log: discard, Accounts: identity.New(users{"alice": newAlice, "bob": 1001, "carol": 1002, "mallory": 1003})}
+	b := &Bearer{Path: path, Audit: al, Log: discard, Accounts: identity.New(users{"alice": newAlice, "bob": 1001, "carol": 1002, "mallory": 1003}.source())}
 	h := b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := peer.FromContext(r.Context())
 		fmt.Fprint(w, c.UID)
@@ -339,7 +320,7 @@ func TestBearerAccountReuse(t *testing.T) {
 			t.Errorf("token %q: %d %q, want %d %q", tc.tok, code, body, tc.code, tc.body)
 		}
 	}
-	b.Accounts = identity.New(users{"alice": newAlice, "bob": 3000, "carol": 1002})
+	b.Accounts = identity.New(users{"alice": newAlice, "bob": 3000, "carol": 1002}.source())
 	if code, _ := call("tok-bob"); code != 401 {
 		t.Errorf("bob's old-format token once bob is uid 3000: %d, want 401", code)
 	}

@@ -3,7 +3,6 @@ package credstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,18 +13,20 @@ import (
 	"github.com/agor-sh/agor/internal/identity"
 )
 
-// accounts is a user database in a map; a name mapped to an error
-// answers with it.
-type accounts map[string]any
-
-func (a accounts) LookupName(_ context.Context, name string) (identity.User, error) {
-	switch v := a[name].(type) {
-	case uint32:
-		return identity.User{Name: name, UID: v}, nil
-	case error:
-		return identity.User{}, v
+// accounts is a user database of the named users (uid each) and, for a
+// name mapped to an error, a directory that does not answer.
+func accounts(m map[string]any) *identity.Resolver {
+	var t identity.Table
+	t.Errors = map[string]error{}
+	for name, v := range m {
+		switch v := v.(type) {
+		case uint32:
+			t.Users = append(t.Users, identity.User{Name: name, UID: v})
+		case error:
+			t.Errors[name] = v
+		}
 	}
-	return identity.User{}, fmt.Errorf("user %q: %w", name, identity.ErrNotFound)
+	return identity.New(t)
 }
 
 // previousVersion writes a credentials file as the previous version
@@ -52,7 +53,7 @@ func TestUpgradeAdoptsKeys(t *testing.T) {
 	path := previousVersion(t)
 	s := open(t, path, key(1))
 	ldap := errors.Join(identity.ErrUnavailable, errors.New("ldap down"))
-	a, err := s.Adopt(context.Background(), accounts{"alice": uint32(1000), "carol": ldap})
+	a, err := s.Adopt(context.Background(), accounts(map[string]any{"alice": uint32(1000), "carol": ldap}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestUpgradeAdoptsKeys(t *testing.T) {
 	if _, err := s.Get(User("carol", 1002), "ANTHROPIC_API_KEY"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("carol's key is usable before adoption: %v", err)
 	}
-	if _, err := s.Adopt(context.Background(), accounts{"bob": uint32(2000), "carol": uint32(1002)}); err != nil {
+	if _, err := s.Adopt(context.Background(), accounts(map[string]any{"bob": uint32(2000), "carol": uint32(1002)})); err != nil {
 		t.Fatal(err)
 	}
 	if k, err := s.Get(User("carol", 1002), "ANTHROPIC_API_KEY"); err != nil || k.Value != "sk-carol" {

@@ -10,10 +10,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -77,18 +75,9 @@ func TestFilesAPI(t *testing.T) {
 		t.Fatalf("a missing file: %d %v", code, out)
 	}
 	if os.Geteuid() == 0 { // another account (daemon, uid 1) asking for nobody's files
-		if err := os.Chmod(h.sock, 0o666); err != nil {
-			t.Fatal(err)
-		}
-		self, _ := os.ReadFile(os.Args[0])
-		bin := filepath.Join(filepath.Dir(h.sock), "client")
-		_ = os.WriteFile(bin, self, 0o755)
 		for _, route := range []string{"GET " + base + "?path=notes", "GET " + base + "/content?path=notes/a.txt", "PUT " + base + "/content?path=notes/z.txt"} {
-			cmd := exec.Command(bin, "-test.run=^$")
-			cmd.Env = append(os.Environ(), "AGOR_TEST_HTTP_AS="+h.sock+" "+route)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1, Gid: 1}}
-			got, _ := cmd.Output()
-			if !strings.HasPrefix(string(got), "403 ") || !strings.Contains(string(got), "not_yourself") {
+			got := h.requestAs(t, 1, route)
+			if !strings.HasPrefix(got, "403 ") || !strings.Contains(got, "not_yourself") {
 				t.Errorf("%s as another user: %s", route, got)
 			}
 		}

@@ -36,6 +36,28 @@ func httpAs(req string) int {
 	return 0
 }
 
+// requestAs makes one API request from a real process running as uid (its
+// gid the same), known to the daemon by SO_PEERCRED; it returns "STATUS
+// BODY".
+func (h *harness) requestAs(t *testing.T, uid uint32, route string) string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(h.sock), "client")
+	if _, err := os.Stat(bin); err != nil { // a copy other uids may run (go test keeps its own private)
+		self, err := os.ReadFile(os.Args[0])
+		if err != nil || os.WriteFile(bin, self, 0o755) != nil || os.Chmod(h.sock, 0o666) != nil {
+			t.Fatalf("preparing a client for uid %d: %v", uid, err)
+		}
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "AGOR_TEST_HTTP_AS="+h.sock+" "+route)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s as uid %d: %v %s", route, uid, err, got)
+	}
+	return string(got)
+}
+
 // TestUnknownCallerRefused: a caller whose uid has no account (a real
 // process as uid 4242424, known by SO_PEERCRED) gets 403 unknown_caller
 // from every route, and nothing of anyone's: before, it was the user ""
@@ -54,34 +76,17 @@ func TestUnknownCallerRefused(t *testing.T) {
 	if code, _ := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": "sk-secret-1"}); code != 200 {
 		t.Fatalf("set a key: %d", code)
 	}
-	if err := os.Chmod(h.sock, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(filepath.Dir(h.sock), "client")
-	if err := os.WriteFile(bin, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	routes := []string{
 		"GET /v1/health", "GET /v1/metrics", "GET /v1/executors", "PUT /v1/executors/" + name, "DELETE /v1/executors/" + name,
 		"POST /v1/executors/" + name + "/exec", "POST /v1/executors/" + name + "/terminals", "GET /v1/executors/" + name + "/terminals",
 		"PUT /v1/credentials/X_KEY", "DELETE /v1/credentials/ANTHROPIC_API_KEY", "GET /v1/audit", "GET /v1/audit?user=" + name,
 		"POST /v1/executors/" + name + "/prompt", "POST /v1/sessions/" + sid + "/prompt", "GET /v1/sessions", "GET /v1/sessions?user=" + name,
 		"POST /v1/sessions", "GET /v1/sessions/" + sid + "/tasks", "GET /v1/tasks/x", "GET /v1/tasks/x/events", "POST /v1/tasks/x/stop",
-		"GET /v1/permissions", "POST /v1/permissions/x",
+		"GET /v1/permissions", "POST /v1/permissions/x", "GET /v1/executors/" + name + "/files", "GET /v1/accounts/orphans",
 	}
 	for _, route := range routes {
-		cmd := exec.Command(bin, "-test.run=^$")
-		cmd.Env = append(os.Environ(), "AGOR_TEST_HTTP_AS="+h.sock+" "+route)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 4242424, Gid: 4242424}}
-		got, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: %v %s", route, err, got)
-		}
-		status, body, _ := strings.Cut(string(got), " ")
+		got := h.requestAs(t, 4242424, route)
+		status, body, _ := strings.Cut(got, " ")
 		var e struct{ Error struct{ Reason string } }
 		_ = json.Unmarshal([]byte(body), &e)
 		if status != "403" || e.Error.Reason != "unknown_caller" {

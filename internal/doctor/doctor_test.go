@@ -87,7 +87,7 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 			return 0, errors.New("unknown group " + name)
 		},
 		health: func(context.Context, string) (string, error) { return "0.1.0", nil },
-		ids:    identity.New(fakeAccounts{}),
+		ids:    identity.New(fakeAccounts),
 		spawnAs: func(uid, _ int) (Process, func(), error) {
 			return Process{PID: 1, UID: int32(uid)}, func() {}, nil
 		},
@@ -97,28 +97,10 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 
 // fakeAccounts is a user database with root, a directory user and the
 // group agorusers.
-type fakeAccounts struct{}
-
-func (fakeAccounts) Name() string { return "fake" }
-func (fakeAccounts) UserByName(_ context.Context, name string) (identity.User, error) {
-	switch name {
-	case "root":
-		return identity.User{Name: "root"}, nil
-	case "ada.lovelace":
-		return identity.User{Name: name, UID: 20001, GID: 20001}, nil
-	}
-	return identity.User{}, identity.ErrNotFound
+var fakeAccounts = identity.Table{
+	Users:  []identity.User{{Name: "root"}, {Name: "ada.lovelace", UID: 20001, GID: 20001}},
+	Groups: []identity.Group{{Name: "agorusers", GID: 30000}},
 }
-func (fakeAccounts) UserByUID(context.Context, uint32) (identity.User, error) {
-	return identity.User{}, identity.ErrNotFound
-}
-func (fakeAccounts) GroupByName(_ context.Context, name string) (identity.Group, error) {
-	if name == "agorusers" {
-		return identity.Group{Name: name, GID: 30000}, nil
-	}
-	return identity.Group{}, identity.ErrNotFound
-}
-func (fakeAccounts) GroupIDs(context.Context, identity.User) ([]uint32, error) { return nil, nil }
 
 // accountsLine is the accounts check's status and detail.
 func accountsLine(out string) (string, string) {
@@ -136,7 +118,7 @@ func TestDoctorAccounts(t *testing.T) {
 	d, _ := fixture(t)
 	_, out := runDoctor(t, d, false)
 	status, detail := accountsLine(out)
-	if status != "ok" || !strings.Contains(detail, "user database fake") || !strings.Contains(detail, "ada.lovelace (uid 20001)") {
+	if status != "ok" || !strings.Contains(detail, "user database table") || !strings.Contains(detail, "ada.lovelace (uid 20001)") {
 		t.Fatalf("accounts: %s %s\n%s", status, detail, out)
 	}
 	write(t, d.configPath, 0o644, "execution:\n  allowed_groups: [agorusers, nosuchgroup]\n  allowed_users: [ghost]\n")

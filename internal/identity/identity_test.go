@@ -187,3 +187,26 @@ func BenchmarkLookup(b *testing.B) {
 		})
 	}
 }
+
+func TestTable(t *testing.T) {
+	tab := Table{
+		Users:   []User{{Name: "ada.lovelace", UID: 20001, GID: 20001}},
+		Groups:  []Group{{Name: "ldapagents", GID: 30000}, {Name: "other", GID: 30001}},
+		Members: map[string][]string{"ldapagents": {"ada.lovelace"}},
+		Errors:  map[string]error{"flaky": ErrUnavailable},
+	}
+	r, ctx := New(tab), context.Background()
+	u, err := r.LookupUID(ctx, 20001)
+	if err != nil || u.Name != "ada.lovelace" {
+		t.Fatalf("LookupUID = %+v, %v", u, err)
+	}
+	if in, err := r.InGroup(ctx, u, "ldapagents"); !in || err != nil {
+		t.Fatalf("InGroup(ldapagents) = %v, %v", in, err)
+	}
+	if in, _ := r.InGroup(ctx, u, "other"); in {
+		t.Fatal("in a group that does not name her")
+	}
+	if _, err := r.LookupName(ctx, "flaky"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("flaky: %v", err)
+	}
+}

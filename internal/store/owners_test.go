@@ -14,18 +14,20 @@ import (
 	"github.com/agor-sh/agor/internal/identity"
 )
 
-// accounts is a user database in a map; a name mapped to an error
-// answers with it.
-type accounts map[string]any
-
-func (a accounts) LookupName(_ context.Context, name string) (identity.User, error) {
-	switch v := a[name].(type) {
-	case uint32:
-		return identity.User{Name: name, UID: v}, nil
-	case error:
-		return identity.User{}, v
+// accounts is a user database of the named users (uid each) and, for a
+// name mapped to an error, a directory that does not answer.
+func accounts(m map[string]any) *identity.Resolver {
+	var t identity.Table
+	t.Errors = map[string]error{}
+	for name, v := range m {
+		switch v := v.(type) {
+		case uint32:
+			t.Users = append(t.Users, identity.User{Name: name, UID: v})
+		case error:
+			t.Errors[name] = v
+		}
 	}
-	return identity.User{}, fmt.Errorf("user %q: %w", name, identity.ErrNotFound)
+	return identity.New(t)
 }
 
 // previousVersion makes a database as the previous daemon left it: the
@@ -83,7 +85,7 @@ func TestUpgradeAdoptsUIDs(t *testing.T) {
 	}
 
 	ldap := errors.Join(identity.ErrUnavailable, errors.New("ldap down"))
-	a, err := db.Adopt(context.Background(), accounts{"alice": uint32(1000), "carol": ldap})
+	a, err := db.Adopt(context.Background(), accounts(map[string]any{"alice": uint32(1000), "carol": ldap}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestUpgradeAdoptsUIDs(t *testing.T) {
 
 	// Later bob's name is given to someone new, and carol's directory
 	// answers: carol's rows are hers; bob's stay orphans.
-	a, err = db.Adopt(context.Background(), accounts{"alice": uint32(1000), "bob": uint32(2000), "carol": uint32(1002)})
+	a, err = db.Adopt(context.Background(), accounts(map[string]any{"alice": uint32(1000), "bob": uint32(2000), "carol": uint32(1002)}))
 	if err != nil {
 		t.Fatal(err)
 	}
