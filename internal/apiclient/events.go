@@ -1,14 +1,12 @@
 package apiclient
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -66,29 +64,25 @@ func (c *Client) streamEvents(ctx context.Context, task string, after int64, fol
 		return after, errors.As(err, &e) || !follow, err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 32<<20)
-	var name, id string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			name = line[7:]
-		case strings.HasPrefix(line, "data: ") && name != "end":
-			fmt.Fprintln(w, line[6:])
-			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-				after = n
-			}
-		case line == "" && name == "end":
-			return after, true, nil
+	ended := false
+	err = readSSE(resp.Body, func(id, name, data string) bool {
+		if name == "end" {
+			ended = true
+			return false
 		}
+		fmt.Fprintln(w, data)
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			after = n
+		}
+		return true
+	})
+	if ended {
+		return after, true, nil
 	}
 	if !follow {
-		return after, true, sc.Err()
+		return after, true, err
 	}
-	if err := sc.Err(); err != nil {
+	if err != nil {
 		return after, false, fmt.Errorf("stream ended early: %w", err)
 	}
 	return after, false, errors.New("stream ended before the task did")

@@ -1,14 +1,12 @@
 package apiclient
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/agor-sh/agor/internal/apiwire"
@@ -109,21 +107,12 @@ func (c *Client) watchOnce(ctx context.Context, path, last string, fn func(strin
 	if err := replyError(resp); err != nil {
 		return last, err
 	}
-	sc := bufio.NewScanner(resp.Body)
-	var name, id string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			name = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			var ev protocol.FileEvent
-			_ = json.Unmarshal([]byte(line[6:]), &ev)
-			fn(name, ev)
-			last = id
-		}
-	}
-	return last, sc.Err()
+	err = readSSE(resp.Body, func(id, name, data string) bool {
+		var ev protocol.FileEvent
+		_ = json.Unmarshal([]byte(data), &ev)
+		fn(name, ev)
+		last = id
+		return true
+	})
+	return last, err
 }
