@@ -47,10 +47,7 @@ directory_prompt() {
 check "as directory user ada.lovelace: agorctl prompt runs the real Claude Code in her executor, files hers, journal finds her lines" directory_prompt
 
 directory_terminal() {
-	tmux kill-server 2>/dev/null || true
-	TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
-		"setpriv --reuid=ada.lovelace --regid=ada.lovelace --init-groups agorctl terminal; echo agorctl-exit=\$?; sleep 600"
-	tmux set-option -t agorterm status off
+	in_tmux "setpriv --reuid=ada.lovelace --regid=ada.lovelace --init-groups agorctl terminal"
 	wait_pane 'ada.lovelace@'
 	tmux send-keys -t agorterm 'id -un; id -gn' Enter
 	wait_pane '^ada.lovelace$'

@@ -6,11 +6,16 @@ wait_pane() {
 	for _ in $(seq 150); do pane | grep -E -- "$1" >/dev/null && return 0; sleep 0.1; done
 	echo "pane never showed /$1/:"; pane; return 1
 }
-terminal_tmux() {
+# in_tmux CMD: runs CMD (an agorctl terminal) in a fresh 100x30 tmux
+# session, which prints agorctl's exit status when it ends.
+in_tmux() {
 	tmux kill-server 2>/dev/null || true
 	TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
-		"agorctl terminal alice; echo agorctl-exit=\$?; sleep 600"
+		"$1; echo agorctl-exit=\$?; sleep 600"
 	tmux set-option -t agorterm status off
+}
+terminal_tmux() {
+	in_tmux "agorctl terminal alice"
 	wait_pane 'alice@'
 	tmux send-keys -t agorterm 'id -un' Enter
 	wait_pane '^alice$'
