@@ -17,7 +17,7 @@ var sides = map[string][]string{
 	// The wire itself: both ends import these.
 	"wire": {"rpc", "protocol", "apiwire"},
 	// The per-user executor and what it runs as the user.
-	"executor": {"executor", "task", "agent", "terminal", "procexec", "files", "watch", "fsroot", "childenv"},
+	"executor": {"executor", "task", "agent", "terminal", "procexec", "files", "watch", "fsroot", "childenv", "sandbox"},
 	// The daemon: lifecycle, pool, broker, store, audit, API.
 	"daemon": {"daemon", "api", "broker", "pool", "lifecycle", "store", "audit", "events", "credstore", "token"},
 	// Small leaves either side may use: they know nothing of the other.

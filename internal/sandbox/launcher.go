@@ -1,0 +1,65 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+)
+
+// ExitLauncher is the launcher's status when it cannot confine or start
+// the command (as a shell's 126: found but not run).
+const ExitLauncher = 126
+
+// Main is the launcher (the executor run as "__agor-sandbox ..."): it
+// restricts this process with Landlock, reading everywhere, writing only
+// beneath the --rw paths (and /dev, for terminals and /dev/null), then
+// execs the command, which inherits the restriction. It returns only on
+// failure.
+func Main(args []string, stderr io.Writer) int {
+	rw, argv, err := parse(args)
+	if err == nil {
+		err = restrict(rw)
+	}
+	if err == nil {
+		err = execve(argv)
+	}
+	fmt.Fprintf(stderr, "agor sandbox: %v\n", err)
+	return ExitLauncher
+}
+
+// restrict applies the rules. Best effort up to the ABI this kernel has
+// (V7 at most here); a kernel without Landlock was refused or warned about
+// by the executor before it started the launcher.
+func restrict(rw []string) error {
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWDirs("/dev").IgnoreIfMissing(),
+	}
+	for _, p := range rw {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			continue // nothing there to write beneath; creating it is denied
+		case fi.IsDir():
+			rules = append(rules, landlock.RWDirs(p).WithRefer())
+		default:
+			rules = append(rules, landlock.RWFiles(p))
+		}
+	}
+	if err := landlock.V7.BestEffort().RestrictPaths(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+func execve(argv []string) error {
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(path, argv, os.Environ())
+}

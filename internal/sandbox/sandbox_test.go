@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The test binary is its own launcher, as the executor is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == LauncherArg {
+		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func needLandlock(t *testing.T) {
+	if ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+}
+
+// run runs sh -c script under spec through the launcher.
+func run(t *testing.T, spec Spec, dir, script string) (string, error) {
+	t.Helper()
+	argv := Command(os.Args[0], spec, []string{"/bin/sh", "-c", script})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestWorkspace(t *testing.T) {
+	needLandlock(t)
+	home := t.TempDir()
+	work := filepath.Join(home, "proj")
+	state := filepath.Join(home, ".agent")
+	for _, d := range []string{work, state} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := Spec{Level: Workspace, Cwd: work, Writable: []string{state}}
+	out, err := run(t, spec, work, "echo in > inside.txt && echo s > "+state+"/s && cat /etc/hostname >/dev/null && echo ok")
+	if err != nil || !strings.Contains(out, "ok") {
+		t.Fatalf("writes inside the workspace and state, reads elsewhere: %v %s", err, out)
+	}
+	for _, target := range []string{filepath.Join(home, "outside.txt"), filepath.Join(home, ".bashrc")} {
+		out, err = run(t, spec, work, "echo x > "+target)
+		if err == nil || !strings.Contains(out, "Permission denied") {
+			t.Errorf("write to %s: %v %s, want EACCES", target, err, out)
+		}
+		if _, err := os.Stat(target); err == nil {
+			t.Errorf("%s was written", target)
+		}
+	}
+	// Off: the same writes succeed.
+	if out, err := run(t, Spec{Level: Off}, work, "echo x > "+filepath.Join(home, "outside.txt")); err != nil {
+		t.Fatalf("off: %v %s", err, out)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	needLandlock(t)
+	home := t.TempDir()
+	tmp := filepath.Join(home, "tmp")
+	_ = os.Mkdir(tmp, 0o755)
+	spec := Spec{Level: ReadOnly, Cwd: home, Writable: []string{tmp}}
+	if out, err := run(t, spec, home, "echo x > here.txt"); err == nil {
+		t.Fatalf("read-only wrote its cwd: %s", out)
+	}
+	if out, err := run(t, spec, home, "echo x > tmp/t && cat tmp/t"); err != nil {
+		t.Fatalf("read-only may write its temp: %v %s", err, out)
+	}
+}
+
+func TestCommandOff(t *testing.T) {
+	argv := []string{"ls", "-l"}
+	if got := Command("/x", Spec{Level: Off}, argv); len(got) != 2 {
+		t.Fatalf("off wraps: %v", got)
+	}
+	got := Command("/x", Spec{Level: Workspace, Cwd: "/w", Writable: []string{"/s"}}, argv)
+	want := "/x __agor-sandbox --rw /w --rw /s -- ls -l"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestLauncherBadArgs(t *testing.T) {
+	for _, args := range [][]string{{}, {"--rw"}, {"--rw", "/x"}, {"--"}, {"-x", "--", "true"}} {
+		cmd := exec.Command(os.Args[0], append([]string{LauncherArg}, args...)...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != ExitLauncher || !strings.Contains(string(out), "agor sandbox:") {
+			t.Errorf("%q: %v %s", args, err, out)
+		}
+	}
+}
+
+func TestForcedABI(t *testing.T) {
+	t.Setenv(ForceABIEnv, "0")
+	if ABI() != 0 {
+		t.Fatal("not forced")
+	}
+}
