@@ -25,6 +25,7 @@ import (
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/sdnotify"
 	"github.com/agor-sh/agor/internal/task"
 	"github.com/agor-sh/agor/internal/unixsock"
@@ -42,6 +43,11 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.LauncherArg {
+		// Started as the sandbox launcher: confine this process, then
+		// exec the command (returns only on failure).
+		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	context.AfterFunc(ctx, stop) // after the first signal, a second one kills
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -125,7 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("refusing to run as root: an executor runs as the user it serves (agor-executor@USER with User=%I)")
 		return exitUsage
 	}
-	if code, ok := checkSelf(ctx, o, log); !ok {
+	policy, code, ok := checkSelf(ctx, o, log)
+	if !ok {
 		return code
 	}
 	cfg, err := serverConfig(ctx, o, log)
@@ -155,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitFailure
 	}
-	return serve(ctx, cfg, root, agents, ln, log)
+	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), ln, log)
 }
 
 func openRoot(dir string) (*fsroot.Root, error) {
@@ -180,21 +187,38 @@ func newLogger(o *options, stderr io.Writer) (*slog.Logger, error) {
 // checkSelf refuses to serve when the configuration does not allow this
 // account an executor: the reason goes to the journal, and connections
 // already waiting are closed at once rather than left to time out.
-func checkSelf(ctx context.Context, o *options, log *slog.Logger) (int, bool) {
+func checkSelf(ctx context.Context, o *options, log *slog.Logger) (config.Config, int, bool) {
 	c, err := config.Load(o.config)
 	if err != nil {
 		log.Error("cannot read the execution policy; refusing to serve", "err", err)
-		return exitUsage, false
+		return c, exitUsage, false
 	}
 	err = executor.CheckSelf(ctx, identity.Default(), uint32(os.Getuid()), c.Execution)
 	if err == nil {
-		return 0, true
+		return c, 0, true
 	}
 	log.Error("refusing to serve: "+err.Error(), "config", o.config)
 	if ln, lerr := listener(o); lerr == nil {
 		refuseWaiting(ln)
 	}
-	return exitRefused, false
+	return c, exitRefused, false
+}
+
+// sandboxPolicy is the configuration's sandbox section as the executor
+// applies it, with itself as the launcher.
+func sandboxPolicy(c config.Config, log *slog.Logger) *sandbox.Policy {
+	self, err := os.Executable()
+	if err != nil {
+		log.Warn("no sandbox: cannot name this executable", "err", err)
+		return nil
+	}
+	p := &sandbox.Policy{Default: sandbox.Level(c.Sandbox.Default), Required: c.Sandbox.Required,
+		Extra: c.Sandbox.ExtraWritable, Self: self, TempDir: os.TempDir()}
+	for _, l := range c.Sandbox.Allowed {
+		p.Allowed = append(p.Allowed, sandbox.Level(l))
+	}
+	log.Debug("sandbox", "default", p.Default, "allowed", p.Allowed, "required", p.Required, "landlock_abi", sandbox.ABI())
+	return p
 }
 
 // refuseWaiting closes the connections queued on ln, until none arrives
@@ -232,9 +256,9 @@ func listener(o *options) (*net.UnixListener, error) {
 	return executor.Activated(o.socketName)
 }
 
-func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, ln *net.UnixListener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, ln *net.UnixListener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
-	closePrimitives := registerPrimitives(srv, root, agents, log)
+	closePrimitives := registerPrimitives(srv, root, agents, box, log)
 	defer closePrimitives()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

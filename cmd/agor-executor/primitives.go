@@ -10,6 +10,7 @@ import (
 	"github.com/agor-sh/agor/internal/procexec"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/task"
 	"github.com/agor-sh/agor/internal/terminal"
 	"github.com/agor-sh/agor/internal/watch"
@@ -17,7 +18,7 @@ import (
 
 // registerPrimitives adds the environment primitives (exec, files,
 // watching, terminals) to srv; the returned func releases what they hold.
-func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Agents, log *slog.Logger) (closeAll func()) {
+func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, log *slog.Logger) (closeAll func()) {
 	if root == nil {
 		for _, m := range protocol.ExecutorMethods {
 			if m != protocol.MethodPing && m != protocol.MethodShutdown { // the server's own
@@ -28,12 +29,12 @@ func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Age
 	}
 	f := files.New(root)
 	f.Register(srv.Mux())
-	(&procexec.Service{Root: root, Hold: srv}).Register(srv.Mux())
+	(&procexec.Service{Root: root, Hold: srv, Sandbox: box}).Register(srv.Mux())
 	w := &watch.Service{Root: root}
 	w.Register(srv.Mux())
-	terms := terminal.New(terminal.Config{Root: root, Hold: srv})
+	terms := terminal.New(terminal.Config{Root: root, Hold: srv, Sandbox: box})
 	terms.Register(srv.Mux())
-	(&task.Service{Root: root, Hold: srv, Agents: agents, Log: log}).Register(srv.Mux())
+	(&task.Service{Root: root, Hold: srv, Agents: agents, Log: log, Sandbox: box}).Register(srv.Mux())
 	return func() {
 		terms.Close()
 		w.Close()

@@ -32,6 +32,9 @@ type Request struct {
 	// the host fetched just in time and which is in no other process.
 	Binary string
 	Env    []string
+	// Wrap, when set, is how the CLI's argv is run: through the sandbox
+	// launcher, which confines it and everything it starts.
+	Wrap func(argv []string) []string
 }
 
 // Decision is the daemon's answer to a permission question.

@@ -68,7 +68,11 @@ func Start(ctx context.Context, req Request, install string, args ...string) (*P
 
 // start makes one attempt at starting the agent with its pipes.
 func start(req Request, tag string, args []string) (*Proc, io.ReadCloser, error) {
-	cmd := exec.Command(req.Binary, args...)
+	argv := append([]string{req.Binary}, args...)
+	if req.Wrap != nil {
+		argv = req.Wrap(argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	p := &Proc{cmd: cmd, tag: tag}
 	cmd.Dir, cmd.Env = req.Cwd, append(req.Env[:len(req.Env):len(req.Env)], tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -20,6 +20,7 @@ const DefaultPath = "/etc/agor/config.yaml"
 // Config is the whole file.
 type Config struct {
 	Execution Execution `yaml:"execution"`
+	Sandbox   Sandbox   `yaml:"sandbox"`
 	API       API       `yaml:"api"`
 	Daemon    Daemon    `yaml:"daemon"`
 }
@@ -45,6 +46,18 @@ type API struct {
 	// MaxWatchStreams the file watch streams one person holds open.
 	MaxFileBytes    int64 `yaml:"max_file_bytes"`
 	MaxWatchStreams int   `yaml:"max_watch_streams"`
+}
+
+// Sandbox is the Landlock confinement of agents, commands and terminals:
+// the level a request gets when it names none, the levels it may name,
+// whether a kernel without Landlock refuses confined work (required) or
+// runs it unconfined with a warning, and paths writable at every level
+// but off ("~/..." is beneath the user's home).
+type Sandbox struct {
+	Default       string   `yaml:"default"`
+	Allowed       []string `yaml:"allowed"`
+	Required      bool     `yaml:"required"`
+	ExtraWritable []string `yaml:"extra_writable"`
 }
 
 // Execution is how and where user work runs. Every default is in Default.
@@ -79,7 +92,8 @@ func Default() Config {
 		MinUID:                   1000,
 	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens",
 		MaxFileBytes: 1 << 30, MaxWatchStreams: 8},
-		Daemon: Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
+		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
+		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agor-sh/agor/internal/account"
@@ -55,7 +56,31 @@ func (c Config) Validate() error {
 			return fmt.Errorf("api.admin_group: %v", err)
 		}
 	}
+	if err := c.Sandbox.validate(); err != nil {
+		return err
+	}
 	return c.Daemon.validate()
+}
+
+func (s Sandbox) validate() error {
+	levels := []string{"off", "workspace", "read-only"}
+	for _, l := range s.Allowed {
+		if !slices.Contains(levels, l) {
+			return fmt.Errorf("sandbox.allowed: %q is not a level (off, workspace, read-only)", l)
+		}
+	}
+	if !slices.Contains(levels, s.Default) {
+		return fmt.Errorf("sandbox.default: %q is not a level (off, workspace, read-only)", s.Default)
+	}
+	if len(s.Allowed) > 0 && !slices.Contains(s.Allowed, s.Default) {
+		return fmt.Errorf("sandbox.default: %q is not in sandbox.allowed %v", s.Default, s.Allowed)
+	}
+	for _, p := range s.ExtraWritable {
+		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~/") {
+			return fmt.Errorf("sandbox.extra_writable: %q is neither absolute nor beneath ~/", p)
+		}
+	}
+	return nil
 }
 
 func (d Daemon) validate() error {

@@ -21,6 +21,7 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 )
 
 // ChunkSize bounds one exec_output notification's data: a slow daemon
@@ -40,6 +41,8 @@ type Holder interface {
 type Service struct {
 	Root *fsroot.Root
 	Hold Holder
+	// Sandbox confines commands that ask for it (nil: only "off").
+	Sandbox *sandbox.Policy
 }
 
 // Register adds exec to m.
@@ -62,6 +65,11 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 		return protocol.ExecResult{}, cwdErr(err)
 	}
 	defer dir.Close()
+	argv, applied, err := s.confine(p, dir)
+	if err != nil {
+		return protocol.ExecResult{}, err
+	}
+	p.Argv = argv
 	if p.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMS)*time.Millisecond)
@@ -75,7 +83,36 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 	streamOutputs(conn, p.ExecID, outs)
 	waitErr := cmd.Wait()
 	stopKiller()
-	return result(ctx, cmd, waitErr)
+	res, err := result(ctx, cmd, waitErr)
+	if applied.Level != string(sandbox.Off) {
+		res.Sandbox = &applied
+	}
+	return res, err
+}
+
+// confine is argv as it runs under the sandbox level the request gets.
+func (s *Service) confine(p protocol.ExecParams, dir *os.File) ([]string, protocol.SandboxInfo, error) {
+	cwd, err := sandbox.DirPath(dir)
+	if err != nil {
+		return nil, protocol.SandboxInfo{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "cwd: %v", err)
+	}
+	spec, applied, err := s.Sandbox.For(p.Sandbox, cwd, s.Root.Path(), nil)
+	if err != nil {
+		return nil, applied, sandboxErr(err)
+	}
+	if s.Sandbox == nil {
+		return p.Argv, applied, nil
+	}
+	return sandbox.Command(s.Sandbox.Self, spec, p.Argv), applied, nil
+}
+
+// sandboxErr is a refusal to confine, as the protocol says it: the level
+// is not allowed (bad params), or the kernel cannot (unavailable).
+func sandboxErr(err error) error {
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonSandboxUnavailable, "%v", err)
+	}
+	return rpc.InvalidParams("sandbox", err.Error())
 }
 
 // start runs argv in the directory opened beneath the root: the child

@@ -20,14 +20,14 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files from the catalog below")
 
 func u32(v uint32) *uint32 { return &v }
-func yes() *bool          { b := true; return &b }
+func yes() *bool           { b := true; return &b }
 
 // message is one entry of the catalog: a method's params or result (or a
 // notification's params) with an example value. Its golden file is
 // testdata/METHOD.KIND.json.
 type message struct {
 	method, kind string // kind: params or result
-	v           any
+	v            any
 }
 
 func (m message) file() string { return filepath.Join("testdata", m.method+"."+m.kind+".json") }
@@ -41,17 +41,19 @@ var catalog = []message{
 	{protocol.MethodExecutePrompt, "params", protocol.ExecutePromptParams{
 		SessionToken: "tok-abc", SessionID: "s1", TaskID: "t1", Tool: protocol.ToolClaudeCode, Prompt: "explain this repo",
 		Cwd: "src/app", Tools: []string{"Read", "Edit"}, PermissionMode: protocol.ModeAcceptEdits, TimeoutMS: 600000,
-		Model: "claude-sonnet", AgentSessionID: "agent-7"}},
+		Model: "claude-sonnet", AgentSessionID: "agent-7", Sandbox: protocol.SandboxWorkspace}},
 	{protocol.MethodExecutePrompt, "result", protocol.ExecutePromptResult{
 		Status: protocol.StatusFailed, MessageCount: 3, AgentSessionID: "agent-7",
-		Usage: protocol.TokenUsage{InputTokens: 120, OutputTokens: 40, CacheReadTokens: 10, CacheWriteTokens: 5},
-		Error: &protocol.TaskError{Code: protocol.TaskModelAPI, Message: "the model refused"}}},
+		Usage:   protocol.TokenUsage{InputTokens: 120, OutputTokens: 40, CacheReadTokens: 10, CacheWriteTokens: 5},
+		Error:   &protocol.TaskError{Code: protocol.TaskModelAPI, Message: "the model refused"},
+		Sandbox: &protocol.SandboxInfo{Level: protocol.SandboxWorkspace, ABI: 7, Enforced: true}}},
 	{protocol.MethodStopTask, "params", protocol.StopTaskParams{TaskID: "t1", Reason: "stopped through the API"}},
 	{protocol.MethodStopTask, "result", protocol.StopTaskResult{Stopped: true}},
 
 	{protocol.MethodExec, "params", protocol.ExecParams{ExecID: "e1", Argv: []string{"git", "status"}, Cwd: "src",
-		Env: map[string]string{"LANG": "C.UTF-8"}, Stdin: []byte("y\n"), TimeoutMS: 10000}},
-	{protocol.MethodExec, "result", protocol.ExecResult{ExitCode: -1, Signal: "SIGKILL", TimedOut: true}},
+		Env: map[string]string{"LANG": "C.UTF-8"}, Stdin: []byte("y\n"), TimeoutMS: 10000, Sandbox: protocol.SandboxReadOnly}},
+	{protocol.MethodExec, "result", protocol.ExecResult{ExitCode: -1, Signal: "SIGKILL", TimedOut: true,
+		Sandbox: &protocol.SandboxInfo{Level: protocol.SandboxReadOnly, Warning: "this kernel has no Landlock (ABI 0): running unconfined, as the configuration allows"}}},
 	{protocol.MethodExecOutput, "params", protocol.ExecOutput{ExecID: "e1", Stream: protocol.StreamStdout, Seq: 0, Data: []byte("On branch main\n")}},
 
 	{protocol.MethodReadFile, "params", protocol.ReadFileParams{Path: "src/main.go", Offset: 4096, Length: 1024}},
@@ -74,7 +76,7 @@ var catalog = []message{
 	{protocol.MethodFileEvent, "params", protocol.FileEvent{WatchID: "w1", Path: "src/main.go", Op: protocol.OpModify}},
 
 	{protocol.MethodSpawnTerminal, "params", protocol.SpawnTerminalParams{Cwd: "src", Shell: "/bin/bash",
-		Env: map[string]string{"TERM": "xterm-256color"}, Cols: 120, Rows: 40}},
+		Env: map[string]string{"TERM": "xterm-256color"}, Cols: 120, Rows: 40, Sandbox: protocol.SandboxOff}},
 	{protocol.MethodSpawnTerminal, "result", protocol.SpawnTerminalResult{TerminalID: "term-1", PID: 5151}},
 	{protocol.MethodAttachTerminal, "params", protocol.TerminalIDParams{TerminalID: "term-1"}},
 	{protocol.MethodAttachTerminal, "result", protocol.AttachTerminalResult{TerminalID: "term-1", PID: 5151, Cols: 120, Rows: 40,
@@ -213,6 +215,8 @@ func TestValidation(t *testing.T) {
 		{protocol.RequestPermissionParams{SessionToken: "k", TaskID: "t"}, "tool_name"},
 		{protocol.ReportMessage{TaskID: "t", Sequence: -1, EventType: "usage"}, "sequence"},
 		{protocol.ShutdownParams{TimeoutMS: -5}, "timeout_ms"},
+		{protocol.ExecParams{Argv: []string{"ls"}, Sandbox: "jail"}, "sandbox"},
+		{protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Sandbox: "strict"}, "sandbox"},
 	}
 	for _, c := range cases {
 		err := c.v.Validate()

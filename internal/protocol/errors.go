@@ -46,6 +46,8 @@ const (
 	ReasonPingFailed      = "ping_failed"
 	ReasonExecutorCrashed = "executor_crashed"
 	ReasonConnectFailed   = "connect_failed"
+	// the kernel has no Landlock and the configuration requires it
+	ReasonSandboxUnavailable = "sandbox_unavailable"
 
 	// CodeNotFound
 	ReasonNotFound           = "not_found"

@@ -19,13 +19,14 @@ const (
 	EventPermissionDecided = "permission_decided" // {tool_name, approved, reason}
 	EventUsage             = "usage"              // TokenUsage's fields
 	EventError             = "error"              // {code, message}
+	EventSandbox           = "sandbox"            // SandboxInfo's fields: what confinement the agent got
 )
 
 // EventTypes lists the vocabulary, in the order above.
 var EventTypes = []string{
 	EventMessageStart, EventMessageStop, EventTextDelta, EventThinkingDelta,
 	EventToolCall, EventToolResult, EventPermissionAsked, EventPermissionDecided,
-	EventUsage, EventError,
+	EventUsage, EventError, EventSandbox,
 }
 
 // KnownEventType reports whether t is in the vocabulary.

@@ -12,6 +12,7 @@ type ExecParams struct {
 	Env       map[string]string `json:"env,omitempty"`
 	Stdin     []byte            `json:"stdin,omitempty"` // base64 on the wire
 	TimeoutMS int64             `json:"timeout_ms"`
+	Sandbox   string            `json:"sandbox,omitempty"` // SandboxOff...
 }
 
 // Validate checks the fields.
@@ -22,14 +23,15 @@ func (p ExecParams) Validate() error {
 	case p.TimeoutMS < 0:
 		return rpc.InvalidParams("timeout_ms", "must not be negative")
 	}
-	return nil
+	return ValidSandbox(p.Sandbox)
 }
 
 // ExecResult is the exit code, or the signal that ended the process.
 type ExecResult struct {
-	ExitCode int    `json:"exit_code"`
-	Signal   string `json:"signal,omitempty"`
-	TimedOut bool   `json:"timed_out,omitempty"`
+	ExitCode int          `json:"exit_code"`
+	Signal   string       `json:"signal,omitempty"`
+	TimedOut bool         `json:"timed_out,omitempty"`
+	Sandbox  *SandboxInfo `json:"sandbox,omitempty"`
 }
 
 // Streams of exec_output.

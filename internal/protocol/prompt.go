@@ -36,6 +36,8 @@ type ExecutePromptParams struct {
 	// AgentSessionID continues the agent's own session from an earlier
 	// turn (the daemon keeps it from that turn's result).
 	AgentSessionID string `json:"agent_session_id,omitempty"`
+	// Sandbox confines the agent and what it runs (SandboxOff...).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Validate checks the fields, naming the first bad one.
@@ -53,6 +55,9 @@ func (p ExecutePromptParams) Validate() error {
 		return rpc.InvalidParams("prompt", "required")
 	case p.TimeoutMS < 0:
 		return rpc.InvalidParams("timeout_ms", "must not be negative")
+	}
+	if err := ValidSandbox(p.Sandbox); err != nil {
+		return err
 	}
 	return ValidPermissionMode(p.PermissionMode)
 }
@@ -76,11 +81,12 @@ const (
 
 // ExecutePromptResult is how the task ended.
 type ExecutePromptResult struct {
-	Status         string     `json:"status"`
-	MessageCount   int        `json:"message_count"`
-	Usage          TokenUsage `json:"token_usage"`
-	AgentSessionID string     `json:"agent_session_id,omitempty"`
-	Error          *TaskError `json:"error,omitempty"`
+	Status         string       `json:"status"`
+	MessageCount   int          `json:"message_count"`
+	Usage          TokenUsage   `json:"token_usage"`
+	AgentSessionID string       `json:"agent_session_id,omitempty"`
+	Error          *TaskError   `json:"error,omitempty"`
+	Sandbox        *SandboxInfo `json:"sandbox,omitempty"`
 }
 
 // TokenUsage is token usage from the agent's own final figures.
@@ -99,6 +105,7 @@ const (
 	TaskTimeout           = "timeout"            // timeout_ms passed
 	TaskCancelled         = "cancelled"          // stop_task, or the agent cancelled the turn
 	TaskCredentialMissing = "credential_missing" // the daemon has no API key for the agent
+	TaskSandbox           = "sandbox"            // the sandbox level was refused, or the kernel cannot give it
 )
 
 // TaskError says why a task failed.

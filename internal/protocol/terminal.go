@@ -14,11 +14,12 @@ const MaxTerminalSize = 1000
 // SpawnTerminalParams starts a login shell (or Shell) on a new PTY. No
 // session token: see StopTaskParams.
 type SpawnTerminalParams struct {
-	Cwd   string            `json:"cwd"`
-	Shell string            `json:"shell,omitempty"`
-	Env   map[string]string `json:"env,omitempty"`
-	Cols  int               `json:"cols"`
-	Rows  int               `json:"rows"`
+	Cwd     string            `json:"cwd"`
+	Shell   string            `json:"shell,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cols    int               `json:"cols"`
+	Rows    int               `json:"rows"`
+	Sandbox string            `json:"sandbox,omitempty"` // SandboxOff...
 }
 
 // Validate checks the fields; the executor also refuses variables it
@@ -29,6 +30,9 @@ func (p SpawnTerminalParams) Validate() error {
 	}
 	if strings.ContainsRune(p.Shell, 0) {
 		return rpc.InvalidParams("shell", "contains NUL")
+	}
+	if err := ValidSandbox(p.Sandbox); err != nil {
+		return err
 	}
 	return CheckEnv(p.Env)
 }
@@ -61,8 +65,9 @@ func checkSize(cols, rows int) error {
 
 // SpawnTerminalResult names the new terminal.
 type SpawnTerminalResult struct {
-	TerminalID string `json:"terminal_id"`
-	PID        int    `json:"pid"`
+	TerminalID string       `json:"terminal_id"`
+	PID        int          `json:"pid"`
+	Sandbox    *SandboxInfo `json:"sandbox,omitempty"`
 }
 
 // TerminalIDParams names a terminal: attach_terminal, terminate_terminal.

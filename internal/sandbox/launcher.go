@@ -20,12 +20,12 @@ const ExitLauncher = 126
 // execs the command, which inherits the restriction. It returns only on
 // failure.
 func Main(args []string, stderr io.Writer) int {
-	rw, argv, err := parse(args)
+	rw, argv, argv0, err := parse(args)
 	if err == nil {
 		err = restrict(rw)
 	}
 	if err == nil {
-		err = execve(argv)
+		err = execve(argv, argv0)
 	}
 	fmt.Fprintf(stderr, "agor sandbox: %v\n", err)
 	return ExitLauncher
@@ -56,10 +56,13 @@ func restrict(rw []string) error {
 	return nil
 }
 
-func execve(argv []string) error {
+func execve(argv []string, argv0 string) error {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return err
+	}
+	if argv0 != "" {
+		argv = append([]string{argv0}, argv[1:]...)
 	}
 	return syscall.Exec(path, argv, os.Environ())
 }

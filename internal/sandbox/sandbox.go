@@ -14,11 +14,15 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/agor-sh/agor/internal/protocol"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,6 +75,9 @@ type Spec struct {
 	// Writable are the paths writable at every level but Off: the agent's
 	// own state, the private temp directory, configured extra paths.
 	Writable []string
+	// Argv0, when set, is the command's argv[0] (a login shell's "-bash");
+	// the program is still looked up by the command's first word.
+	Argv0 string
 }
 
 // writable is every path the process may write.
@@ -91,32 +98,134 @@ func Command(self string, spec Spec, argv []string) []string {
 		return argv
 	}
 	out := []string{self, LauncherArg}
+	if spec.Argv0 != "" {
+		out = append(out, "--argv0", spec.Argv0)
+	}
 	for _, p := range spec.writable() {
 		out = append(out, "--rw", p)
 	}
 	return append(append(out, "--"), argv...)
 }
 
-// parse reads Main's arguments: --rw PATH... -- ARGV.
-func parse(args []string) (rw, argv []string, err error) {
+// parse reads Main's arguments: [--argv0 NAME] --rw PATH... -- ARGV.
+func parse(args []string) (rw, argv []string, argv0 string, err error) {
 	for i := 0; i < len(args); i++ {
 		switch {
 		case args[i] == "--":
 			if i+1 >= len(args) {
-				return nil, nil, fmt.Errorf("nothing to run after --")
+				return nil, nil, "", fmt.Errorf("nothing to run after --")
 			}
-			return rw, args[i+1:], nil
+			return rw, args[i+1:], argv0, nil
 		case args[i] == "--rw" && i+1 < len(args):
 			rw = append(rw, args[i+1])
 			i++
+		case args[i] == "--argv0" && i+1 < len(args):
+			argv0 = args[i+1]
+			i++
 		default:
-			return nil, nil, fmt.Errorf("unexpected argument %q (want --rw PATH... -- COMMAND)", args[i])
+			return nil, nil, "", fmt.Errorf("unexpected argument %q (want --rw PATH... -- COMMAND)", args[i])
 		}
 	}
-	return nil, nil, fmt.Errorf("no -- before the command")
+	return nil, nil, "", fmt.Errorf("no -- before the command")
 }
 
 // Describe is a line for logs and events: the level and what it allows.
 func (s Spec) Describe() string {
 	return fmt.Sprintf("%s (writable: %s)", s.Level, strings.Join(s.writable(), ", "))
+}
+
+// Policy is the operator's sandbox configuration as the executor applies
+// it: which levels a request may ask for, the one it gets when it asks
+// for none, and what to do on a kernel without Landlock.
+type Policy struct {
+	Default Level
+	Allowed []Level
+	// Required refuses confined work when the kernel lacks Landlock;
+	// otherwise it runs unconfined with a warning.
+	Required bool
+	// Extra are writable at every level but off (absolute, or "~/..."
+	// beneath the user's home).
+	Extra []string
+	// Self is the launcher: the executor's own binary.
+	Self string
+	// TempDir is writable at every level but off: the executor's /tmp,
+	// which its unit makes private (PrivateTmp=yes).
+	TempDir string
+}
+
+// Applied says what confinement a process got, for its events, result
+// and the audit trail.
+type Applied = protocol.SandboxInfo
+
+// ErrUnavailable: confinement was asked for and the kernel cannot give it.
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// Resolve is the level a request gets: its own if allowed, the default
+// when it names none.
+func (p Policy) Resolve(requested string) (Level, error) {
+	if requested == "" {
+		if p.Default == "" {
+			return Off, nil
+		}
+		return p.Default, nil
+	}
+	l, err := ParseLevel(requested)
+	if err != nil {
+		return "", err
+	}
+	if len(p.Allowed) > 0 && !slices.Contains(p.Allowed, l) {
+		return "", fmt.Errorf("sandbox level %q is not allowed here (allowed: %v)", l, p.Allowed)
+	}
+	return l, nil
+}
+
+// Prepare is the spec a process at level runs under, beneath cwd, with
+// state (the agent's own directories) writable, and what it got. On a
+// kernel without Landlock it is an error when Required, else the process
+// runs unconfined and Applied says so.
+func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Applied, error) {
+	a := Applied{Level: string(level), ABI: ABI()}
+	if level == Off {
+		return Spec{Level: Off}, a, nil
+	}
+	if a.ABI == 0 {
+		if p.Required {
+			return Spec{}, a, fmt.Errorf("%w: sandbox level %s asked for, but this kernel has no Landlock (ABI 0) and the configuration requires it", ErrUnavailable, level)
+		}
+		a.Warning = "this kernel has no Landlock (ABI 0): running unconfined, as the configuration allows"
+		return Spec{Level: Off}, a, nil
+	}
+	w := append([]string(nil), state...)
+	if p.TempDir != "" {
+		w = append(w, p.TempDir)
+	}
+	for _, e := range p.Extra {
+		if rest, ok := strings.CutPrefix(e, "~/"); ok {
+			e = filepath.Join(home, rest)
+		}
+		w = append(w, e)
+	}
+	a.Enforced = true
+	return Spec{Level: level, Cwd: cwd, Writable: w}, a, nil
+}
+
+// For resolves requested and prepares it, in one step; a nil Policy runs
+// everything unconfined and refuses a request for confinement.
+func (p *Policy) For(requested, cwd, home string, state []string) (Spec, Applied, error) {
+	if p == nil {
+		if requested == "" || requested == string(Off) {
+			return Spec{Level: Off}, Applied{Level: string(Off)}, nil
+		}
+		return Spec{}, Applied{}, fmt.Errorf("%w: this executor has no sandbox configured", ErrUnavailable)
+	}
+	level, err := p.Resolve(requested)
+	if err != nil {
+		return Spec{}, Applied{}, err
+	}
+	return p.Prepare(level, cwd, home, state)
+}
+
+// DirPath is the path of an open directory, as the kernel resolved it.
+func DirPath(dir *os.File) (string, error) {
+	return os.Readlink("/proc/self/fd/" + strconv.Itoa(int(dir.Fd())))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 )
 
 // Holder keeps the executor alive while a task runs (executor.Server).
@@ -30,6 +31,8 @@ type Service struct {
 	Hold   Holder
 	Agents Agents
 	Log    *slog.Logger
+	// Sandbox confines agents whose task asks for it (nil: only "off").
+	Sandbox *sandbox.Policy
 
 	mu       sync.Mutex
 	running  map[string]context.CancelCauseFunc // by task_id
@@ -110,8 +113,13 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
 	}
 	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key)
+	box, err := s.confine(p, &req, h)
+	if err != nil {
+		return failed(protocol.TaskSandbox, err.Error())
+	}
 	res, err := a.Run(ctx, req, h)
 	out := s.result(ctx, res, err)
+	out.Sandbox = box
 	if res.AgentSession != "" {
 		s.remember(p, res.AgentSession)
 		out.AgentSessionID = res.AgentSession

@@ -17,6 +17,7 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 )
 
 // term is one running terminal. Its reader goroutine owns the output:
@@ -29,6 +30,8 @@ type term struct {
 	cmd    *exec.Cmd
 	master *os.File // non-blocking, so Close and deadlines interrupt it
 	inputC chan []byte
+	// sandbox is what confinement the shell got.
+	sandbox protocol.SandboxInfo
 
 	exited   chan struct{} // the shell has been waited for
 	hupC     chan struct{} // closed by terminate
@@ -60,22 +63,54 @@ func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error
 	if shell == "" {
 		shell = s.acct.shell
 	}
-	cmd := exec.Command(shell)
-	cmd.Args[0] = "-" + filepath.Base(shell) // a login shell, as ssh starts it
+	cmd, applied, err := s.command(shell, p.Sandbox, dir)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
 	cmd.Env = buildEnv(environ(), s.acct, shell, p.Env)
 	master, err := startPTY(cmd, p.Cols, p.Rows)
 	if err != nil {
 		return nil, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "start %s: %v", shell, err)
 	}
-	s.cfg.Logger.Info("terminal started", "terminal_id", id, "pid", cmd.Process.Pid, "shell", shell)
+	s.cfg.Logger.Info("terminal started", "terminal_id", id, "pid", cmd.Process.Pid, "shell", shell, "sandbox", applied.Level)
 	return &term{
 		id: id, cfg: &s.cfg, cmd: cmd, master: master,
 		inputC: make(chan []byte, 64),
 		exited: make(chan struct{}), hupC: make(chan struct{}),
 		readDone: make(chan struct{}), done: make(chan struct{}),
 		ring: newRing(s.cfg.Scrollback), cols: p.Cols, rows: p.Rows,
+		sandbox: applied,
 	}, nil
+}
+
+// command is the login shell (argv[0] "-bash", as ssh starts it), through
+// the sandbox launcher when the request's level confines it.
+func (s *Service) command(shell, level string, dir *os.File) (*exec.Cmd, protocol.SandboxInfo, error) {
+	argv0 := "-" + filepath.Base(shell)
+	cwd, err := sandbox.DirPath(dir)
+	if err != nil {
+		return nil, protocol.SandboxInfo{}, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "cwd: %v", err)
+	}
+	spec, applied, err := s.cfg.Sandbox.For(level, cwd, s.acct.home, nil)
+	if err != nil {
+		return nil, applied, sandboxErr(err)
+	}
+	if spec.Level == sandbox.Off {
+		cmd := exec.Command(shell)
+		cmd.Args[0] = argv0
+		return cmd, applied, nil
+	}
+	spec.Argv0 = argv0
+	argv := sandbox.Command(s.cfg.Sandbox.Self, spec, []string{shell})
+	return exec.Command(argv[0], argv[1:]...), applied, nil
+}
+
+func sandboxErr(err error) error {
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonSandboxUnavailable, "%v", err)
+	}
+	return rpc.InvalidParams("sandbox", err.Error())
 }
 
 // startPTY starts cmd on a new PTY of the given size and returns the

@@ -16,6 +16,7 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 )
 
 // ChunkSize bounds one terminal_output's data.
@@ -43,6 +44,8 @@ type Config struct {
 	DetachGrace  time.Duration // how long a terminal outlives its connection unattached (default 5 min)
 	Scrollback   int           // bytes of recent output kept for reattaching (default 64 KiB)
 	Logger       *slog.Logger  // default slog.Default()
+	// Sandbox confines shells that ask for it (nil: only "off").
+	Sandbox *sandbox.Policy
 }
 
 func (c *Config) setDefaults() {
@@ -172,7 +175,11 @@ func (s *Service) spawn(ctx context.Context, conn *rpc.Conn, p protocol.SpawnTer
 	if closing { // Close ran while this one started
 		t.terminate()
 	}
-	return protocol.SpawnTerminalResult{TerminalID: id, PID: t.cmd.Process.Pid}, nil
+	res := protocol.SpawnTerminalResult{TerminalID: id, PID: t.cmd.Process.Pid}
+	if t.sandbox.Level != string(sandbox.Off) {
+		res.Sandbox = &t.sandbox
+	}
+	return res, nil
 }
 
 func (s *Service) attach(ctx context.Context, conn *rpc.Conn, p protocol.TerminalIDParams) (protocol.AttachTerminalResult, error) {
