@@ -13,7 +13,7 @@ import (
 
 func newExec(a *app) *cobra.Command {
 	var f apiFlags
-	var cwd string
+	var cwd, level string
 	var limit time.Duration
 	c := &cobra.Command{
 		Use:   "exec USER -- COMMAND [ARG...]",
@@ -21,6 +21,8 @@ func newExec(a *app) *cobra.Command {
 		Long: `Run COMMAND (no shell) as USER in their executor, in --cwd beneath their
 home. Prints its output and exits with its status. Options after "--" belong
 to COMMAND.
+
+` + sandboxHelp + `
 
 ` + daemonHelp,
 		Example: `  agorctl exec alice -- id -un
@@ -35,7 +37,7 @@ failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 			}
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
-			body := apiwire.ExecBody{Argv: args[1:], Cwd: cwd, TimeoutMS: limit.Milliseconds()}
+			body := apiwire.ExecBody{Argv: args[1:], Cwd: cwd, TimeoutMS: limit.Milliseconds(), Sandbox: level}
 			var res apiwire.ExecReply
 			if err := c.Do(ctx, "POST", "/v1/executors/"+url.PathEscape(args[0])+"/exec", body, &res); err != nil {
 				return err
@@ -52,5 +54,18 @@ failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 	addAPIFlags(c, &f)
 	c.Flags().StringVar(&cwd, "cwd", ".", "working `directory`, relative to the executor's root (the user's home)")
 	c.Flags().DurationVar(&limit, "limit", 0, "the command's own time limit (0: none but --timeout)")
+	c.Flags().StringVar(&level, "sandbox", "", "sandbox `level`: off, workspace or read-only (default: the daemon's sandbox.default)")
 	return c
 }
+
+// sandboxHelp says what --sandbox does, for the commands that take it.
+const sandboxHelp = `--sandbox confines the process and all it starts with Landlock, enforced by
+the kernel: "workspace" lets it write only beneath --cwd, the agent CLI's own
+state, a private temp directory and the operator's sandbox.extra_writable
+(reads as before); "read-only" only the state and temp; "off" as the user
+may. The levels a request may ask for, the default, and what a kernel
+without Landlock means (refuse, or run unconfined with a warning) are the
+operator's (sandbox in /etc/agor/config.yaml). With a prompt, the sandbox
+holds whatever the permission mode approves, bypassPermissions included:
+the agent runs its tools without asking, but they still cannot write
+outside the workspace.`

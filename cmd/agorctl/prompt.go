@@ -20,7 +20,7 @@ import (
 )
 
 type promptOptions struct {
-	tool, cwd, mode, model, session string
+	tool, cwd, mode, model, session, sandbox string
 	limit                           time.Duration
 	jsonOut, detach                 bool
 }
@@ -39,11 +39,14 @@ continues an earlier session (the agent resumes its own). --detach returns at
 once with the task's id; the task runs on in the daemon. The words of PROMPT
 are joined with spaces.
 
+` + sandboxHelp + `
+
 ` + daemonHelp,
 		Example: `  agorctl prompt alice 'explain this repo' --cwd src/app
   agorctl prompt alice --tool codex --mode plan 'add a test for parse'
   agorctl prompt alice --session 3f2a9c 'now fix it'
-  agorctl prompt alice --detach 'run the suite' && agorctl events --follow TASK`,
+  agorctl prompt alice --detach 'run the suite' && agorctl events --follow TASK
+  agorctl prompt alice --sandbox workspace --mode bypassPermissions 'fix the build'`,
 		Annotations: map[string]string{"exit": `0 the turn completed; 1 it failed (or the operation did); 2 usage error;
 124 timed out (--limit, --timeout); 130 cancelled (agorctl tasks stop) or
 interrupted.`},
@@ -58,6 +61,8 @@ interrupted.`},
 	fs.StringVar(&o.tool, "tool", "claude-code", "agentic tool: claude-code, codex, gemini or opencode")
 	fs.StringVar(&o.cwd, "cwd", ".", "working `directory`, relative to the user's home")
 	fs.StringVar(&o.mode, "mode", "default", "permission mode: default, acceptEdits, bypassPermissions or plan")
+	fs.StringVar(&o.sandbox, "sandbox", "", "sandbox `level`: off, workspace or read-only (default: the daemon's sandbox.default)")
+	_ = c.RegisterFlagCompletionFunc("sandbox", fixedCompletions("off", "workspace", "read-only"))
 	fs.StringVar(&o.model, "model", "", "model (default: the agent's)")
 	fs.StringVar(&o.session, "session", "", "continue this session `ID` (printed by an earlier prompt)")
 	fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
@@ -74,7 +79,7 @@ interrupted.`},
 // The stream has no --timeout: the agent's own --limit bounds it.
 func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, prompt string) error {
 	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: prompt, Cwd: o.cwd,
-		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds()}
+		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds(), Sandbox: o.sandbox}
 	if o.detach {
 		c, ctx, cancel := f.client(ctx)
 		defer cancel()

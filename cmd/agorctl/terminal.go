@@ -53,6 +53,7 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 	addAPIFlags(c, &f)
 	c.Flags().StringVar(&p.Cwd, "cwd", ".", "working `directory`, relative to the user's home")
 	c.Flags().StringVar(&p.Shell, "shell", "", "`program` to run (default: the user's login shell)")
+	c.Flags().StringVar(&p.Sandbox, "sandbox", "", "sandbox `level` of the shell: off, workspace or read-only (default: the daemon's sandbox.default)")
 	c.Flags().StringVar(&attachID, "attach", "", "reattach to the running terminal `ID` instead of starting one")
 	return c
 }

@@ -63,6 +63,8 @@ type Server struct {
 	// open (default DefaultMaxWatches).
 	MaxFileBytes int64
 	MaxWatches   int
+	// Sandbox is the levels requests may ask for, and the default.
+	Sandbox SandboxPolicy
 	Log          *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on

@@ -93,9 +93,14 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
+	level, err := s.sandboxLevel(b.Sandbox)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	id, out := s.Outputs.start()
 	defer s.Outputs.end(id)
-	params := protocol.ExecParams{ExecID: id, Argv: b.Argv, Cwd: b.Cwd, Env: b.Env, Stdin: b.Stdin, TimeoutMS: b.TimeoutMS}
+	params := protocol.ExecParams{ExecID: id, Argv: b.Argv, Cwd: b.Cwd, Env: b.Env, Stdin: b.Stdin, TimeoutMS: b.TimeoutMS, Sandbox: level}
 	var res apiwire.ExecReply
 	if err := s.Pool.Call(r.Context(), s.executorOf(r.PathValue("user")), protocol.MethodExec, params, &res.ExecResult); err != nil {
 		writeError(w, err)

@@ -116,7 +116,11 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 	if bind.User != t.user {
 		bind.Person = t.user
 	}
-	if t.tok, err = s.Broker.StartTask(bind, broker.Mode(t.body.PermissionMode)); err != nil {
+	if t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
+	if t.tok, err = s.Broker.StartTask(bind, broker.Mode(t.body.PermissionMode), t.body.Sandbox); err != nil {
 		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
 		return started{}, false
 	}
@@ -187,6 +191,7 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b apiwir
 	params := protocol.ExecutePromptParams{
 		SessionToken: tok, SessionID: sess.ID, TaskID: task, Tool: b.Tool, Prompt: b.Prompt, Cwd: b.Cwd,
 		PermissionMode: b.PermissionMode, Model: b.Model, TimeoutMS: b.TimeoutMS, AgentSessionID: resume,
+		Sandbox: b.Sandbox,
 	}
 	var res json.RawMessage
 	if err := s.Pool.Call(ctx, s.executorOf(user), protocol.MethodExecutePrompt, params, &res); err != nil {

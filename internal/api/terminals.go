@@ -159,6 +159,11 @@ func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
+	var err error
+	if p.Sandbox, err = s.sandboxLevel(p.Sandbox); err != nil {
+		writeError(w, err)
+		return
+	}
 	var res protocol.SpawnTerminalResult
 	person := r.PathValue("user")
 	if err := s.Pool.Call(r.Context(), s.executorOf(person), protocol.MethodSpawnTerminal, p, &res); err != nil {

@@ -35,6 +35,9 @@ type PromptBody struct {
 	PermissionMode string `json:"permission_mode"`
 	Model          string `json:"model,omitempty"`
 	TimeoutMS      int64  `json:"timeout_ms"`
+	// Sandbox is the level the agent runs under ("" : the configured
+	// default): off, workspace or read-only.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // PromptAccepted is the reply to a prompt that answers at once (202).
@@ -119,6 +122,7 @@ type ExecBody struct {
 	Env       map[string]string `json:"env,omitempty"`
 	Stdin     []byte            `json:"stdin,omitempty"` // base64
 	TimeoutMS int64             `json:"timeout_ms"`
+	Sandbox   string            `json:"sandbox,omitempty"` // off, workspace, read-only; "": the default
 }
 
 // ExecReply is exec's result with the output the daemon collected (up to

@@ -53,6 +53,7 @@ type Record struct {
 	Credential string `json:"credential,omitempty"`
 	Tool       string `json:"tool,omitempty"`
 	Mode       string `json:"mode,omitempty"`
+	Sandbox    string `json:"sandbox,omitempty"` // a task's sandbox level
 	Decision   string `json:"decision,omitempty"`
 	Reason     string `json:"reason,omitempty"`
 	// Path and Bytes name a file written for User (relative to the
@@ -82,6 +83,7 @@ func (r Record) attrs() []slog.Attr {
 	add("credential", r.Credential)
 	add("tool", r.Tool)
 	add("mode", r.Mode)
+	add("sandbox", r.Sandbox)
 	add("decision", r.Decision)
 	add("reason", r.Reason)
 	add("path", r.Path)

@@ -16,7 +16,7 @@ import (
 func TestKeyOfEarlierAccount(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	tok, err := e.b.StartTask(token.Binding{User: "alice", Session: "s1", Task: "t1", UID: 2000}, ModeDefault)
+	tok, err := e.b.StartTask(token.Binding{User: "alice", Session: "s1", Task: "t1", UID: 2000}, ModeDefault, "")
 	must(t, err)
 	c := e.executor(t, "alice")
 	ctx := context.Background()

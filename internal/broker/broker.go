@@ -129,8 +129,9 @@ func New(cfg Config) *Broker {
 }
 
 // StartTask registers a task's permission mode and issues the session
-// token the daemon passes in execute_prompt.
-func (b *Broker) StartTask(bind token.Binding, mode Mode) (string, error) {
+// token the daemon passes in execute_prompt; the audit record names the
+// mode and the sandbox level the task runs under.
+func (b *Broker) StartTask(bind token.Binding, mode Mode, sandbox string) (string, error) {
 	if !mode.valid() {
 		return "", fmt.Errorf("start task %q: %w: %q", bind.Task, ErrUnknownMode, mode)
 	}
@@ -144,7 +145,7 @@ func (b *Broker) StartTask(bind token.Binding, mode Mode) (string, error) {
 	b.mu.Lock()
 	b.tasks[bind.Task] = mode
 	b.mu.Unlock()
-	rec := audit.Record{Action: audit.TaskStarted, User: bind.User, Session: bind.Session, Task: bind.Task, Mode: string(mode)}
+	rec := audit.Record{Action: audit.TaskStarted, User: bind.User, Session: bind.Session, Task: bind.Task, Mode: string(mode), Sandbox: sandbox}
 	if bind.Person == "" {
 		rec.UID = audit.UIDOf(bind.UID)
 	}

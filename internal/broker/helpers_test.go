@@ -86,7 +86,7 @@ func must(t testing.TB, err error) {
 // start issues a token for user's task through StartTask.
 func (e *env) start(t testing.TB, user, task string, mode Mode) string {
 	t.Helper()
-	tok, err := e.b.StartTask(token.Binding{User: user, Session: "s-" + task, Task: task, UID: uids[user]}, mode)
+	tok, err := e.b.StartTask(token.Binding{User: user, Session: "s-" + task, Task: task, UID: uids[user]}, mode, "")
 	must(t, err)
 	return tok
 }

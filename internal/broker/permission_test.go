@@ -165,10 +165,10 @@ func TestPendingLimit(t *testing.T) {
 func TestStartTaskValidates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{})
-	if _, err := e.b.StartTask(tokenBinding("alice", "t1"), "yolo"); !errors.Is(err, ErrUnknownMode) {
+	if _, err := e.b.StartTask(tokenBinding("alice", "t1"), "yolo", ""); !errors.Is(err, ErrUnknownMode) {
 		t.Errorf("unknown mode: %v", err)
 	}
-	if _, err := e.b.StartTask(tokenBinding("", "t1"), ModeDefault); err == nil {
+	if _, err := e.b.StartTask(tokenBinding("", "t1"), ModeDefault, ""); err == nil {
 		t.Error("StartTask without a user succeeded")
 	}
 }

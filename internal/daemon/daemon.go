@@ -148,7 +148,8 @@ func (d *Daemon) build(creds *credstore.Store) {
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
 	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Watches: watches,
-		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
+		Sandbox: api.SandboxPolicy{Default: d.cfg.Sandbox.Default, Allowed: d.cfg.Sandbox.Allowed}, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	if e := d.cfg.Execution; !e.RunAsUnixUser {
 		d.srv.SharedAccount = e.ExecutorUnixUser
 		d.srv.Allowed = func(ctx context.Context, person string) error {
