@@ -33,12 +33,18 @@ type Case struct {
 // to write. Claude's stand-in plays a script: the tool turn first, then
 // plain turns.
 func Cases(tb testing.TB, home string, plainTurns int) []Case {
-	script := []modeltest.AnthTurn{{Text: "done", Bash: Command}}
+	return CasesRunning(tb, home, plainTurns, Command)
+}
+
+// CasesRunning is Cases whose tool turn runs command (a shell command
+// line) instead of Command.
+func CasesRunning(tb testing.TB, home string, plainTurns int, command string) []Case {
+	script := []modeltest.AnthTurn{{Text: "done", Bash: command}}
 	for range plainTurns {
 		script = append(script, modeltest.AnthTurn{Text: "hello"})
 	}
 	anth := modeltest.NewAnthropic(tb, script...)
-	oair := modeltest.NewOpenAIResponses(tb, modeltest.OpenAIResponsesScript{Text: "done", Command: Command})
+	oair := modeltest.NewOpenAIResponses(tb, modeltest.OpenAIResponsesScript{Text: "done", Command: command})
 	gem := modeltest.NewGemini(tb)
 	oaic := modeltest.NewOpenAIChat(tb)
 	return []Case{{
@@ -54,14 +60,14 @@ func Cases(tb testing.TB, home string, plainTurns int) []Case {
 	}, {
 		Tool: "gemini", Cred: "GEMINI_API_KEY", Binary: Binary(tb, "gemini"),
 		Env:   map[string]string{"GOOGLE_GEMINI_BASE_URL": gem.URL, "HOME": home},
-		Plain: "say hello", ToolPrompt: modeltest.GeminiCommandMarker + Command,
+		Plain: "say hello", ToolPrompt: modeltest.GeminiCommandMarker + command,
 		Requests: func() int { return len(gem.Requests()) },
 	}, {
 		Tool: "opencode", Cred: "OPENAI_API_KEY", Binary: Binary(tb, "opencode"),
 		// opencode runs commands with $SHELL, which the executor takes
 		// from the account: nologin for nobody, the tests' target user.
 		Env:   map[string]string{"AGOR_OPENCODE_BASE_URL": oaic.URL, "HOME": home, "SHELL": "/bin/sh"},
-		Plain: "say hello", ToolPrompt: modeltest.OpenAIChatCommandMarker + Command,
+		Plain: "say hello", ToolPrompt: modeltest.OpenAIChatCommandMarker + command,
 		Requests: func() int { return len(oaic.Requests()) },
 	}}
 }

@@ -65,11 +65,15 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 		return protocol.ExecResult{}, cwdErr(err)
 	}
 	defer dir.Close()
-	argv, applied, err := s.confine(p, dir)
+	spec, applied, err := s.confine(p, dir)
 	if err != nil {
 		return protocol.ExecResult{}, err
 	}
-	p.Argv = argv
+	defer spec.Cleanup()
+	if spec.Level != sandbox.Off {
+		p.Argv = sandbox.Command(s.Sandbox.Self, spec, p.Argv)
+		p.Env = withTMPDIR(p.Env, spec.Temp)
+	}
 	if p.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMS)*time.Millisecond)
@@ -90,20 +94,27 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 	return res, err
 }
 
-// confine is argv as it runs under the sandbox level the request gets.
-func (s *Service) confine(p protocol.ExecParams, dir *os.File) ([]string, protocol.SandboxInfo, error) {
+// confine is the sandbox the request's level gets, beneath its cwd.
+func (s *Service) confine(p protocol.ExecParams, dir *os.File) (sandbox.Spec, protocol.SandboxInfo, error) {
 	cwd, err := sandbox.DirPath(dir)
 	if err != nil {
-		return nil, protocol.SandboxInfo{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "cwd: %v", err)
+		return sandbox.Spec{}, protocol.SandboxInfo{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "cwd: %v", err)
 	}
 	spec, applied, err := s.Sandbox.For(p.Sandbox, cwd, s.Root.Path(), nil)
 	if err != nil {
-		return nil, applied, sandboxErr(err)
+		return spec, applied, sandboxErr(err)
 	}
-	if s.Sandbox == nil {
-		return p.Argv, applied, nil
+	return spec, applied, nil
+}
+
+// withTMPDIR adds TMPDIR=dir to the variables a request asked for.
+func withTMPDIR(env map[string]string, dir string) map[string]string {
+	out := make(map[string]string, len(env)+1)
+	for k, v := range env {
+		out[k] = v
 	}
-	return sandbox.Command(s.Sandbox.Self, spec, p.Argv), applied, nil
+	out["TMPDIR"] = dir
+	return out
 }
 
 // sandboxErr is a refusal to confine, as the protocol says it: the level

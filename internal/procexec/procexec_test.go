@@ -20,6 +20,7 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 )
 
 type client struct {
@@ -30,7 +31,10 @@ type client struct {
 	outs []protocol.ExecOutput
 }
 
-func setup(t testing.TB) *client {
+func setup(t testing.TB) *client { return setupWith(t, nil) }
+
+// setupWith is setup with a sandbox policy (its launcher: this test binary).
+func setupWith(t testing.TB, box *sandbox.Policy) *client {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "work"), 0o755); err != nil {
@@ -40,7 +44,7 @@ func setup(t testing.TB) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &Service{Root: r}
+	svc := &Service{Root: r, Sandbox: box}
 	server := rpc.NewMux()
 	svc.Register(server)
 	cl := &client{root: root}

@@ -16,7 +16,8 @@ const ExitLauncher = 126
 
 // Main is the launcher (the executor run as "__agor-sandbox ..."): it
 // restricts this process with Landlock, reading everywhere, writing only
-// beneath the --rw paths (and /dev, for terminals and /dev/null), then
+// beneath the --rw paths (and /dev, ioctls included, for PTYs and
+// /dev/null), then
 // execs the command, which inherits the restriction. It returns only on
 // failure.
 func Main(args []string, stderr io.Writer) int {
@@ -37,7 +38,9 @@ func Main(args []string, stderr io.Writer) int {
 func restrict(rw []string) error {
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
-		landlock.RWDirs("/dev").IgnoreIfMissing(),
+		// Terminals and what runs in them open PTYs and talk to them
+		// with ioctls (grantpt, unlockpt, window size).
+		landlock.RWDirs("/dev").WithIoctlDev().IgnoreIfMissing(),
 	}
 	for _, p := range rw {
 		fi, err := os.Stat(p)

@@ -78,6 +78,24 @@ type Spec struct {
 	// Argv0, when set, is the command's argv[0] (a login shell's "-bash");
 	// the program is still looked up by the command's first word.
 	Argv0 string
+	// Temp is the process's private temp directory (writable; TMPDIR in
+	// its environment); Cleanup removes it.
+	Temp string
+}
+
+// Env is env with TMPDIR pointing at the private temp directory.
+func (s Spec) Env(env []string) []string {
+	if s.Temp == "" {
+		return env
+	}
+	return append(env[:len(env):len(env)], "TMPDIR="+s.Temp)
+}
+
+// Cleanup removes the private temp directory, once the process is gone.
+func (s Spec) Cleanup() {
+	if s.Temp != "" {
+		_ = os.RemoveAll(s.Temp)
+	}
 }
 
 // writable is every path the process may write.
@@ -148,8 +166,9 @@ type Policy struct {
 	Extra []string
 	// Self is the launcher: the executor's own binary.
 	Self string
-	// TempDir is writable at every level but off: the executor's /tmp,
-	// which its unit makes private (PrivateTmp=yes).
+	// TempDir is where each confined process gets a private temp
+	// directory of its own (default: os.TempDir(), the unit's private
+	// /tmp under PrivateTmp=yes).
 	TempDir string
 }
 
@@ -196,9 +215,11 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 		return Spec{Level: Off}, a, nil
 	}
 	w := append([]string(nil), state...)
-	if p.TempDir != "" {
-		w = append(w, p.TempDir)
+	temp, err := os.MkdirTemp(p.TempDir, "agor-sandbox-")
+	if err != nil {
+		return Spec{}, a, fmt.Errorf("sandbox temp directory: %w", err)
 	}
+	w = append(w, temp)
 	for _, e := range p.Extra {
 		if rest, ok := strings.CutPrefix(e, "~/"); ok {
 			e = filepath.Join(home, rest)
@@ -206,7 +227,7 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 		w = append(w, e)
 	}
 	a.Enforced = true
-	return Spec{Level: level, Cwd: cwd, Writable: w}, a, nil
+	return Spec{Level: level, Cwd: cwd, Writable: w, Temp: temp}, a, nil
 }
 
 // For resolves requested and prepares it, in one step; a nil Policy runs

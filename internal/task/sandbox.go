@@ -57,22 +57,24 @@ func envValue(env []string, key string) string {
 }
 
 // confine sets req up to run under the task's sandbox level, and says
-// what it got (as the task's first event and in its result).
-func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h *host) (*protocol.SandboxInfo, error) {
+// what it got (as the task's first event and in its result); the spec's
+// Cleanup is for when the agent is gone.
+func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
 	spec, applied, err := s.Sandbox.For(p.Sandbox, req.Cwd, envValue(req.Env, "HOME"), agentState(p.Tool, req.Env))
 	if err != nil {
-		return nil, err
+		return spec, nil, err
 	}
 	if applied.Level == string(sandbox.Off) && applied.Warning == "" {
-		return nil, nil
+		return spec, nil, nil
 	}
 	if spec.Level != sandbox.Off {
 		self := s.Sandbox.Self
 		req.Wrap = func(argv []string) []string { return sandbox.Command(self, spec, argv) }
+		req.Env = spec.Env(req.Env)
 	}
 	data, _ := json.Marshal(applied)
 	var m map[string]any
 	_ = json.Unmarshal(data, &m)
 	h.Emit(agent.Event{Type: protocol.EventSandbox, Data: m})
-	return &applied, nil
+	return spec, &applied, nil
 }

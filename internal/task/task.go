@@ -113,10 +113,11 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
 	}
 	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key)
-	box, err := s.confine(p, &req, h)
+	spec, box, err := s.confine(p, &req, h)
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
 	}
+	defer spec.Cleanup()
 	res, err := a.Run(ctx, req, h)
 	out := s.result(ctx, res, err)
 	out.Sandbox = box

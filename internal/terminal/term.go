@@ -30,8 +30,10 @@ type term struct {
 	cmd    *exec.Cmd
 	master *os.File // non-blocking, so Close and deadlines interrupt it
 	inputC chan []byte
-	// sandbox is what confinement the shell got.
+	// sandbox is what confinement the shell got; cleanup removes its
+	// private temp directory once it has exited.
 	sandbox protocol.SandboxInfo
+	cleanup func()
 
 	exited   chan struct{} // the shell has been waited for
 	hupC     chan struct{} // closed by terminate
@@ -63,14 +65,15 @@ func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error
 	if shell == "" {
 		shell = s.acct.shell
 	}
-	cmd, applied, err := s.command(shell, p.Sandbox, dir)
+	cmd, spec, applied, err := s.command(shell, p.Sandbox, dir)
 	if err != nil {
 		return nil, err
 	}
 	cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
-	cmd.Env = buildEnv(environ(), s.acct, shell, p.Env)
+	cmd.Env = spec.Env(buildEnv(environ(), s.acct, shell, p.Env))
 	master, err := startPTY(cmd, p.Cols, p.Rows)
 	if err != nil {
+		spec.Cleanup()
 		return nil, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "start %s: %v", shell, err)
 	}
 	s.cfg.Logger.Info("terminal started", "terminal_id", id, "pid", cmd.Process.Pid, "shell", shell, "sandbox", applied.Level)
@@ -80,30 +83,30 @@ func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error
 		exited: make(chan struct{}), hupC: make(chan struct{}),
 		readDone: make(chan struct{}), done: make(chan struct{}),
 		ring: newRing(s.cfg.Scrollback), cols: p.Cols, rows: p.Rows,
-		sandbox: applied,
+		sandbox: applied, cleanup: spec.Cleanup,
 	}, nil
 }
 
 // command is the login shell (argv[0] "-bash", as ssh starts it), through
 // the sandbox launcher when the request's level confines it.
-func (s *Service) command(shell, level string, dir *os.File) (*exec.Cmd, protocol.SandboxInfo, error) {
+func (s *Service) command(shell, level string, dir *os.File) (*exec.Cmd, sandbox.Spec, protocol.SandboxInfo, error) {
 	argv0 := "-" + filepath.Base(shell)
 	cwd, err := sandbox.DirPath(dir)
 	if err != nil {
-		return nil, protocol.SandboxInfo{}, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "cwd: %v", err)
+		return nil, sandbox.Spec{}, protocol.SandboxInfo{}, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "cwd: %v", err)
 	}
 	spec, applied, err := s.cfg.Sandbox.For(level, cwd, s.acct.home, nil)
 	if err != nil {
-		return nil, applied, sandboxErr(err)
+		return nil, spec, applied, sandboxErr(err)
 	}
 	if spec.Level == sandbox.Off {
 		cmd := exec.Command(shell)
 		cmd.Args[0] = argv0
-		return cmd, applied, nil
+		return cmd, spec, applied, nil
 	}
 	spec.Argv0 = argv0
 	argv := sandbox.Command(s.cfg.Sandbox.Self, spec, []string{shell})
-	return exec.Command(argv[0], argv[1:]...), applied, nil
+	return exec.Command(argv[0], argv[1:]...), spec, applied, nil
 }
 
 func sandboxErr(err error) error {
@@ -181,6 +184,7 @@ func (t *term) run(hold Holder, unlist, gone func()) {
 func (t *term) wait() {
 	defer t.wg.Done()
 	_ = t.cmd.Wait()
+	t.cleanup()
 	close(t.exited)
 	t.terminate()
 	_ = t.master.SetReadDeadline(time.Now().Add(t.cfg.KillGrace + time.Second))

@@ -1,0 +1,81 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agor-sh/agor/internal/agenttest"
+	"github.com/agor-sh/agor/internal/sandbox"
+)
+
+// sandboxCommand is the tool turn of the sandbox tests: one write inside
+// the cwd, one to $HOME/outside.txt and one to ~/.bashrc, each reporting
+// how it went into inside.log (in the cwd), and the command itself
+// succeeding whatever happened, so the agent carries on.
+const sandboxCommand = `(echo in > inside.txt && echo inside:ok || echo inside:denied) >> inside.log 2>&1; ` +
+	`(echo out > "$HOME/outside.txt" && echo outside:ok || echo outside:denied) >> inside.log 2>&1; ` +
+	`(echo x >> "$HOME/.bashrc" && echo bashrc:ok || echo bashrc:denied) >> inside.log 2>&1; true`
+
+// TestSandboxEachAgent runs the four real agent CLIs through daemon and
+// executor with a tool turn that writes inside the cwd and outside it:
+// under workspace the inside write lands, the kernel refuses the others
+// (EACCES) while the agent and the task carry on; under off all land.
+func TestSandboxEachAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the four agent CLIs")
+	}
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	for _, level := range []string{"workspace", "off"} {
+		home, err := os.MkdirTemp("", "agor-sandbox-home")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(home) })
+		_ = os.Chmod(home, 0o777)
+		for _, c := range agenttest.CasesRunning(t, home, 0, sandboxCommand) {
+			t.Run(level+"/"+c.Tool, func(t *testing.T) {
+				for _, f := range []string{"outside.txt", ".bashrc"} {
+					_ = os.Remove(filepath.Join(home, f))
+				}
+				h := startWith(t, func(string) string { return agentsYAML(c) }, nil)
+				h.setCred(t, c.Cred, "sk-test-"+strings.ReplaceAll(c.Tool, "-", "")+"-5b0x")
+				name, _ := target(t)
+				lines := h.prompt(t, name, map[string]any{"agentic_tool": c.Tool, "prompt": c.ToolPrompt, "cwd": ".",
+					"permission_mode": "bypassPermissions", "timeout_ms": 120000, "sandbox": level})
+				_, result := decisions(lines)
+				if result == nil || result["status"] != "completed" {
+					t.Fatalf("result %v; stream %v", result, lines)
+				}
+				log, err := os.ReadFile(filepath.Join(h.work, "inside.log"))
+				if err != nil {
+					t.Fatalf("the tool did not run: %v; stream %v", err, lines)
+				}
+				want := []string{"inside:ok", "outside:denied", "bashrc:denied"}
+				if level == "off" {
+					want = []string{"inside:ok", "outside:ok", "bashrc:ok"}
+				}
+				got := string(log)
+				for _, w := range want {
+					if !strings.Contains(got, w+"\n") {
+						t.Errorf("writes under %s: no %q in:\n%s", level, w, got)
+					}
+				}
+				if level != "off" && !strings.Contains(strings.ToLower(got), "permission denied") {
+					t.Errorf("no EACCES from the kernel in:\n%s", got)
+				}
+				box := fmt.Sprint(result["sandbox"])
+				if level == "workspace" && (!strings.Contains(box, "workspace") || !strings.Contains(box, "enforced:true")) {
+					t.Errorf("result's sandbox: %v", result["sandbox"])
+				}
+				if level == "workspace" && !strings.Contains(fmt.Sprint(lines), "event_type:sandbox") {
+					t.Errorf("no sandbox event in the stream")
+				}
+			})
+		}
+	}
+}
