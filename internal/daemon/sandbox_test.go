@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agor-sh/agor/internal/agenttest"
+	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/sandbox"
 )
 
@@ -77,5 +78,48 @@ func TestSandboxEachAgent(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSandboxExecAndTerminal: exec and a terminal under workspace, through
+// the API: touch ./x works, touch ~/x (outside the cwd) is refused by the
+// kernel; a level the configuration does not allow is a 400.
+func TestSandboxExecAndTerminal(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	h := startWith(t, nil, func(c *config.Config) { c.Sandbox.Allowed = []string{"off", "workspace"} })
+	name, _ := target(t)
+	sub := filepath.Join(h.work, "proj")
+	if err := os.Mkdir(sub, 0o777); err != nil || os.Chmod(sub, 0o777) != nil {
+		t.Fatal(err)
+	}
+	code, out := h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": []string{"sh", "-c", "touch ./x; touch ../x"}, "cwd": "proj", "sandbox": "workspace"})
+	if code != 200 || !strings.Contains(fmt.Sprint(out["stderr"]), "Permission denied") || !strings.Contains(fmt.Sprint(out["sandbox"]), "workspace") {
+		t.Fatalf("exec under workspace: %d %v", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "x")); err != nil {
+		t.Fatalf("./x: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.work, "x")); err == nil {
+		t.Fatal("../x was written under workspace")
+	}
+	code, out = h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": []string{"true"}, "cwd": ".", "sandbox": "read-only"})
+	if code != 400 || !strings.Contains(fmt.Sprint(out), "sandbox") {
+		t.Fatalf("a level not allowed: %d %v", code, out)
+	}
+	code, out = h.do(t, "POST", "/v1/executors/"+name+"/terminals", map[string]any{"cwd": "proj", "shell": "/bin/sh", "cols": 80, "rows": 24, "sandbox": "workspace"})
+	id, _ := out["terminal_id"].(string)
+	if code != 200 || id == "" || !strings.Contains(fmt.Sprint(out["sandbox"]), "enforced:true") {
+		t.Fatalf("spawn under workspace: %d %v", code, out)
+	}
+	s := h.attach(t, name, id)
+	s.send(t, `{"input":"`+b64("touch ./t && echo in-$((1+1)); touch ../t || echo out-$((2+1))\n")+`"}`)
+	s.waitFor(t, "in-2")
+	s.waitFor(t, "out-3")
+	s.send(t, `{"input":"`+b64("exit 0\n")+`"}`)
+	_ = s.exitCode(t)
+	if _, err := os.Stat(filepath.Join(h.work, "t")); err == nil {
+		t.Fatal("the terminal wrote outside its cwd")
 	}
 }

@@ -80,6 +80,8 @@ type Doctor struct {
 	spawnAs func(uid, gid int) (Process, func(), error)
 	// ids is the user database the daemon and executors ask.
 	ids *identity.Resolver
+	// landlock is the kernel's Landlock ABI (0: none).
+	landlock func() int
 
 	// Filled in as the checks run.
 	cfg    *config.Config
@@ -115,6 +117,7 @@ var checks = []check{
 	{"socket-dirs", checkSocketDirs},
 	{"master-key", checkMasterKey},
 	{"exposure", checkExposure},
+	{"sandbox", checkSandbox},
 }
 
 // Run runs every check in order and returns their findings.
@@ -166,6 +169,7 @@ func Host(cfgPath, socket string) *Doctor {
 		health:      health,
 		spawnAs:     spawnAs,
 		ids:         identity.Default(),
+		landlock:    landlockABI,
 	}
 }
 

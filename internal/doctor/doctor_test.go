@@ -86,8 +86,9 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 			}
 			return 0, errors.New("unknown group " + name)
 		},
-		health: func(context.Context, string) (string, error) { return "0.1.0", nil },
-		ids:    identity.New(fakeAccounts),
+		health:   func(context.Context, string) (string, error) { return "0.1.0", nil },
+		ids:      identity.New(fakeAccounts),
+		landlock: func() int { return 7 },
 		spawnAs: func(uid, _ int) (Process, func(), error) {
 			return Process{PID: 1, UID: int32(uid)}, func() {}, nil
 		},
@@ -312,5 +313,32 @@ func TestDoctorSpawnAs(t *testing.T) {
 	defer stop()
 	if p.PID == 0 || p.Start == 0 || p.UID != int32(os.Getuid()) {
 		t.Fatalf("%+v", p)
+	}
+}
+
+// TestDoctorSandbox: the ABI and the policy are reported; a kernel without
+// Landlock warns, or fails when the configuration requires the sandbox.
+func TestDoctorSandbox(t *testing.T) {
+	d, _ := fixture(t)
+	line := func() string {
+		_, out := runDoctor(t, d, false)
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[1] == "sandbox" {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := line(); !strings.HasPrefix(l, "ok") || !strings.Contains(l, "Landlock ABI 7") {
+		t.Fatalf("sandbox: %q", l)
+	}
+	d.landlock = func() int { return 0 }
+	write(t, d.configPath, 0o644, "sandbox:\n  default: workspace\n")
+	if l := line(); !strings.HasPrefix(l, "warn") || !strings.Contains(l, "unconfined") {
+		t.Fatalf("no Landlock, not required: %q", l)
+	}
+	write(t, d.configPath, 0o644, "sandbox:\n  default: workspace\n  required: true\n")
+	if l := line(); !strings.HasPrefix(l, "FAIL") {
+		t.Fatalf("no Landlock, required: %q", l)
 	}
 }

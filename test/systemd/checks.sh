@@ -6,7 +6,7 @@ set -uo pipefail
 T=/opt/tests
 # shellcheck source=lib.sh
 . "$T/lib.sh"
-for concern in install socket polkit backend daemon prompt terminal files identity accounts doctor bench package upgrade; do
+for concern in install socket polkit backend daemon prompt terminal files sandbox identity accounts doctor bench package upgrade; do
 	# shellcheck disable=SC1090
 	. "$T/$concern.sh"
 done

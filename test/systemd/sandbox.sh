@@ -1,0 +1,25 @@
+# The task sandbox (Landlock) under the shipped unit's hardening, seccomp
+# filter included (sourced by checks.sh after the prompt checks: uses
+# start_model and the agents they set up).
+
+sandbox_prompt() {
+	install -d -o alice -g alice /home/alice/proj
+	rm -f /home/alice/outside.txt /home/alice/proj/inside.txt
+	local before
+	before=$(sha256sum </home/alice/.bashrc)
+	start_model -bash 'echo in > inside.txt; echo out > ~/outside.txt; echo x >> ~/.bashrc; true' -text 'tried all three.'
+	as alice agorctl prompt alice 'write three files' --cwd proj --sandbox workspace --mode bypassPermissions >/tmp/sbx.out 2>&1 ||
+		{ cat /tmp/sbx.out; return 1; }
+	grep '^completed' /tmp/sbx.out >/dev/null
+	want "$(stat -c %U /home/alice/proj/inside.txt)" alice
+	test ! -e /home/alice/outside.txt || { echo "~/outside.txt was written"; return 1; }
+	want "$(sha256sum </home/alice/.bashrc)" "$before"
+	local task
+	task=$(task_of)
+	as alice agorctl events "$task" | grep '"event_type":"sandbox"' | head -n 1
+	as alice agorctl events "$task" | grep -q '"enforced":true'
+	agorctl audit --user alice --action task_started | tail -n 1 | grep -q '"sandbox":"workspace"'
+	agorctl doctor | grep -E '^ok +sandbox +Landlock ABI [1-9]'
+	echo "under workspace: proj/inside.txt written (alice's), ~/outside.txt absent, ~/.bashrc unchanged; the task's sandbox event and its audit record say workspace"
+}
+check "as alice, a prompt under --sandbox workspace cannot write outside its cwd (shipped unit, seccomp included)" sandbox_prompt
