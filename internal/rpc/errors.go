@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -31,6 +32,34 @@ type Error struct {
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("rpc error %d: %s", e.Code, e.Message)
+}
+
+// UnmarshalJSON takes any "data" a peer sends: JSON-RPC 2.0 allows any
+// value there, and refusing an error whose data is, say, a string would
+// leave the call it answers waiting forever. Data that is not an object
+// is kept as {"value": DATA}.
+func (e *Error) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	e.Code, e.Message, e.Data = raw.Code, raw.Message, nil
+	if len(raw.Data) == 0 || string(raw.Data) == "null" {
+		return nil
+	}
+	if json.Unmarshal(raw.Data, &e.Data) == nil {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw.Data, &v); err != nil {
+		return err
+	}
+	e.Data = map[string]any{"value": v}
+	return nil
 }
 
 // Reason returns data.reason, or "" when there is none.

@@ -175,3 +175,18 @@ func TestStrictCallIDs(t *testing.T) {
 		t.Fatalf("stray line on a strict connection: %+v", m)
 	}
 }
+
+// TestErrorDataAnyValue: an error reply whose data is not an object (JSON-RPC
+// allows any value) fails the call with that error, data kept under
+// "value", rather than leaving the call waiting.
+func TestErrorDataAnyValue(t *testing.T) {
+	for _, data := range []string{`"quota exceeded"`, `[1,2]`, `7`, `null`} {
+		var e Error
+		if err := json.Unmarshal([]byte(`{"code":-32000,"message":"m","data":`+data+`}`), &e); err != nil {
+			t.Fatalf("data %s: %v", data, err)
+		}
+		if e.Code != -32000 || e.Message != "m" || (data != "null" && e.Data["value"] == nil) {
+			t.Errorf("data %s: %+v", data, e)
+		}
+	}
+}
