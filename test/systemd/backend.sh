@@ -1,6 +1,5 @@
 # The daemon's systemd backend, driven by agorctl as agor. Sourced by checks.sh (uses lib.sh).
 
-no_units() { test -z "$(systemctl list-units --all --plain --no-legend "$@")" || { systemctl list-units --all --no-legend "$@"; return 1; }; }
 ensure_alice() {
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service
 	local out

@@ -24,3 +24,5 @@ check() {
 as() { local u=$1; shift; setpriv --reuid="$u" --regid="$u" --init-groups "$@"; }
 ping_as() { as "$1" agorctl executors ping --socket "/run/agor/executors/$2.sock" --timeout 10s; }
 want() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
+# no_units PATTERN...: no unit matching is loaded (none was started).
+no_units() { test -z "$(systemctl list-units --all --plain --no-legend "$@")" || { systemctl list-units --all --no-legend "$@"; return 1; }; }

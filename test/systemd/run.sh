@@ -32,6 +32,7 @@ cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
 # checks.sh runs the concern files (install.sh, socket.sh, ... upgrade.sh)
 # with the helpers of lib.sh; this script is the container harness.
 cp test/systemd/*.sh "$work/opt/"
+[ -z "${AGOR_SUITE_ONLY:-}" ] || echo "$AGOR_SUITE_ONLY" >"$work/opt/only"
 # The previous release, for the upgrade check (upgrade.sh): the last commit
 # that landed before the store bound records to uids. Built once, cached.
 prev_ref=5d53026
@@ -128,7 +129,11 @@ join_cgroup() {
 }
 (
 	join_cgroup "$BASHPID"
+	# nspawn's own seccomp filter (systemd 252) leaves out the landlock
+	# system calls, which the executor's task sandbox needs: let them in,
+	# as a host does (the executor unit's filter still has its say).
 	SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
+		--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
 		--register=no --keep-unit --private-network --console=read-only \
 		--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents/claude-code:/opt/agents/claude-code" </dev/null >"$work/boot.log" 2>&1
 ) &

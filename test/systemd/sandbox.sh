@@ -12,7 +12,13 @@ sandbox_prompt() {
 		{ cat /tmp/sbx.out; return 1; }
 	grep '^completed' /tmp/sbx.out >/dev/null
 	want "$(stat -c %U /home/alice/proj/inside.txt)" alice
-	test ! -e /home/alice/outside.txt || { echo "~/outside.txt was written"; return 1; }
+	if [ -e /home/alice/outside.txt ]; then
+		echo "~/outside.txt was written; the task's events and the executor's unit:"
+		as alice agorctl events "$(task_of)" | head -n 3
+		systemctl show -p SystemCallFilter agor-executor@alice.service | tr ' ' '\n' | grep -c landlock || true
+		journalctl -u agor-executor@alice.service -n 5 --no-pager -o cat
+		return 1
+	fi
 	want "$(sha256sum </home/alice/.bashrc)" "$before"
 	local task
 	task=$(task_of)
