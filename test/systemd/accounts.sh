@@ -29,7 +29,7 @@ account_reuse() {
 	tok=$(agorctl api-token new dora)
 	sid=$(as dora agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
 	task=$(as dora agorctl tasks "$sid" --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
-	bearer /v1/sessions "$tok" | grep -q "$sid" || { echo "old dora's token does not work"; return 1; }
+	bearer /v1/sessions "$tok" | grep "$sid" >/dev/null || { echo "old dora's token does not work"; return 1; }
 	echo "old dora (uid 4101): session $sid, task $task, a key, a bearer token"
 
 	systemctl stop agor-executor@dora.socket agor-executor@dora.service
@@ -37,19 +37,19 @@ account_reuse() {
 	useradd --create-home --uid 4102 --groups agorusers dora
 	sleep 11 # the daemon's answers about an account live 10 s
 	local out
-	if as dora agorctl sessions --json | grep -q "$sid"; then echo "new dora lists the old session"; return 1; fi
+	if as dora agorctl sessions --json | grep "$sid" >/dev/null; then echo "new dora lists the old session"; return 1; fi
 	if out=$(as dora agorctl tasks "$sid" 2>&1); then echo "new dora lists the old tasks: $out"; return 1; fi
 	if out=$(as dora agorctl events "$task" 2>&1); then echo "new dora reads the old events: $out"; return 1; fi
 	echo "new dora: events of the old task -> $out"
 	out=$(bearer /v1/sessions "$tok" | head -n 1)
 	echo "old token for the new dora: $out"
-	echo "$out" | grep -qE ' (401|403) '
+	echo "$out" | grep -E ' (401|403) ' >/dev/null
 	# Her prompt must not get the old dora's key: with none of her own, the
 	# daemon-wide one is issued (the audit trail says which).
 	start_model -bash 'true' -text 'ok.'
 	as dora agorctl prompt dora 'hello' --mode bypassPermissions >/tmp/dora2.out 2>&1 || { cat /tmp/dora2.out; return 1; }
-	agorctl audit --user dora --action api_key_issued | tail -n 1 | tee /dev/stderr | grep -q daemon_credential
-	agorctl audit --action account_mismatch | grep -q dora
+	agorctl audit --user dora --action api_key_issued | tail -n 1 | tee /dev/stderr | grep daemon_credential >/dev/null
+	agorctl audit --action account_mismatch | grep dora >/dev/null
 	echo "audit: $(agorctl audit --action account_mismatch | grep -c dora) account_mismatch records for dora"
 }
 check "account reuse: a new dora (another uid) sees none of the old dora's sessions, tasks, events, key or token; refusals audited" account_reuse
@@ -58,9 +58,9 @@ orphans() {
 	local out
 	out=$(agorctl accounts orphans)
 	echo "$out" | grep dora | head -n 3
-	echo "$out" | grep -q 4101
+	echo "$out" | grep 4101 >/dev/null
 	agorctl accounts purge dora --uid 4101 >/dev/null
-	if agorctl accounts orphans | grep -q 4101; then echo "dora (4101) still there after purge"; return 1; fi
+	if agorctl accounts orphans | grep 4101 >/dev/null; then echo "dora (4101) still there after purge"; return 1; fi
 	echo "purged what belonged to dora (uid 4101)"
 }
 check "agorctl accounts orphans lists what belongs to gone accounts; purge removes it" orphans

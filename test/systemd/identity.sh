@@ -6,8 +6,8 @@
 directory_visible() {
 	want "$(getent passwd ada.lovelace | cut -d: -f3)" 20001
 	want "$(grep -c '^ada.lovelace:' /etc/passwd || true)" 0
-	id ada.lovelace | grep -q '(ldapagents)'
-	userdbctl user ada.lovelace | grep -q 20001
+	id ada.lovelace | grep '(ldapagents)' >/dev/null
+	userdbctl user ada.lovelace | grep 20001 >/dev/null
 	echo "ada.lovelace (uid 20001, in ldapagents) comes from the directory: getent and userdbctl see her, /etc/passwd does not"
 }
 check "directory: OpenLDAP accounts visible through NSS (nslcd) and systemd-userdbd, not in /etc/passwd" directory_visible
@@ -41,7 +41,7 @@ directory_prompt() {
 	want "$(cat /home/ada.lovelace/whoami.txt)" ada.lovelace
 	want "$(stat -c '%U %u' /home/ada.lovelace/whoami.txt)" "ada.lovelace 20001"
 	want "$(systemctl show -p User --value agor-executor@ada.lovelace.service)" ada.lovelace
-	journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace -o cat --no-pager | grep -q serving
+	journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace -o cat --no-pager | grep serving >/dev/null
 	echo "journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace: $(journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace -o cat --no-pager | wc -l) lines"
 }
 check "as directory user ada.lovelace: agorctl prompt runs the real Claude Code in her executor, files hers, journal finds her lines" directory_prompt
@@ -62,7 +62,7 @@ directory_refused() {
 	local out
 	if out=$(api executors start grace.hopper 2>&1); then echo "grace.hopper was started: $out"; return 1; fi
 	echo "root for grace.hopper: $out"
-	echo "$out" | grep -q user_not_allowed
+	echo "$out" | grep user_not_allowed >/dev/null
 	if out=$(as grace.hopper agorctl prompt grace.hopper hello 2>&1 </dev/null); then echo "grace.hopper prompted: $out"; return 1; fi
 	echo "grace.hopper herself: $out"
 	no_units 'agor-executor@grace.hopper*'
@@ -93,7 +93,7 @@ min_uid_unit() {
 	want "$(systemctl show -p ExecMainStatus --value agor-executor@daemon.service)" 78
 	want "$(systemctl show -p NRestarts --value agor-executor@daemon.service)" 0
 	journalctl -u agor-executor@daemon.service -o cat --no-pager | grep 'refusing to serve' | tail -n 1
-	journalctl -u agor-executor@daemon.service -o cat --no-pager | grep -q 'below min_uid'
+	journalctl -u agor-executor@daemon.service -o cat --no-pager | grep 'below min_uid' >/dev/null
 	systemctl stop agor-executor@daemon.socket
 	systemctl reset-failed agor-executor@daemon.service
 }
@@ -105,11 +105,11 @@ unknown_uid() {
 		echo "uid 4242424 listed sessions: $out"; return 1
 	fi
 	echo "uid 4242424: $out"
-	echo "$out" | grep -q unknown_caller
+	echo "$out" | grep unknown_caller >/dev/null
 	if out=$(setpriv --reuid=4242424 --regid=4242424 --clear-groups agorctl audit 2>&1); then
 		echo "uid 4242424 read the audit trail: $out"; return 1
 	fi
-	echo "$out" | grep -q unknown_caller
+	echo "$out" | grep unknown_caller >/dev/null
 }
 check "a caller whose uid has no account: refused (unknown_caller) by sessions and audit, sees nothing" unknown_uid
 
@@ -128,8 +128,8 @@ shared_account() {
 	want "$(wc -l </home/agentsvc/whoami.txt)" 2
 	local trail
 	trail=$(agorctl audit --action api_key_issued)
-	echo "$trail" | grep -q '"user":"alice"'
-	echo "$trail" | grep -q '"user":"bob"'
+	echo "$trail" | grep '"user":"alice"' >/dev/null
+	echo "$trail" | grep '"user":"bob"' >/dev/null
 	echo "both prompts ran as agentsvc ($(cat /home/agentsvc/whoami.txt | tr '\n' ' ')); the audit trail names alice and bob"
 	allow_directory # back to one account per person
 	systemctl start agor-executor@alice.socket # as the checks after these expect
@@ -140,7 +140,7 @@ doctor_accounts() {
 	local line
 	line=$(agorctl doctor | grep -E '^(ok|warn|FAIL) +accounts ') || true
 	echo "$line"
-	echo "$line" | grep -q '^ok .*user database userdb'
-	echo "$line" | grep -q 'directory accounts visible: .*(uid 2000[12])'
+	echo "$line" | grep '^ok .*user database userdb' >/dev/null
+	echo "$line" | grep 'directory accounts visible: .*(uid 2000[12])' >/dev/null
 }
 check "agorctl doctor names the user database (userdb) and a directory account it sees" doctor_accounts

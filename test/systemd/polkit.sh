@@ -11,7 +11,7 @@ allowed() { local out; out=$(dbus "$@") || { echo "refused: $*: $out"; return 1;
 refused() {
 	local out
 	if out=$(dbus "$@"); then echo "allowed: $*"; return 1; fi
-	echo "$out" | grep -qE 'InteractiveAuthorizationRequired|AccessDenied|Access denied|Interactive authentication required' ||
+	echo "$out" | grep -E 'InteractiveAuthorizationRequired|AccessDenied|Access denied|Interactive authentication required' >/dev/null ||
 		{ echo "$*: unexpected error: $out"; return 1; }
 }
 polkit_agor() {

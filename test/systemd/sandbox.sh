@@ -20,10 +20,11 @@ sandbox_prompt() {
 		return 1
 	fi
 	want "$(sha256sum </home/alice/.bashrc)" "$before"
-	local task
+	local task evs
 	task=$(task_of)
-	as alice agorctl events "$task" | grep '"event_type":"sandbox"' | head -n 1
-	as alice agorctl events "$task" | grep -q '"enforced":true'
+	evs=$(as alice agorctl events "$task") # whole, so no early-exiting grep breaks the pipe (pipefail)
+	grep '"event_type":"sandbox"' <<<"$evs"
+	grep '"enforced":true' <<<"$evs" >/dev/null
 	agorctl audit --user alice --action task_started | tail -n 1 | grep '"sandbox":"workspace"' >/dev/null ||
 		{ echo "no task_started record with the level:"; agorctl audit --user alice --action task_started | tail -n 2; return 1; }
 	local doc

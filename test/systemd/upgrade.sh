@@ -28,12 +28,12 @@ upgrade_from_previous() {
 	dpkg --force-confold -i "$T/agor_0.1.1-1_amd64.deb" >/tmp/dpkg.log 2>&1 </dev/null || { cat /tmp/dpkg.log; return 1; }
 	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
 	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && break; sleep 0.1; done
-	as alice agorctl sessions --json | grep -q "$sid"
+	as alice agorctl sessions --json | grep "$sid" >/dev/null
 	want "$(as alice agorctl events "$task" | wc -l)" "$n"
-	bearer /v1/sessions "$tok" | grep -q "$sid" || { echo "the token made before the upgrade no longer works"; bearer /v1/sessions "$tok" | head -n 1; return 1; }
+	bearer /v1/sessions "$tok" | grep "$sid" >/dev/null || { echo "the token made before the upgrade no longer works"; bearer /v1/sessions "$tok" | head -n 1; return 1; }
 	start_model -bash 'echo after >> upgrade.txt' -text 'noted again.'
 	as alice agorctl prompt alice 'after the upgrade' --session "$sid" --mode bypassPermissions >/tmp/up2.out 2>&1 || { cat /tmp/up2.out; return 1; }
-	agorctl audit --user alice --action api_key_issued | tail -n 1 | grep -q user_credential
+	agorctl audit --user alice --action api_key_issued | tail -n 1 | grep user_credential >/dev/null
 	want "$(cat /home/alice/upgrade.txt | tr '\n' ' ')" "before after "
 	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential), the bearer token, and a follow-up in the same session all work"
 }
