@@ -15,5 +15,5 @@ for concern in $concerns; do
 	. "$T/$concern.sh"
 done
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

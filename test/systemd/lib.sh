@@ -3,6 +3,13 @@
 T=/opt/tests
 pass=0
 fail=0
+skipped=0
+
+# skip NAME REASON: a check that cannot run here, said so (never a pass).
+skip() {
+	echo "SKIP $1: $2"
+	skipped=$((skipped + 1))
+}
 
 # check NAME FUNC...: runs FUNC with errexit in force (not inside an if,
 # where bash would ignore it), so the first failing step fails the check.
