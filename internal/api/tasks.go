@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agor-sh/agor/internal/apiwire"
@@ -329,6 +330,11 @@ func (s *sseWriter) event(ev events.Event) error {
 }
 
 func (s *sseWriter) send(name, id, data string) error {
+	if strings.ContainsAny(name, "\r\n") || strings.ContainsAny(id, "\r\n") {
+		// Never from the broker, which takes only the event vocabulary;
+		// a store written before it checked could hold one.
+		name, id = "invalid", ""
+	}
 	if id != "" {
 		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
 			return err

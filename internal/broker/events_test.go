@@ -20,9 +20,14 @@ func tokenBinding(user, task string) token.Binding {
 
 func report(t *testing.T, c *rpc.Conn, tok, task string, seq int64) {
 	t.Helper()
+	reportType(t, c, tok, task, seq, protocol.EventTextDelta)
+}
+
+func reportType(t *testing.T, c *rpc.Conn, tok, task string, seq int64, typ string) {
+	t.Helper()
 	must(t, c.Notify(protocol.MethodReportMessage, map[string]any{
 		"session_token": tok, "task_id": task, "sequence": seq, "timestamp": 1000 + seq,
-		"event_type": "assistant", "event_data": map[string]any{"n": seq},
+		"event_type": typ, "event_data": map[string]any{"n": seq},
 	}))
 }
 
@@ -38,12 +43,13 @@ func TestReportMessage(t *testing.T) {
 	report(t, alice, bobTok, "t2", 0)   // bob's token on alice's executor
 	report(t, alice, "forged", "t1", 8) // unknown token
 	report(t, alice, tok, "t2", 0)      // alice's token for another task
+	reportType(t, alice, tok, "t1", 9, "text_delta\n\nevent: forged") // a type outside the vocabulary
 	waitFor(t, "events handled", func() bool {
 		s := e.b.Stats()
-		return s.EventsStored+s.EventsDuplicate+s.EventsDropped == 11
+		return s.EventsStored+s.EventsDuplicate+s.EventsDropped == 12
 	})
 	s := e.b.Stats()
-	if s.EventsStored != 7 || s.EventsDuplicate != 1 || s.EventsDropped != 3 {
+	if s.EventsStored != 7 || s.EventsDuplicate != 1 || s.EventsDropped != 4 {
 		t.Errorf("stats = %+v", s)
 	}
 	if diff := cmp.Diff([]events.Range{{From: 2, To: 2}}, e.sink.Missing("t1")); diff != "" {
@@ -52,7 +58,7 @@ func TestReportMessage(t *testing.T) {
 	var seqs []int64
 	for _, ev := range e.mem.Events {
 		seqs = append(seqs, ev.Sequence)
-		if ev.TaskID != "t1" || ev.Type != "assistant" || !json.Valid(ev.Data) {
+		if ev.TaskID != "t1" || ev.Type != protocol.EventTextDelta || !json.Valid(ev.Data) {
 			t.Errorf("stored event %+v", ev)
 		}
 	}
@@ -67,14 +73,14 @@ func TestReportMessage(t *testing.T) {
 		t.Errorf("EndTask missing = %v", got)
 	}
 	report(t, alice, tok, "t1", 8) // after the task ended
-	waitFor(t, "late event dropped", func() bool { return e.b.Stats().EventsDropped == 4 })
+	waitFor(t, "late event dropped", func() bool { return e.b.Stats().EventsDropped == 5 })
 
 	must(t, e.audit.Flush())
 	total := 0
 	for _, r := range e.audit.Query(audit.Filter{Action: audit.EventRefused, User: "alice"}) {
 		total += r.Count
 	}
-	if total != 4 {
-		t.Errorf("audit counts %d refused events, want 4", total)
+	if total != 5 {
+		t.Errorf("audit counts %d refused events, want 5", total)
 	}
 }

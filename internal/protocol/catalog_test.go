@@ -214,6 +214,8 @@ func TestValidation(t *testing.T) {
 		{protocol.GetAPIKeyParams{CredentialKey: "K"}, "session_token"},
 		{protocol.RequestPermissionParams{SessionToken: "k", TaskID: "t"}, "tool_name"},
 		{protocol.ReportMessage{TaskID: "t", Sequence: -1, EventType: "usage"}, "sequence"},
+		{protocol.ReportMessage{TaskID: "t", EventType: "text_delta\n\nevent: forged"}, "event_type"},
+		{protocol.ReportMessage{TaskID: "t", EventType: "assistant"}, "event_type"},
 		{protocol.ShutdownParams{TimeoutMS: -5}, "timeout_ms"},
 		{protocol.ExecParams{Argv: []string{"ls"}, Sandbox: "jail"}, "sandbox"},
 		{protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Sandbox: "strict"}, "sandbox"},

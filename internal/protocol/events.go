@@ -68,8 +68,10 @@ func (p ReportMessage) Validate() error {
 		return rpc.InvalidParams("task_id", "required")
 	case p.Sequence < 0:
 		return rpc.InvalidParams("sequence", "must not be negative")
-	case p.EventType == "":
-		return rpc.InvalidParams("event_type", "required")
+	case !KnownEventType(p.EventType):
+		// It becomes an SSE event name in clients' streams: a value from
+		// outside the vocabulary could forge frames there.
+		return rpc.InvalidParams("event_type", "not in the event vocabulary")
 	}
 	return nil
 }
