@@ -265,3 +265,29 @@ func BenchmarkReadWrite64MiB(b *testing.B) {
 	b.ReportMetric(mb/wsec, "write-MB/s")
 	b.ReportMetric(mb/rsec, "read-MB/s")
 }
+
+// TestWriteOverSymlink: a symbolic link at the path is replaced by a
+// regular file made 0666 less the umask (not the link's 0777), and its
+// target is left alone.
+func TestWriteOverSymlink(t *testing.T) {
+	e := setup(t)
+	target := filepath.Join(e.root, "src", "target.txt")
+	must(t, os.WriteFile(target, []byte("keep"), 0o600))
+	must(t, os.Symlink("target.txt", filepath.Join(e.root, "src", "link.txt")))
+	var w protocol.WriteFileResult
+	must(t, e.call("write_file", map[string]any{"path": "src/link.txt", "content": []byte("new")}, &w))
+	fi, err := os.Lstat(filepath.Join(e.root, "src", "link.txt"))
+	must(t, err)
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != os.FileMode(0o666&^umask()) {
+		t.Fatalf("the link became %v, want a regular file %v", fi.Mode(), os.FileMode(0o666&^umask()))
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Fatalf("the link's target was written: %q", b)
+	}
+	old := syscall.Umask(0o077) // the process's own umask shapes new files
+	defer syscall.Umask(old)
+	must(t, e.call("write_file", map[string]any{"path": "src/private.txt", "content": []byte("p")}, &w))
+	if fi, _ := os.Stat(filepath.Join(e.root, "src", "private.txt")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("under umask 077 a new file is %v, want 0600", fi.Mode().Perm())
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -110,14 +112,20 @@ func (s *Service) begin(p protocol.WriteFileParams) (*upload, error) {
 	if err != nil {
 		return nil, fileErr(err)
 	}
-	mode := uint32(0o644)
+	// A new file is 0666 less the umask, as open(2) would make it. A
+	// regular file it replaces lends its mode; a symbolic link does not
+	// (its 0777 would make the file world-writable): the link itself is
+	// replaced by the file, never followed.
+	mode := 0o666 &^ umask()
 	var st unix.Stat_t
 	if unix.Fstatat(int(dir.Fd()), base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
 			dir.Close()
 			return nil, rpc.InvalidParams("path", p.Path+" is a directory")
+		case unix.S_IFREG:
+			mode = st.Mode & 0o7777
 		}
-		mode = st.Mode & 0o7777
 	}
 	if p.Mode != nil {
 		mode = *p.Mode
@@ -186,4 +194,21 @@ func asRPC(err error) *rpc.Error {
 		return e
 	}
 	return rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
+}
+
+// umask is this process's file mode creation mask, read from
+// /proc/self/status: umask(2) can only be read by setting it, which would
+// race with every thread creating files meanwhile. 022 if unreadable.
+func umask() uint32 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return uint32(n)
+				}
+			}
+		}
+	}
+	return 0o022
 }

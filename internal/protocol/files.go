@@ -42,6 +42,9 @@ type ReadFileResult struct {
 
 // WriteFileParams writes Content at Offset of an atomic write of Path.
 // With Final (the default) the file is complete and replaces the old one.
+// Its mode is Mode, else that of the regular file it replaces, else 0666
+// less the executor's umask; a symbolic link at Path is replaced by the
+// file, never followed, and lends no mode.
 type WriteFileParams struct {
 	Path    string  `json:"path"`
 	Content []byte  `json:"content"` // base64 on the wire
