@@ -42,6 +42,11 @@ type API struct {
 	// authenticate with a bearer token from TokensFile (off by default).
 	TCPAddress string `yaml:"tcp_address"`
 	TokensFile string `yaml:"tokens_file"` // lines "USER UID SHA256-HEX"; agorctl api-token new writes it
+	// TLSCert and TLSKey (PEM files) make the TCP API HTTPS; required
+	// when TCPAddress is not a loopback address, so that bearer tokens
+	// never cross a network in clear.
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
 	// MaxFileBytes bounds one file read or written through the API;
 	// MaxWatchStreams the file watch streams one person holds open.
 	MaxFileBytes    int64 `yaml:"max_file_bytes"`

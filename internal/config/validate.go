@@ -38,8 +38,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("api.socket_path: %q is not an absolute path", c.API.SocketPath)
 	}
 	if a := c.API.TCPAddress; a != "" {
-		if _, _, err := net.SplitHostPort(a); err != nil {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
 			return fmt.Errorf("api.tcp_address: %q: %v", a, err)
+		}
+		if (c.API.TLSCert == "") != (c.API.TLSKey == "") {
+			return fmt.Errorf("api.tls_cert and api.tls_key: set both or neither")
+		}
+		if c.API.TLSCert == "" && !loopback(host) {
+			return fmt.Errorf("api.tcp_address: %q is not a loopback address: set api.tls_cert and api.tls_key, so bearer tokens do not cross the network in clear", a)
 		}
 	}
 	if c.API.TokensFile != "" && !filepath.IsAbs(c.API.TokensFile) {
@@ -163,4 +170,14 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// loopback reports whether host (from tcp_address) can only be reached
+// from this machine: localhost, or an address in 127.0.0.0/8 or ::1.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,6 +67,9 @@ func New(o Options) (d *Daemon, err error) {
 	if !o.Config.Execution.UseExecutor {
 		return nil, errors.New("execution.use_executor: false is not supported: this service never runs agents or commands in the daemon, only in executors (remove the key, or set it to true)")
 	}
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
 	d = &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener}
 	var undo []func()
 	defer func() { // on failure, release what was opened, newest first
@@ -87,8 +91,8 @@ func New(o Options) (d *Daemon, err error) {
 	}
 	undo = append(undo, func() { _ = d.audit.Close() })
 	if a := o.Config.API.TCPAddress; a != "" {
-		if d.tcp, err = net.Listen("tcp", a); err != nil {
-			return nil, fmt.Errorf("api.tcp_address: %w", err)
+		if d.tcp, err = listenTCP(o.Config.API); err != nil {
+			return nil, err
 		}
 		undo = append(undo, func() { _ = d.tcp.Close() })
 	}
@@ -312,4 +316,25 @@ func (d *Daemon) sweepTokens(ctx context.Context) {
 			d.tokens.Sweep()
 		}
 	}
+}
+
+// listenTCP listens on api.tcp_address, with TLS when a certificate is
+// configured (the configuration refuses a non-loopback address without).
+func listenTCP(a config.API) (net.Listener, error) {
+	var tlsCfg *tls.Config
+	if a.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(a.TLSCert, a.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("api.tls_cert/api.tls_key: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", a.TCPAddress)
+	if err != nil {
+		return nil, fmt.Errorf("api.tcp_address: %w", err)
+	}
+	if tlsCfg != nil {
+		return tls.NewListener(ln, tlsCfg), nil
+	}
+	return ln, nil
 }

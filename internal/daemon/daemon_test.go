@@ -4,11 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -370,4 +378,66 @@ func TestDaemonTCPBearer(t *testing.T) {
 			t.Errorf("GET %s with %q: %d, want %d", tc.path, tc.bearer, got, tc.want)
 		}
 	}
+}
+
+// TestDaemonTCPNeedsTLS: a non-loopback api.tcp_address without a
+// certificate is refused at start, naming the fix; with one, the API
+// answers over HTTPS only.
+func TestDaemonTCPNeedsTLS(t *testing.T) {
+	c := config.Default()
+	c.API.TCPAddress = "0.0.0.0:0"
+	if _, err := New(Options{Config: c}); err == nil || !strings.Contains(err.Error(), "api.tls_cert") {
+		t.Fatalf("non-loopback without TLS: %v", err)
+	}
+	name, _ := target(t)
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSigned(t)
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if os.WriteFile(cert, certPEM, 0o644) != nil || os.WriteFile(key, keyPEM, 0o600) != nil {
+		t.Fatal("write the certificate")
+	}
+	tokens := filepath.Join(dir, "api-tokens")
+	const tok = "tok-tls-0123456789abcdef0123456789ab"
+	if err := os.WriteFile(tokens, []byte(name+" "+apiwire.HashToken(tok)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startWith(t, nil, func(c *config.Config) {
+		// TLS on loopback: the tests listen on no other address.
+		c.API.TCPAddress, c.API.TokensFile, c.API.TLSCert, c.API.TLSKey = "127.0.0.1:0", tokens, cert, key
+	})
+	_, port, _ := net.SplitHostPort(h.d.tcp.Addr().String())
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	req, _ := http.NewRequest("GET", "https://127.0.0.1:"+port+"/v1/health", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := client.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("HTTPS with the token: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if resp, err := http.Get("http://127.0.0.1:" + port + "/v1/health"); err == nil && resp.StatusCode == 200 {
+		t.Fatal("plain HTTP answered on the TLS port")
+	}
+}
+
+// selfSigned makes a certificate for 127.0.0.1, PEM encoded.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agor test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }
