@@ -151,7 +151,7 @@ func serve(ctx context.Context, o *options, cfg config.Config, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(daemon.Options{Config: cfg, Executor: o.executor, Root: o.executorRoot, Agents: o.executorAgents, MasterKey: key, Listener: ln, Log: log})
+	d, err := daemon.New(daemon.Options{Config: cfg, ConfigPath: o.config, Executor: o.executor, Root: o.executorRoot, Agents: o.executorAgents, MasterKey: key, Listener: ln, Log: log})
 	if err != nil {
 		ln.Close()
 		return err

@@ -36,13 +36,16 @@ import (
 
 // Options are what main hands the daemon.
 type Options struct {
-	Config    config.Config
-	Executor  string       // agor-executor, for the direct backend
-	Root      string       // the direct backend's executors' --root ("" : each user's home)
-	Agents    string       // the direct backend's executors' --agents ("" : their default)
-	MasterKey []byte       // the credential store's key
-	Listener  net.Listener // the client API's socket
-	Log       *slog.Logger
+	Config   config.Config
+	Executor string // agor-executor, for the direct backend
+	Root     string // the direct backend's executors' --root ("" : each user's home)
+	Agents   string // the direct backend's executors' --agents ("" : their default)
+	// ConfigPath is the file Config came from: the direct backend's
+	// executors read their policy (min_uid, lists, sandbox) from it too.
+	ConfigPath string
+	MasterKey  []byte       // the credential store's key
+	Listener   net.Listener // the client API's socket
+	Log        *slog.Logger
 }
 
 // Daemon holds the running pieces.
@@ -184,7 +187,7 @@ func newBackend(o Options) (lifecycle.Backend, func(), error) {
 		s := &lifecycle.Systemd{Policy: pol, Log: o.Log}
 		return s, s.Close, nil
 	case "direct":
-		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, Root: o.Root, Agents: o.Agents, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
+		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
 		return dr, dr.Close, nil
 	}
 	return nil, nil, fmt.Errorf("execution.backend %q is not systemd or direct", e.Backend)

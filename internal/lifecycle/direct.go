@@ -30,6 +30,7 @@ type Direct struct {
 	IdleTimeout time.Duration // passed to executors; 0 keeps their default
 	Root        string        // passed as --root; "" leaves executors on the user's home
 	Agents      string        // passed as --agents; "" leaves the executor's default
+	Config      string        // passed as --config (the daemon's own file); "" leaves the executor's default
 	Log         *slog.Logger
 
 	mu       sync.Mutex
@@ -154,6 +155,9 @@ func (d *Direct) spawn(ctx context.Context, e *directExec, name string) error {
 	}
 	if d.Agents != "" {
 		args = append(args, "--agents", d.Agents)
+	}
+	if d.Config != "" {
+		args = append(args, "--config", d.Config)
 	}
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Env = append(env, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor")
