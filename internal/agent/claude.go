@@ -102,7 +102,9 @@ type claudeTurn struct {
 }
 
 func (t *claudeTurn) run(prompt string) Result {
-	if err := t.start(prompt); err != nil {
+	// EPIPE: the agent stopped reading before it had the turn (it is
+	// exiting); what it wrote, and how it exited, say why, so read on.
+	if err := t.start(prompt); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return t.finish(err)
 	}
 	for !t.done {
