@@ -65,7 +65,7 @@ type Server struct {
 	MaxWatches   int
 	// Sandbox is the levels requests may ask for, and the default.
 	Sandbox SandboxPolicy
-	Log          *slog.Logger
+	Log     *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.
@@ -280,9 +280,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // NewHTTPServer wraps h with the timeouts a local API wants.
 func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			guardBody(w, r, BodyReadTimeout)
+			h.ServeHTTP(w, r)
+		}),
 		ConnContext:       ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
 }

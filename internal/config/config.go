@@ -51,6 +51,9 @@ type API struct {
 	// MaxWatchStreams the file watch streams one person holds open.
 	MaxFileBytes    int64 `yaml:"max_file_bytes"`
 	MaxWatchStreams int   `yaml:"max_watch_streams"`
+	// MaxConnsPerUID bounds one local user's open connections to the API
+	// socket (root is not counted).
+	MaxConnsPerUID int `yaml:"max_conns_per_uid"`
 }
 
 // Sandbox is the Landlock confinement of agents, commands and terminals:
@@ -96,7 +99,7 @@ func Default() Config {
 		SessionTokenMaxUses:      10_000,
 		MinUID:                   1000,
 	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens",
-		MaxFileBytes: 1 << 30, MaxWatchStreams: 8},
+		MaxFileBytes: 1 << 30, MaxWatchStreams: 8, MaxConnsPerUID: 64},
 		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
 }

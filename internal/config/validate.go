@@ -58,6 +58,9 @@ func (c Config) Validate() error {
 	if c.API.MaxWatchStreams <= 0 {
 		return fmt.Errorf("api.max_watch_streams: must be positive")
 	}
+	if c.API.MaxConnsPerUID <= 0 {
+		return fmt.Errorf("api.max_conns_per_uid: must be positive")
+	}
 	if c.API.AdminGroup != "" {
 		if err := account.ValidName(c.API.AdminGroup); err != nil {
 			return fmt.Errorf("api.admin_group: %v", err)

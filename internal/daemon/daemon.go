@@ -203,7 +203,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() error { return d.backend.Watch(ctx, d.unitChanged) })
 	g.Go(func() error { d.adopt(ctx); return nil })
 	d.reattach(ctx)
-	g.Go(func() error { return serveHTTP(ctx, d.api, d.ln) })
+	local := &api.UIDLimiter{Listener: d.ln, Max: d.cfg.API.MaxConnsPerUID}
+	g.Go(func() error { return serveHTTP(ctx, d.api, local) })
 	if d.tcp != nil {
 		tcp := api.NewHTTPServer((&api.Bearer{Path: d.cfg.API.TokensFile, Accounts: d.srv.Accounts, Audit: d.audit, Log: d.log}).Wrap(d.srv.Handler()))
 		g.Go(func() error { return serveHTTP(ctx, tcp, d.tcp) })
