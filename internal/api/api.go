@@ -126,6 +126,9 @@ func (s *Server) Handler() http.Handler {
 
 // ConnContext puts the peer's credentials in every request's context.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if cc, ok := c.(*countedConn); ok {
+		return peer.NewContext(ctx, cc.cred)
+	}
 	if cred, err := peer.Of(c); err == nil {
 		return peer.NewContext(ctx, cred)
 	}

@@ -81,7 +81,7 @@ func (l *UIDLimiter) Accept() (net.Conn, error) {
 			return c, nil // no SO_PEERCRED (a test's pipe): nothing to count
 		}
 		if l.take(cred.UID) {
-			return &countedConn{Conn: c, release: func() { l.put(cred.UID) }}, nil
+			return &countedConn{Conn: c, cred: cred, release: func() { l.put(cred.UID) }}, nil
 		}
 		refuseConn(c)
 	}
@@ -124,6 +124,7 @@ func refuseConn(c net.Conn) {
 // countedConn gives its uid's place back once, when closed.
 type countedConn struct {
 	net.Conn
+	cred    peer.Cred // as the limiter read it: ConnContext needs no second look
 	once    sync.Once
 	release func()
 }
