@@ -21,8 +21,8 @@ import (
 
 type promptOptions struct {
 	tool, cwd, mode, model, session, sandbox string
-	limit                           time.Duration
-	jsonOut, detach                 bool
+	limit                                    time.Duration
+	jsonOut, detach                          bool
 }
 
 func newPrompt(a *app) *cobra.Command {

@@ -40,9 +40,9 @@ func TestReportMessage(t *testing.T) {
 	for _, seq := range []int64{0, 1, 1, 3, 4, 5, 6, 7} { // a duplicate and a gap
 		report(t, alice, tok, "t1", seq)
 	}
-	report(t, alice, bobTok, "t2", 0)   // bob's token on alice's executor
-	report(t, alice, "forged", "t1", 8) // unknown token
-	report(t, alice, tok, "t2", 0)      // alice's token for another task
+	report(t, alice, bobTok, "t2", 0)                                 // bob's token on alice's executor
+	report(t, alice, "forged", "t1", 8)                               // unknown token
+	report(t, alice, tok, "t2", 0)                                    // alice's token for another task
 	reportType(t, alice, tok, "t1", 9, "text_delta\n\nevent: forged") // a type outside the vocabulary
 	waitFor(t, "events handled", func() bool {
 		s := e.b.Stats()
