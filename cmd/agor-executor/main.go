@@ -212,11 +212,8 @@ func sandboxPolicy(c config.Config, log *slog.Logger) *sandbox.Policy {
 		log.Warn("no sandbox: cannot name this executable", "err", err)
 		return nil
 	}
-	p := &sandbox.Policy{Default: sandbox.Level(c.Sandbox.Default), Required: c.Sandbox.Required,
-		Extra: c.Sandbox.ExtraWritable, Self: self, TempDir: os.TempDir()}
-	for _, l := range c.Sandbox.Allowed {
-		p.Allowed = append(p.Allowed, sandbox.Level(l))
-	}
+	p := sandbox.PolicyOf(c.Sandbox)
+	p.Self, p.TempDir = self, os.TempDir()
 	log.Debug("sandbox", "default", p.Default, "allowed", p.Allowed, "required", p.Required, "landlock_abi", sandbox.ABI())
 	return p
 }

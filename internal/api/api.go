@@ -28,6 +28,7 @@ import (
 	"github.com/agor-sh/agor/internal/pool"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/version"
 )
 
@@ -63,8 +64,9 @@ type Server struct {
 	// open (default DefaultMaxWatches).
 	MaxFileBytes int64
 	MaxWatches   int
-	// Sandbox is the levels requests may ask for, and the default.
-	Sandbox SandboxPolicy
+	// Sandbox is the levels requests may ask for, and the default
+	// (nil: any level, default off).
+	Sandbox *sandbox.Policy
 	Log     *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on
@@ -73,8 +75,7 @@ type Server struct {
 
 	metrics metrics
 
-	watchMu  sync.Mutex
-	watching map[string]int // open watch streams per person
+	watching counter[string] // open watch streams per person
 	tasks    sync.WaitGroup
 }
 

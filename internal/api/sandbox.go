@@ -1,31 +1,23 @@
 package api
 
 import (
-	"slices"
-
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/rpc"
 )
 
-// SandboxPolicy is which sandbox levels a request may ask for and the one
-// it gets when it names none (the configuration's sandbox section; the
-// executor applies the same file again).
-type SandboxPolicy struct {
-	Default string
-	Allowed []string
-}
-
-// sandboxLevel resolves a request's level, refusing one not allowed.
+// sandboxLevel resolves a request's sandbox level against the
+// configuration (the executor applies the same file again), refusing one
+// not allowed; nil Sandbox: the request's own, or off.
 func (s *Server) sandboxLevel(requested string) (string, error) {
 	if err := protocol.ValidSandbox(requested); err != nil {
 		return "", err
 	}
-	p := s.Sandbox
-	if requested == "" {
-		return p.Default, nil
+	if s.Sandbox == nil {
+		return requested, nil
 	}
-	if len(p.Allowed) > 0 && !slices.Contains(p.Allowed, requested) {
-		return "", rpc.InvalidParams("sandbox", "level "+requested+" is not allowed here (sandbox.allowed)")
+	l, err := s.Sandbox.Resolve(requested)
+	if err != nil {
+		return "", rpc.InvalidParams("sandbox", err.Error())
 	}
-	return requested, nil
+	return string(l), nil
 }

@@ -17,11 +17,11 @@ var sides = map[string][]string{
 	// The wire itself: both ends import these.
 	"wire": {"rpc", "protocol", "apiwire"},
 	// The per-user executor and what it runs as the user.
-	"executor": {"executor", "task", "agent", "terminal", "procexec", "files", "watch", "fsroot", "childenv", "sandbox"},
+	"executor": {"executor", "task", "agent", "terminal", "procexec", "files", "watch", "fsroot", "childenv"},
 	// The daemon: lifecycle, pool, broker, store, audit, API.
 	"daemon": {"daemon", "api", "broker", "pool", "lifecycle", "store", "audit", "events", "credstore", "token"},
 	// Small leaves either side may use: they know nothing of the other.
-	"shared": {"peer", "logging", "flagenv", "version", "unixsock", "sdnotify", "account", "identity", "config", "doctor", "apiclient"},
+	"shared": {"peer", "logging", "flagenv", "version", "unixsock", "sdnotify", "account", "identity", "sandbox", "config", "doctor", "apiclient"},
 	// Test helpers, imported by tests only.
 	"testing": {"exectest", "agenttest", "agent/modeltest", "archtest"},
 }

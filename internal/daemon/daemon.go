@@ -28,6 +28,7 @@ import (
 	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/pool"
 	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/sdnotify"
 	"github.com/agor-sh/agor/internal/store"
 	"github.com/agor-sh/agor/internal/token"
@@ -156,7 +157,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 	}
 	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Watches: watches,
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
-		Sandbox: api.SandboxPolicy{Default: d.cfg.Sandbox.Default, Allowed: d.cfg.Sandbox.Allowed}, Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
+		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	if e := d.cfg.Execution; !e.RunAsUnixUser {
 		d.srv.SharedAccount = e.ExecutorUnixUser
 		d.srv.Allowed = func(ctx context.Context, person string) error {

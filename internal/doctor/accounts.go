@@ -1,11 +1,9 @@
 package doctor
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -87,16 +85,8 @@ func (d *Doctor) directoryUser(ctx context.Context) string {
 
 func passwdNames(path string) map[string]bool {
 	names := map[string]bool{}
-	f, err := os.Open(path)
-	if err != nil {
-		return names
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if name, _, ok := strings.Cut(sc.Text(), ":"); ok {
-			names[name] = true
-		}
+	for _, f := range passwdEntries(path) {
+		names[f[0]] = true
 	}
 	return names
 }

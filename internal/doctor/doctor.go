@@ -22,6 +22,7 @@ import (
 	"github.com/agor-sh/agor/internal/apiclient"
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/sandbox"
 )
 
 // Statuses of a doctor check. A check that does not apply here is a warn
@@ -169,7 +170,7 @@ func Host(cfgPath, socket string) *Doctor {
 		health:      health,
 		spawnAs:     spawnAs,
 		ids:         identity.Default(),
-		landlock:    landlockABI,
+		landlock:    sandbox.ABI,
 	}
 }
 
@@ -242,22 +243,30 @@ func (d *Doctor) sampleUser(e config.Execution) string {
 }
 
 func firstUser(passwd string, minUID int) string {
-	f, err := os.Open(passwd)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), ":")
-		if len(fields) < 3 {
-			continue
-		}
-		if uid, err := strconv.Atoi(fields[2]); err == nil && uid >= minUID && uid < 65534 {
-			return fields[0]
+	for _, f := range passwdEntries(passwd) {
+		if uid, err := strconv.Atoi(f[2]); err == nil && uid >= minUID && uid < 65534 {
+			return f[0]
 		}
 	}
 	return ""
+}
+
+// passwdEntries are the fields of each line of a passwd file with at
+// least name, password and uid (none when it cannot be read).
+func passwdEntries(path string) [][]string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Split(sc.Text(), ":"); len(fields) >= 3 {
+			out = append(out, fields)
+		}
+	}
+	return out
 }
 
 func (d *Doctor) instance(suffix string) string {

@@ -3,19 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
-
-	"golang.org/x/sys/unix"
 )
-
-// landlockABI is the kernel's Landlock ABI (0: none), as the executor's
-// sandbox probes it.
-func landlockABI() int {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0
-	}
-	return int(v)
-}
 
 // checkSandbox reports the kernel's Landlock ABI and the configured
 // sandbox policy, and warns when they do not fit together.

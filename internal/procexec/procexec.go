@@ -70,16 +70,12 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 		return protocol.ExecResult{}, err
 	}
 	defer spec.Cleanup()
-	if spec.Level != sandbox.Off {
-		p.Argv = sandbox.Command(s.Sandbox.Self, spec, p.Argv)
-		p.Env = withTMPDIR(p.Env, spec.Temp)
-	}
 	if p.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMS)*time.Millisecond)
 		defer cancel()
 	}
-	cmd, outs, err := start(p, dir)
+	cmd, outs, err := start(p, dir, spec)
 	if err != nil {
 		return protocol.ExecResult{}, rpc.Errorf(rpc.CodeInternalError, "exec_failed", "start %s: %v", p.Argv[0], err)
 	}
@@ -102,37 +98,19 @@ func (s *Service) confine(p protocol.ExecParams, dir *os.File) (sandbox.Spec, pr
 	}
 	spec, applied, err := s.Sandbox.For(p.Sandbox, cwd, s.Root.Path(), nil)
 	if err != nil {
-		return spec, applied, sandboxErr(err)
+		return spec, applied, sandbox.Error(err)
 	}
 	return spec, applied, nil
 }
 
-// withTMPDIR adds TMPDIR=dir to the variables a request asked for.
-func withTMPDIR(env map[string]string, dir string) map[string]string {
-	out := make(map[string]string, len(env)+1)
-	for k, v := range env {
-		out[k] = v
-	}
-	out["TMPDIR"] = dir
-	return out
-}
-
-// sandboxErr is a refusal to confine, as the protocol says it: the level
-// is not allowed (bad params), or the kernel cannot (unavailable).
-func sandboxErr(err error) error {
-	if errors.Is(err, sandbox.ErrUnavailable) {
-		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonSandboxUnavailable, "%v", err)
-	}
-	return rpc.InvalidParams("sandbox", err.Error())
-}
-
-// start runs argv in the directory opened beneath the root: the child
-// changes into it through its /proc/self/fd link before exec, so no path
-// is looked up twice.
-func start(p protocol.ExecParams, dir *os.File) (*exec.Cmd, [2]io.ReadCloser, error) {
-	cmd := exec.Command(p.Argv[0], p.Argv[1:]...)
+// start runs argv in the directory opened beneath the root, under spec:
+// the child changes into it through its /proc/self/fd link before exec,
+// so no path is looked up twice.
+func start(p protocol.ExecParams, dir *os.File, spec sandbox.Spec) (*exec.Cmd, [2]io.ReadCloser, error) {
+	argv := spec.Command(p.Argv)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(dir.Fd()))
-	cmd.Env = childenv.Build(os.Environ(), p.Env)
+	cmd.Env = spec.Env(childenv.Build(os.Environ(), p.Env))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = KillGrace // a grandchild holding the pipes cannot hold up Wait
 	if p.Stdin != nil {

@@ -16,7 +16,7 @@ func BenchmarkLauncher(b *testing.B) {
 		b.Skip("this kernel has no Landlock")
 	}
 	dir := b.TempDir()
-	spec := Spec{Level: Workspace, Cwd: dir, Writable: []string{b.TempDir()}}
+	spec := Spec{Level: Workspace, Cwd: dir, Writable: []string{b.TempDir()}, self: os.Args[0]}
 	runs := func(argv []string) time.Duration {
 		var ds []time.Duration
 		for range 50 {
@@ -31,7 +31,7 @@ func BenchmarkLauncher(b *testing.B) {
 	}
 	for b.Loop() {
 		plain := runs([]string{"/bin/true"})
-		boxed := runs(Command(os.Args[0], spec, []string{"/bin/true"}))
+		boxed := runs(spec.Command([]string{"/bin/true"}))
 		b.Logf("start /bin/true, median of 50: directly %v, through the sandbox launcher %v (adds %v)", plain, boxed, boxed-plain)
 		b.ReportMetric(float64(plain.Microseconds()), "direct-us")
 		b.ReportMetric(float64(boxed.Microseconds()), "launcher-us")

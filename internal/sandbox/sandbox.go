@@ -22,7 +22,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/rpc"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,9 +33,9 @@ type Level string
 
 // The levels.
 const (
-	Off       Level = "off"
-	Workspace Level = "workspace"
-	ReadOnly  Level = "read-only"
+	Off       Level = protocol.SandboxOff
+	Workspace Level = protocol.SandboxWorkspace
+	ReadOnly  Level = protocol.SandboxReadOnly
 )
 
 // Levels lists them, weakest first.
@@ -81,6 +83,8 @@ type Spec struct {
 	// Temp is the process's private temp directory (writable; TMPDIR in
 	// its environment); Cleanup removes it.
 	Temp string
+	// self is the launcher, Policy.Self.
+	self string
 }
 
 // Env is env with TMPDIR pointing at the private temp directory.
@@ -109,17 +113,17 @@ func (s Spec) writable() []string {
 // LauncherArg, as the first argument of the executor, runs Main.
 const LauncherArg = "__agor-sandbox"
 
-// Command is argv run through the launcher self (the executor binary) under
-// spec; under Off it is argv itself.
-func Command(self string, spec Spec, argv []string) []string {
-	if spec.Level == Off || spec.Level == "" {
+// Command is argv run through the launcher (the executor binary) under
+// s; under Off it is argv itself.
+func (s Spec) Command(argv []string) []string {
+	if s.Level == Off || s.Level == "" {
 		return argv
 	}
-	out := []string{self, LauncherArg}
-	if spec.Argv0 != "" {
-		out = append(out, "--argv0", spec.Argv0)
+	out := []string{s.self, LauncherArg}
+	if s.Argv0 != "" {
+		out = append(out, "--argv0", s.Argv0)
 	}
-	for _, p := range spec.writable() {
+	for _, p := range s.writable() {
 		out = append(out, "--rw", p)
 	}
 	return append(append(out, "--"), argv...)
@@ -147,11 +151,6 @@ func parse(args []string) (rw, argv []string, argv0 string, err error) {
 	return nil, nil, "", fmt.Errorf("no -- before the command")
 }
 
-// Describe is a line for logs and events: the level and what it allows.
-func (s Spec) Describe() string {
-	return fmt.Sprintf("%s (writable: %s)", s.Level, strings.Join(s.writable(), ", "))
-}
-
 // Policy is the operator's sandbox configuration as the executor applies
 // it: which levels a request may ask for, the one it gets when it asks
 // for none, and what to do on a kernel without Landlock.
@@ -170,6 +169,16 @@ type Policy struct {
 	// directory of its own (default: os.TempDir(), the unit's private
 	// /tmp under PrivateTmp=yes).
 	TempDir string
+}
+
+// PolicyOf is the configuration's sandbox section as a Policy (Self and
+// TempDir are the executor's to set).
+func PolicyOf(c config.Sandbox) *Policy {
+	p := &Policy{Default: Level(c.Default), Required: c.Required, Extra: c.ExtraWritable}
+	for _, l := range c.Allowed {
+		p.Allowed = append(p.Allowed, Level(l))
+	}
+	return p
 }
 
 // Applied says what confinement a process got, for its events, result
@@ -227,7 +236,7 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 		w = append(w, e)
 	}
 	a.Enforced = true
-	return Spec{Level: level, Cwd: cwd, Writable: w, Temp: temp}, a, nil
+	return Spec{Level: level, Cwd: cwd, Writable: w, Temp: temp, self: p.Self}, a, nil
 }
 
 // For resolves requested and prepares it, in one step; a nil Policy runs
@@ -249,4 +258,14 @@ func (p *Policy) For(requested, cwd, home string, state []string) (Spec, Applied
 // DirPath is the path of an open directory, as the kernel resolved it.
 func DirPath(dir *os.File) (string, error) {
 	return os.Readlink("/proc/self/fd/" + strconv.Itoa(int(dir.Fd())))
+}
+
+// Error is a refusal to confine as the protocol says it: the level is not
+// allowed here (bad params, naming the field), or the kernel cannot give
+// it (executor unavailable, reason sandbox_unavailable).
+func Error(err error) error {
+	if errors.Is(err, ErrUnavailable) {
+		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonSandboxUnavailable, "%v", err)
+	}
+	return rpc.InvalidParams("sandbox", err.Error())
 }

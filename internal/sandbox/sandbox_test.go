@@ -26,7 +26,8 @@ func needLandlock(t *testing.T) {
 // run runs sh -c script under spec through the launcher.
 func run(t *testing.T, spec Spec, dir, script string) (string, error) {
 	t.Helper()
-	argv := Command(os.Args[0], spec, []string{"/bin/sh", "-c", script})
+	spec.self = os.Args[0]
+	argv := spec.Command([]string{"/bin/sh", "-c", script})
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -79,10 +80,10 @@ func TestReadOnly(t *testing.T) {
 
 func TestCommandOff(t *testing.T) {
 	argv := []string{"ls", "-l"}
-	if got := Command("/x", Spec{Level: Off}, argv); len(got) != 2 {
+	if got := (Spec{Level: Off, self: "/x"}).Command(argv); len(got) != 2 {
 		t.Fatalf("off wraps: %v", got)
 	}
-	got := Command("/x", Spec{Level: Workspace, Cwd: "/w", Writable: []string{"/s"}}, argv)
+	got := Spec{Level: Workspace, Cwd: "/w", Writable: []string{"/s"}, self: "/x"}.Command(argv)
 	want := "/x __agor-sandbox --rw /w --rw /s -- ls -l"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("got %q, want %q", got, want)

@@ -1,66 +1,63 @@
 package task
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/agor-sh/agor/internal/agent"
 	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/sandbox"
 )
 
-// stateDirs are where each agent CLI keeps its own state, beneath its
+// agentState is where each agent CLI keeps its own state, beneath its
 // HOME: writable under every sandbox level, so the agent still starts,
-// logs in to its stand-in or model, and keeps its sessions.
-var stateDirs = map[string][]string{
-	"claude-code": {".claude", ".claude.json", ".claude.json.backup"},
-	"codex":       {".codex"},
-	"gemini":      {".gemini"},
-	"opencode":    {".local/share/opencode", ".local/state/opencode", ".config/opencode", ".cache/opencode"},
+// reaches its model and keeps its sessions. Dirs are made (0700) if
+// missing, since a confined agent could not make them; files are not.
+var agentState = map[string]struct{ dirs, files []string }{
+	"claude-code": {dirs: []string{".claude"}, files: []string{".claude.json", ".claude.json.backup"}},
+	"codex":       {dirs: []string{".codex"}},
+	"gemini":      {dirs: []string{".gemini"}},
+	"opencode":    {dirs: []string{".local/share/opencode", ".local/state/opencode", ".config/opencode", ".cache/opencode"}},
 }
 
-// commonState is written by the CLIs' runtime (Node.js, their caches).
-var commonState = []string{".cache", ".npm"}
+// runtimeDirs are written by the CLIs' runtime (Node.js, their caches).
+var runtimeDirs = []string{".cache", ".npm"}
 
-// agentState is tool's state paths for an agent whose environment is env;
-// the directories are made (mode 0700) if missing, since a sandboxed
-// agent could not make them itself.
-func agentState(tool string, env []string) []string {
-	home := envValue(env, "HOME")
+// statePaths is tool's writable state for an agent whose environment is
+// env (CODEX_HOME too, for codex).
+func statePaths(tool string, env []string) []string {
+	home := agent.Getenv(env, "HOME")
 	if home == "" {
 		return nil
 	}
 	var out []string
-	if h := envValue(env, "CODEX_HOME"); h != "" && tool == "codex" {
+	if h := agent.Getenv(env, "CODEX_HOME"); h != "" && tool == "codex" {
 		out = append(out, h)
 	}
-	for _, rel := range append(stateDirs[tool], commonState...) {
-		p := filepath.Join(home, rel)
-		if filepath.Ext(rel) != ".json" && filepath.Ext(rel) != ".backup" {
-			_ = os.MkdirAll(p, 0o700)
-		}
-		out = append(out, p)
+	st := agentState[tool]
+	for _, rel := range append(append(st.dirs, runtimeDirs...), st.files...) {
+		out = append(out, filepath.Join(home, rel))
 	}
 	return out
 }
 
-// envValue is key's value in env (the last one wins, as exec's does).
-func envValue(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
-			return v
-		}
+// makeStateDirs makes tool's state directories the agent could not make
+// once confined.
+func makeStateDirs(tool string, env []string) {
+	home := agent.Getenv(env, "HOME")
+	if home == "" {
+		return
 	}
-	return ""
+	for _, rel := range append(agentState[tool].dirs, runtimeDirs...) {
+		_ = os.MkdirAll(filepath.Join(home, rel), 0o700)
+	}
 }
 
 // confine sets req up to run under the task's sandbox level, and says
 // what it got (as the task's first event and in its result); the spec's
 // Cleanup is for when the agent is gone.
 func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
-	spec, applied, err := s.Sandbox.For(p.Sandbox, req.Cwd, envValue(req.Env, "HOME"), agentState(p.Tool, req.Env))
+	spec, applied, err := s.Sandbox.For(p.Sandbox, req.Cwd, agent.Getenv(req.Env, "HOME"), statePaths(p.Tool, req.Env))
 	if err != nil {
 		return spec, nil, err
 	}
@@ -68,13 +65,14 @@ func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h 
 		return spec, nil, nil
 	}
 	if spec.Level != sandbox.Off {
-		self := s.Sandbox.Self
-		req.Wrap = func(argv []string) []string { return sandbox.Command(self, spec, argv) }
+		makeStateDirs(p.Tool, req.Env)
+		req.Wrap = spec.Command
 		req.Env = spec.Env(req.Env)
 	}
-	data, _ := json.Marshal(applied)
-	var m map[string]any
-	_ = json.Unmarshal(data, &m)
-	h.Emit(agent.Event{Type: protocol.EventSandbox, Data: m})
+	data := map[string]any{"level": applied.Level, "abi": applied.ABI, "enforced": applied.Enforced}
+	if applied.Warning != "" {
+		data["warning"] = applied.Warning
+	}
+	h.Emit(agent.Event{Type: protocol.EventSandbox, Data: data})
 	return spec, &applied, nil
 }

@@ -97,7 +97,7 @@ func (s *Service) command(shell, level string, dir *os.File) (*exec.Cmd, sandbox
 	}
 	spec, applied, err := s.cfg.Sandbox.For(level, cwd, s.acct.home, nil)
 	if err != nil {
-		return nil, spec, applied, sandboxErr(err)
+		return nil, spec, applied, sandbox.Error(err)
 	}
 	if spec.Level == sandbox.Off {
 		cmd := exec.Command(shell)
@@ -105,15 +105,8 @@ func (s *Service) command(shell, level string, dir *os.File) (*exec.Cmd, sandbox
 		return cmd, spec, applied, nil
 	}
 	spec.Argv0 = argv0
-	argv := sandbox.Command(s.cfg.Sandbox.Self, spec, []string{shell})
+	argv := spec.Command([]string{shell})
 	return exec.Command(argv[0], argv[1:]...), spec, applied, nil
-}
-
-func sandboxErr(err error) error {
-	if errors.Is(err, sandbox.ErrUnavailable) {
-		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonSandboxUnavailable, "%v", err)
-	}
-	return rpc.InvalidParams("sandbox", err.Error())
 }
 
 // startPTY starts cmd on a new PTY of the given size and returns the
