@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// acpGetenv is key's value in env ("" when absent).
-func acpGetenv(env []string, key string) string {
+// Getenv is key's value in an environment list ("" when absent; the last
+// one wins, as exec's does).
+func Getenv(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
 			return v
@@ -51,7 +52,7 @@ func acpWriteFile(path string, data []byte) error {
 
 // acpHome is the agent's HOME from its environment.
 func acpHome(req *Request) (string, error) {
-	home := acpGetenv(req.Env, "HOME")
+	home := Getenv(req.Env, "HOME")
 	if !filepath.IsAbs(home) {
 		return "", fmt.Errorf("no absolute HOME in the agent's environment (%q)", home)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -112,23 +111,13 @@ func codexMode(mode string) (policy, sandbox string, err error) {
 
 // codexHome is CODEX_HOME from env, else HOME/.codex.
 func codexHome(env []string) string {
-	if h := envValue(env, "CODEX_HOME"); h != "" {
+	if h := Getenv(env, "CODEX_HOME"); h != "" {
 		return h
 	}
-	if h := envValue(env, "HOME"); h != "" {
+	if h := Getenv(env, "HOME"); h != "" {
 		return filepath.Join(h, ".codex")
 	}
 	return ""
-}
-
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if s, ok := strings.CutPrefix(kv, key+"="); ok {
-			v = s
-		}
-	}
-	return v
 }
 
 // codexConfigure writes $CODEX_HOME/config.toml unless one exists: a
@@ -154,7 +143,7 @@ func codexConfigure(env []string, keyVar string) error {
 	if err != nil {
 		return fmt.Errorf("codex config: %w", err)
 	}
-	_, err = f.WriteString(codexConfig(envValue(env, CodexBaseURLEnv), keyVar))
+	_, err = f.WriteString(codexConfig(Getenv(env, CodexBaseURLEnv), keyVar))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

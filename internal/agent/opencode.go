@@ -41,7 +41,7 @@ func opencodeSetup(req *Request) ([]string, error) {
 	if model == "" {
 		model = OpencodeDefaultModel
 	}
-	if acpGetenv(req.Env, OpencodeBaseURLEnv) == "" {
+	if Getenv(req.Env, OpencodeBaseURLEnv) == "" {
 		req.Env = acpSetenv(req.Env, OpencodeBaseURLEnv, OpencodeDefaultBaseURL)
 	}
 	data, err := json.MarshalIndent(opencodeConfig(model), "", "  ")

@@ -304,7 +304,7 @@ func call(ctx context.Context, c *rpc.Conn, method string, params, result any) e
 // keyRedactor removes the value of env's key (the API key) from an
 // agent's output lines, so that no event or log carries it.
 func keyRedactor(env []string, key string) func([]byte) []byte {
-	secret := []byte(envValue(env, key))
+	secret := []byte(Getenv(env, key))
 	return func(b []byte) []byte {
 		if len(secret) < 8 || !bytes.Contains(b, secret) {
 			return b
