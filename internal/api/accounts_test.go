@@ -28,13 +28,7 @@ import (
 // users is a user database in a map, name -> uid (each its own group).
 type users map[string]uint32
 
-func (u users) source() identity.Table {
-	var t identity.Table
-	for name, uid := range u {
-		t.Users = append(t.Users, identity.User{Name: name, UID: uid, GID: uid})
-	}
-	return t
-}
+func (u users) source() identity.Table { return identity.Users(u) }
 
 // accountsEnv is the API over a real store, credential store and audit
 // trail, with the accounts of a users map.

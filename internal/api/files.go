@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,41 +207,31 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, apiwire.FileWritten{Path: p.Path, Size: size})
 }
 
-// upload sends body as write_file chunks: each read whole before it is
-// sent, the last one (found by reading one byte ahead) marked final.
+// upload sends body as write_file chunks, each read whole before it is
+// sent; the one after which the body has nothing left is marked final.
 func (s *Server) upload(r *http.Request, c *rpc.Client, p protocol.WriteFileParams, body io.Reader) (int64, error) {
-	buf, next := make([]byte, fileChunk), make([]byte, 1)
+	br := bufio.NewReaderSize(body, fileChunk)
+	buf := make([]byte, fileChunk)
 	var off int64
-	pending := 0 // bytes of buf read ahead into the next chunk
 	for {
-		n, err := io.ReadFull(body, buf[pending:])
-		n += pending
-		last := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-		if err != nil && !last {
+		n, err := io.ReadFull(br, buf)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return off, err
 		}
-		if !last { // a full chunk: is there more?
-			m, err := io.ReadFull(body, next)
-			switch {
-			case errors.Is(err, io.EOF):
-				last = true
-			case err != nil:
-				return off, err
-			}
-			pending = m
+		_, peekErr := br.Peek(1)
+		if peekErr != nil && !errors.Is(peekErr, io.EOF) {
+			return off, peekErr
 		}
-		final := last
+		final := peekErr != nil
 		p.Content, p.Offset, p.Final = buf[:n], off, &final
-		var res protocol.WriteFileResult
-		if err := c.Call(r.Context(), protocol.MethodWriteFile, p, &res); err != nil {
+		if err := c.Call(r.Context(), protocol.MethodWriteFile, p, nil); err != nil {
 			return off, err
 		}
 		off += int64(n)
-		if last {
+		if final {
 			return off, nil
 		}
 		p.Mode = nil // the first chunk set it
-		buf[0] = next[0]
 	}
 }
 

@@ -60,9 +60,7 @@ type UIDLimiter struct {
 	Max int
 	// credOf names a connection's peer (default peer.Of).
 	credOf func(net.Conn) (peer.Cred, error)
-
-	mu   sync.Mutex
-	open map[uint32]int
+	conns  counter[uint32]
 }
 
 // Accept returns the next connection within its uid's allowance.
@@ -80,35 +78,46 @@ func (l *UIDLimiter) Accept() (net.Conn, error) {
 		if err != nil || cred.UID == 0 {
 			return c, nil // no SO_PEERCRED (a test's pipe): nothing to count
 		}
-		if l.take(cred.UID) {
-			return &countedConn{Conn: c, cred: cred, release: func() { l.put(cred.UID) }}, nil
+		if l.conns.take(cred.UID, l.max()) {
+			return &countedConn{Conn: c, cred: cred, release: func() { l.conns.put(cred.UID) }}, nil
 		}
 		refuseConn(c)
 	}
 }
 
-func (l *UIDLimiter) take(uid uint32) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.open == nil {
-		l.open = map[uint32]int{}
+func (l *UIDLimiter) max() int {
+	if l.Max > 0 {
+		return l.Max
 	}
-	max := l.Max
-	if max <= 0 {
-		max = DefaultMaxConnsPerUID
+	return DefaultMaxConnsPerUID
+}
+
+// counter counts what each key holds open, within a bound.
+type counter[K comparable] struct {
+	mu   sync.Mutex
+	open map[K]int
+}
+
+// take counts one more for k, unless k holds max already.
+func (c *counter[K]) take(k K, max int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open == nil {
+		c.open = map[K]int{}
 	}
-	if l.open[uid] >= max {
+	if c.open[k] >= max {
 		return false
 	}
-	l.open[uid]++
+	c.open[k]++
 	return true
 }
 
-func (l *UIDLimiter) put(uid uint32) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.open[uid]--; l.open[uid] <= 0 {
-		delete(l.open, uid)
+// put gives k's place back.
+func (c *counter[K]) put(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[k]--; c.open[k] <= 0 {
+		delete(c.open, k)
 	}
 }
 

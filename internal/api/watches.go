@@ -93,12 +93,12 @@ func (ws *Watches) takeLost(sub *watchSub) bool {
 // whose client fell more than watchBuffer events behind.
 func (s *Server) watchFiles(w http.ResponseWriter, r *http.Request) {
 	person := r.PathValue("user")
-	if !s.takeWatch(person) {
+	if !s.watching.take(person, s.maxWatches()) {
 		writeError(w, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyWatches,
 			"%s has %d watch streams open, the most one person may", person, s.maxWatches()))
 		return
 	}
-	defer s.putWatch(person)
+	defer s.watching.put(person)
 	seq, resumed, err := watchResume(r)
 	if err != nil {
 		writeError(w, err)
@@ -186,27 +186,6 @@ func (s *Server) maxWatches() int {
 		return s.MaxWatches
 	}
 	return DefaultMaxWatches
-}
-
-func (s *Server) takeWatch(person string) bool {
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	if s.watching == nil {
-		s.watching = map[string]int{}
-	}
-	if s.watching[person] >= s.maxWatches() {
-		return false
-	}
-	s.watching[person]++
-	return true
-}
-
-func (s *Server) putWatch(person string) {
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	if s.watching[person]--; s.watching[person] <= 0 {
-		delete(s.watching, person)
-	}
 }
 
 // newWatchSSE starts the event stream (the task events' writer).
