@@ -13,22 +13,6 @@ import (
 	"github.com/agor-sh/agor/internal/identity"
 )
 
-// accounts is a user database of the named users (uid each) and, for a
-// name mapped to an error, a directory that does not answer.
-func accounts(m map[string]any) *identity.Resolver {
-	var t identity.Table
-	t.Errors = map[string]error{}
-	for name, v := range m {
-		switch v := v.(type) {
-		case uint32:
-			t.Users = append(t.Users, identity.User{Name: name, UID: v})
-		case error:
-			t.Errors[name] = v
-		}
-	}
-	return identity.New(t)
-}
-
 // previousVersion writes a credentials file as the previous version
 // did: keys in "USER/NAME" slots sealed with that slot, and a
 // daemon-wide one.
@@ -53,7 +37,9 @@ func TestUpgradeAdoptsKeys(t *testing.T) {
 	path := previousVersion(t)
 	s := open(t, path, key(1))
 	ldap := errors.Join(identity.ErrUnavailable, errors.New("ldap down"))
-	a, err := s.Adopt(context.Background(), accounts(map[string]any{"alice": uint32(1000), "carol": ldap}))
+	dir := identity.Users(map[string]uint32{"alice": 1000})
+	dir.Errors = map[string]error{"carol": ldap} // its directory does not answer
+	a, err := s.Adopt(context.Background(), identity.New(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +64,7 @@ func TestUpgradeAdoptsKeys(t *testing.T) {
 	if _, err := s.Get(User("carol", 1002), "ANTHROPIC_API_KEY"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("carol's key is usable before adoption: %v", err)
 	}
-	if _, err := s.Adopt(context.Background(), accounts(map[string]any{"bob": uint32(2000), "carol": uint32(1002)})); err != nil {
+	if _, err := s.Adopt(context.Background(), identity.New(identity.Users(map[string]uint32{"bob": 2000, "carol": 1002}))); err != nil {
 		t.Fatal(err)
 	}
 	if k, err := s.Get(User("carol", 1002), "ANTHROPIC_API_KEY"); err != nil || k.Value != "sk-carol" {

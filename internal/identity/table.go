@@ -63,3 +63,13 @@ func (t Table) GroupIDs(_ context.Context, u User) ([]uint32, error) {
 	}
 	return ids, nil
 }
+
+// Users is a Table of the named accounts, each with its uid and a primary
+// group of the same number.
+func Users(uids map[string]uint32) Table {
+	var t Table
+	for name, uid := range uids {
+		t.Users = append(t.Users, User{Name: name, UID: uid, GID: uid})
+	}
+	return t
+}

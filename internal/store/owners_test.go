@@ -14,22 +14,6 @@ import (
 	"github.com/agor-sh/agor/internal/identity"
 )
 
-// accounts is a user database of the named users (uid each) and, for a
-// name mapped to an error, a directory that does not answer.
-func accounts(m map[string]any) *identity.Resolver {
-	var t identity.Table
-	t.Errors = map[string]error{}
-	for name, v := range m {
-		switch v := v.(type) {
-		case uint32:
-			t.Users = append(t.Users, identity.User{Name: name, UID: v})
-		case error:
-			t.Errors[name] = v
-		}
-	}
-	return identity.New(t)
-}
-
 // previousVersion makes a database as the previous daemon left it: the
 // schema of its migrations (1 and 2) and rows without uids: alice's
 // session with a task and events, bob's (whose account is gone by the
@@ -85,7 +69,9 @@ func TestUpgradeAdoptsUIDs(t *testing.T) {
 	}
 
 	ldap := errors.Join(identity.ErrUnavailable, errors.New("ldap down"))
-	a, err := db.Adopt(context.Background(), accounts(map[string]any{"alice": uint32(1000), "carol": ldap}))
+	dir := identity.Users(map[string]uint32{"alice": 1000})
+	dir.Errors = map[string]error{"carol": ldap} // its directory does not answer
+	a, err := db.Adopt(context.Background(), identity.New(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +97,7 @@ func TestUpgradeAdoptsUIDs(t *testing.T) {
 
 	// Later bob's name is given to someone new, and carol's directory
 	// answers: carol's rows are hers; bob's stay orphans.
-	a, err = db.Adopt(context.Background(), accounts(map[string]any{"alice": uint32(1000), "bob": uint32(2000), "carol": uint32(1002)}))
+	a, err = db.Adopt(context.Background(), identity.New(identity.Users(map[string]uint32{"alice": 1000, "bob": 2000, "carol": 1002})))
 	if err != nil {
 		t.Fatal(err)
 	}
