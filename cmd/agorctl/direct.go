@@ -86,14 +86,12 @@ agor (or root).`,
 
 // ensureDirect brings up each user's executor (concurrently) and pings it.
 func ensureDirect(ctx context.Context, a *app, b *backendFlags, users []string) error {
-	be, closeBe, err := b.open()
-	if err != nil {
-		return err
-	}
-	defer closeBe()
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
+	return b.with(ctx, func(ctx, parent context.Context, be lifecycle.Backend) error {
+		return ensureAll(ctx, parent, a, be, users)
+	})
+}
+
+func ensureAll(ctx, parent context.Context, a *app, be lifecycle.Backend, users []string) error {
 	results := make([]string, len(users))
 	errs := make([]error, len(users))
 	var wg sync.WaitGroup
@@ -131,14 +129,12 @@ func ensureOne(ctx context.Context, be lifecycle.Backend, user string) (string, 
 }
 
 func stopDirect(ctx context.Context, a *app, b *backendFlags, users []string) error {
-	be, closeBe, err := b.open()
-	if err != nil {
-		return err
-	}
-	defer closeBe()
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
+	return b.with(ctx, func(ctx, parent context.Context, be lifecycle.Backend) error {
+		return stopAll(ctx, parent, a, be, users)
+	})
+}
+
+func stopAll(ctx, parent context.Context, a *app, be lifecycle.Backend, users []string) error {
 	var failed error
 	for _, u := range users {
 		if err := be.Stop(ctx, u); err != nil {
@@ -154,15 +150,25 @@ func stopDirect(ctx context.Context, a *app, b *backendFlags, users []string) er
 	return nil
 }
 
-func listDirect(ctx context.Context, a *app, b *backendFlags, jsonOut bool) error {
+// with opens the backend and runs f with ctx bounded by --timeout; parent
+// is the command's own context, for the exit status of an interruption.
+func (b *backendFlags) with(ctx context.Context, f func(ctx, parent context.Context, be lifecycle.Backend) error) error {
 	be, closeBe, err := b.open()
 	if err != nil {
 		return err
 	}
 	defer closeBe()
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	tctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	list, err := be.List(ctx)
+	return f(tctx, ctx, be)
+}
+
+func listDirect(ctx context.Context, a *app, b *backendFlags, jsonOut bool) error {
+	var list []lifecycle.Status
+	err := b.with(ctx, func(ctx, _ context.Context, be lifecycle.Backend) (err error) {
+		list, err = be.List(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
