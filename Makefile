@@ -15,7 +15,7 @@ FUZZPKGS := ./internal/rpc ./internal/config ./internal/account ./internal/fsroo
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test deps vet fuzz lint bench run clean man completions deb rpm test-systemd
+.PHONY: all build test deps vet fuzz lint bench run clean man completions deb rpm test-systemd test-slurm
 
 all: build
 
@@ -94,6 +94,11 @@ deb rpm:
 # test-systemd: the real-systemd suite (boots systemd in systemd-nspawn; root).
 test-systemd:
 	./test/systemd/run.sh
+
+# test-slurm: a login host and two Slurm compute nodes in systemd-nspawn on
+# a private bridge (root).
+test-slurm: build
+	./test/slurm/run.sh
 
 clean:
 	rm -rf $(BIN) dist

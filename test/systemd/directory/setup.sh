@@ -3,14 +3,27 @@
 # slapd holding the accounts in people.ldif (loaded offline with slapadd),
 # nslcd and libnss-ldapd so NSS (and systemd-userdbd's NSS bridge) sees
 # them, and their home directories. Nothing of it is in /etc/passwd.
+# More LDIF files after the root (e.g. the Slurm suite's accounts) are
+# loaded after people.ldif.
 set -euo pipefail
 root=$1
+shift
 here=$(cd "$(dirname "$0")" && pwd)
 cp "$here/config.ldif" "$here/people.ldif" "$root/tmp/"
+i=0
+for extra in "$@"; do
+	i=$((i + 1))
+	cp "$extra" "$root/tmp/extra-$i.ldif"
+done
 chroot "$root" sh -eu -c '
 	rm -rf /etc/ldap/slapd.d/* /var/lib/ldap/*
 	slapadd -q -n0 -F /etc/ldap/slapd.d -l /tmp/config.ldif
 	slapadd -q -n1 -F /etc/ldap/slapd.d -l /tmp/people.ldif
+	for f in /tmp/extra-*.ldif; do
+		[ -e "$f" ] || continue
+		slapadd -q -n1 -F /etc/ldap/slapd.d -l "$f"
+		rm "$f"
+	done
 	chown -R openldap:openldap /etc/ldap/slapd.d /var/lib/ldap
 	rm /tmp/config.ldif /tmp/people.ldif
 '

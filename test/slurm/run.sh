@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The Slurm suite behind `make test-slurm`: a cluster harness. It boots a
+# login host and two compute nodes (Debian bookworm, systemd as PID 1) in
+# systemd-nspawn on a private bridge it creates, with one directory for all
+# (the real-systemd suite's OpenLDAP, served by the login host), one munge
+# key, shared home directories, slurmctld on the login host and slurmd on
+# the nodes; installs the project's .deb on the login host and the executor
+# binary on the nodes; then runs checks.sh on the host, which runs one file
+# per concern (checks/*.sh). Always tears down. Root.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+[ "$(id -u)" = 0 ] || { echo "test-slurm: run as root (it boots containers)" >&2; exit 1; }
+start=$(date +%s)
+. test/slurm/cluster.sh
+
+# --- host tools and what goes into the containers ------------------------------
+need=()
+for t in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd; do
+	command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	echo "== installing ${need[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+echo "== building the package"
+make -s deb PKG_VERSION=0.1.1 >/dev/null
+mkdir -p test/.cache
+work=$(mktemp -d /tmp/agor-slurm.XXXXXX)
+mkdir -p "$work/opt" "$work/home"
+cp dist/agor_0.1.1-1_amd64.deb bin/agor-executor "$work/opt/"
+# Shared home directories, as a cluster's NFS /home: the directory's
+# people own theirs on every node.
+for u in alice:20101 bob:20102; do
+	install -d -m 0750 -o "${u#*:}" -g "${u#*:}" "$work/home/${u%%:*}"
+done
+
+# --- root filesystem, cached by package list -----------------------------------
+pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,procps,iproute2,less,slapd,ldap-utils,nslcd,libnss-ldapd,munge,slurmctld,slurmd,slurm-client"
+key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
+tarball=test/.cache/slurm-rootfs-$key.tar.zst
+if [ ! -s "$tarball" ]; then
+	echo "== building root filesystem ($pkgs)"
+	mmdebstrap --quiet --variant=minbase --include="$pkgs" bookworm "$tarball.tmp.tar.zst"
+	mv "$tarball.tmp.tar.zst" "$tarball"
+fi
+
+trap cluster_teardown EXIT
+
+# --- the cluster -----------------------------------------------------------------
+echo "== preparing login, node1, node2"
+munge_key=$work/munge.key
+head -c 1024 /dev/urandom >"$munge_key"
+for n in $cluster_nodes; do
+	cluster_unpack "$n" "$tarball"
+	cluster_configure "$n"
+done
+echo "== booting the cluster"
+for n in $cluster_nodes; do cluster_boot "$n"; done
+cluster_network_up
+for n in $cluster_nodes; do cluster_wait "$n"; done
+cluster_wait_slurm
+echo "== cluster ready in $(($(date +%s) - start)) s"
+
+# --- checks ------------------------------------------------------------------------
+rc=0
+( . test/slurm/checks.sh ) || rc=$?
+echo "== slurm suite finished in $(($(date +%s) - start)) s"
+exit "$rc"
