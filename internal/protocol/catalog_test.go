@@ -34,6 +34,8 @@ func (m message) file() string { return filepath.Join("testdata", m.method+"."+m
 
 // catalog is every message of the wire, as in ARCHITECTURE.md's catalog.
 var catalog = []message{
+	{protocol.MethodHello, "params", protocol.HelloParams{Token: "q0Gm3c2bC9rYwZx7Jp1sVfLk4tN8uHd6eA5iR2oXyBw", User: "alice", JobID: "4242", Node: "node1", PID: 5150}},
+	{protocol.MethodHello, "result", protocol.HelloResult{Accepted: true}},
 	{protocol.MethodPing, "result", protocol.PingResult{Pong: true, Timestamp: 1763900000000, PID: 4242, UID: 1001, User: "alice", Version: "0.1.0", UptimeMS: 1500}},
 	{protocol.MethodShutdown, "params", protocol.ShutdownParams{Reason: "idle", TimeoutMS: 5000}},
 	{protocol.MethodShutdown, "result", protocol.ShutdownResult{Status: protocol.ShutdownCompleted}},

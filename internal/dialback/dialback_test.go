@@ -1,0 +1,219 @@
+package dialback
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/protocol"
+)
+
+// pki is a CA and a daemon certificate for 127.0.0.1 it signed.
+type pki struct {
+	pool *x509.CertPool
+	cert tls.Certificate
+}
+
+func newPKI(t *testing.T) pki {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agor test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "agor-daemon"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pki{pool: pool, cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}
+}
+
+// serve starts a Server on loopback whose delivered connections echo.
+func serve(t *testing.T, jobs *Jobs, p pki) (addr string, got chan Accepted) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	got = make(chan Accepted, 4)
+	s := &Server{Jobs: jobs, TLS: &tls.Config{Certificates: []tls.Certificate{p.cert}}, Deliver: func(a Accepted) {
+		got <- a
+		go func() { io.Copy(a.Conn, a.Conn); a.Conn.Close(); jobs.Release(a.Job.JobID) }()
+	}}
+	go s.Serve(ctx, ln)
+	return ln.Addr().String(), got
+}
+
+func dial(addr string, p pki, h protocol.HelloParams) (net.Conn, error) {
+	d := &Dialer{Addr: addr, CA: p.pool, Hello: h}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return d.Dial(ctx)
+}
+
+func TestDialBack(t *testing.T) {
+	p := newPKI(t)
+	path := filepath.Join(t.TempDir(), "jobs.json")
+	jobs, err := OpenJobs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, _ := jobs.Issue("alice", 1001)
+	bob, _ := jobs.Issue("bob", 1002)
+	if err := jobs.Bind(alice, "41"); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Bind(bob, "42"); err != nil {
+		t.Fatal(err)
+	}
+	addr, got := serve(t, jobs, p)
+
+	c, err := dial(addr, p, protocol.HelloParams{Token: alice, User: "alice", JobID: "41", Node: "node1"})
+	if err != nil {
+		t.Fatalf("alice's job: %v", err)
+	}
+	a := <-got
+	if a.Job.User != "alice" || a.Job.UID != 1001 || a.Job.Node != "node1" {
+		t.Errorf("delivered %+v", a.Job)
+	}
+	// The connection carries bytes both ways after the hello.
+	if _, err := c.Write([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.Contains(line, "ping") {
+		t.Fatalf("echo: %q %v", line, err)
+	}
+
+	refused := map[string]protocol.HelloParams{
+		"a forged token":                   {Token: strings.Repeat("A", 43), User: "alice", JobID: "41"},
+		"a second connection of the job":   {Token: alice, User: "alice", JobID: "41"},
+		"bob's token claiming to be alice": {Token: bob, User: "alice", JobID: "41"},
+		"bob's token for alice's job":      {Token: bob, User: "bob", JobID: "41"},
+	}
+	for name, h := range refused {
+		if _, err := dial(addr, p, h); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: %v, want refused", name, err)
+		}
+	}
+
+	// A dropped link (or a restarted daemon) is dialled again.
+	c.Close()
+	waitReleased(t, jobs, "41")
+	reopened, err := OpenJobs(path) // what a restarted daemon finds
+	if err != nil || len(reopened.List()) != 2 {
+		t.Fatalf("reopened registry: %v %v", reopened.List(), err)
+	}
+	c2, err := dial(addr, p, protocol.HelloParams{Token: alice, User: "alice", JobID: "41"})
+	if err != nil {
+		t.Fatalf("redial: %v", err)
+	}
+	<-got
+	c2.Close()
+	waitReleased(t, jobs, "41")
+
+	// The job ended: its token is replayed in vain.
+	if err := jobs.Revoke("41"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dial(addr, p, protocol.HelloParams{Token: alice, User: "alice", JobID: "41"}); !errors.Is(err, ErrRefused) {
+		t.Errorf("replayed after the job ended: %v", err)
+	}
+}
+
+func waitReleased(t *testing.T, jobs *Jobs, id string) {
+	t.Helper()
+	for range 200 {
+		held := false
+		for _, j := range jobs.List() {
+			held = held || (j.JobID == id && j.Present)
+		}
+		if !held {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("job %s still held", id)
+}
+
+// A token not yet bound takes the job its first hello names (the job may
+// start before sbatch answers); another job id is refused after that.
+func TestFirstHelloBindsJob(t *testing.T) {
+	jobs, _ := OpenJobs("")
+	tok, _ := jobs.Issue("alice", 1001)
+	if _, err := jobs.Check(tok, "alice", "7", "node2"); err != nil {
+		t.Fatal(err)
+	}
+	jobs.Release("7")
+	if err := jobs.Bind(tok, "8"); !errors.Is(err, ErrWrongJob) {
+		t.Errorf("rebinding to another job: %v", err)
+	}
+	if _, err := jobs.Check(tok, "alice", "8", "node2"); !errors.Is(err, ErrWrongJob) {
+		t.Errorf("hello for another job: %v", err)
+	}
+}
+
+// Only the pinned CA's certificate is trusted.
+func TestOtherCARefused(t *testing.T) {
+	jobs, _ := OpenJobs("")
+	tok, _ := jobs.Issue("alice", 1001)
+	addr, _ := serve(t, jobs, newPKI(t))
+	if _, err := dial(addr, newPKI(t), protocol.HelloParams{Token: tok, User: "alice", JobID: "1"}); err == nil {
+		t.Fatal("a daemon certified by another CA was trusted")
+	}
+}
+
+// What arrives before a proved hello is cut: garbage, an overlong line.
+func TestBadHello(t *testing.T) {
+	p := newPKI(t)
+	jobs, _ := OpenJobs("")
+	addr, got := serve(t, jobs, p)
+	for name, line := range map[string]string{
+		"not json":     "hello\n",
+		"other method": `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n",
+		"no token":     `{"jsonrpc":"2.0","id":1,"method":"hello","params":{"user":"alice","job_id":"1"}}` + "\n",
+		"overlong":     strings.Repeat("x", 3*maxHello) + "\n",
+	} {
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte(line))
+		b, _ := io.ReadAll(c)
+		if !strings.Contains(string(b), `"error"`) {
+			t.Errorf("%s: answered %q", name, b)
+		}
+		c.Close()
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("delivered %+v", a.Job)
+	default:
+	}
+}
