@@ -217,3 +217,79 @@ func TestBadHello(t *testing.T) {
 	default:
 	}
 }
+
+// The Listener dials again when a connection closes, keeps trying while
+// the daemon is away, gives up at its deadline, and stops on a refusal.
+func TestListener(t *testing.T) {
+	p := newPKI(t)
+	jobs, _ := OpenJobs("")
+	tok, _ := jobs.Issue("alice", 1001)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the daemon is away at first
+	l := NewListener(&Dialer{Addr: addr, CA: p.pool, Hello: protocol.HelloParams{Token: tok, User: "alice", JobID: "9"}})
+	defer l.Close()
+
+	l.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := l.Accept(); !isTimeout(err) {
+		t.Fatalf("no daemon, past the deadline: %v", err)
+	}
+	l.SetDeadline(time.Time{})
+
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	time.Sleep(150 * time.Millisecond) // Accept is retrying now
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port taken meanwhile: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan Accepted, 2)
+	s := &Server{Jobs: jobs, TLS: &tls.Config{Certificates: []tls.Certificate{p.cert}}, Deliver: func(a Accepted) { got <- a }}
+	go s.Serve(ctx, ln2)
+	c := <-accepted
+	first := <-got
+
+	// One connection at a time: the next Accept waits for this one.
+	next := make(chan error, 1)
+	go func() {
+		c2, err := l.Accept()
+		if err == nil {
+			c2.Close()
+		}
+		next <- err
+	}()
+	select {
+	case err := <-next:
+		t.Fatalf("second Accept while the first is open: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	first.Conn.Close()
+	jobs.Release("9")
+	c.Close()
+	if err := <-next; err != nil {
+		t.Fatalf("redial after close: %v", err)
+	}
+	(<-got).Conn.Close()
+	jobs.Release("9")
+
+	jobs.Revoke("9")
+	if _, err := l.Accept(); !errors.Is(err, ErrRefused) {
+		t.Fatalf("after revocation: %v", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
