@@ -48,7 +48,7 @@ type Job struct {
 // Jobs is the token registry. The zero value is not usable; use OpenJobs.
 type Jobs struct {
 	mu   sync.Mutex
-	path string // "" keeps nothing on disk
+	path string          // "" keeps nothing on disk
 	jobs map[string]*Job // by hash
 }
 
