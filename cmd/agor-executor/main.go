@@ -24,6 +24,7 @@ import (
 	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/logging"
+	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/sdnotify"
@@ -48,7 +49,10 @@ func main() {
 		// exec the command (returns only on failure).
 		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// SIGUSR1 is Slurm's notice that a job nears its time limit
+	// (--signal=B:USR1@...): stop as on SIGTERM, while there is time to
+	// let running work finish; the session resumes in the next job.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	context.AfterFunc(ctx, stop) // after the first signal, a second one kills
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -60,6 +64,10 @@ type options struct {
 	rootGiven   bool
 	agents      string
 	listen      string
+	dial        string
+	dialCA      string
+	dialName    string
+	jobID       string
 	socketName  string
 	daemonUser  string
 	config      string
@@ -79,6 +87,10 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.root, "root", os.Getenv("HOME"), "directory every file, exec and watch path resolves beneath (default: $HOME, which User= sets)")
 	fs.StringVar(&o.agents, "agents", task.DefaultAgentsPath, "agent CLI settings `file` (binary and environment per agentic tool; missing: each CLI by name on PATH)")
 	fs.StringVar(&o.listen, "listen", "", "listen on this Unix socket `path` (made 0660) instead of the socket systemd passes")
+	fs.StringVar(&o.dial, "dial", "", "dial the daemon at this `host:port` over TLS 1.3 instead of listening (an executor started as a Slurm job on a compute node, where nothing may connect to it); the job's token is the first line of standard input, never an argument or the environment")
+	fs.StringVar(&o.dialCA, "dial-ca", "", "PEM `file` of the CA that certified the daemon's dial-back listener: the only CA trusted with --dial")
+	fs.StringVar(&o.dialName, "dial-name", "", "the `name` the daemon's certificate must carry with --dial (default: the host of --dial)")
+	fs.StringVar(&o.jobID, "job-id", os.Getenv("SLURM_JOB_ID"), "with --dial: the `id` of the job this executor runs in, which its token is bound to (default: $SLURM_JOB_ID)")
 	fs.StringVar(&o.socketName, "socket-name", "executor", "`name` of the activated socket (FileDescriptorName= of the .socket unit)")
 	fs.StringVar(&o.daemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served, with root; nobody else, not even its group")
 	fs.StringVar(&o.config, "config", config.DefaultPath, "the daemon's configuration `file`, root-owned, whose min_uid, allowed_users and allowed_groups the executor applies to its own account (missing: the defaults, min_uid 1000)")
@@ -198,8 +210,10 @@ func checkSelf(ctx context.Context, o *options, log *slog.Logger) (config.Config
 		return c, 0, true
 	}
 	log.Error("refusing to serve: "+err.Error(), "config", o.config)
-	if ln, lerr := listener(o); lerr == nil {
-		refuseWaiting(ln)
+	if o.dial == "" {
+		if ln, lerr := listener(o); lerr == nil {
+			refuseWaiting(ln.(*net.UnixListener))
+		}
 	}
 	return c, exitRefused, false
 }
@@ -232,9 +246,15 @@ func refuseWaiting(ln *net.UnixListener) {
 }
 
 func serverConfig(ctx context.Context, o *options, log *slog.Logger) (executor.Config, error) {
-	pol, err := executor.PolicyFor(ctx, o.daemonUser)
-	if err != nil {
-		return executor.Config{}, err
+	var pol peer.Policy
+	if o.dial == "" {
+		// A dialled executor has no peers to check (the daemon proved
+		// itself with the pinned CA), and a compute node need not know
+		// the daemon's account.
+		var err error
+		if pol, err = executor.PolicyFor(ctx, o.daemonUser); err != nil {
+			return executor.Config{}, err
+		}
 	}
 	return executor.Config{
 		Policy:      pol,
@@ -246,14 +266,17 @@ func serverConfig(ctx context.Context, o *options, log *slog.Logger) (executor.C
 	}, nil
 }
 
-func listener(o *options) (*net.UnixListener, error) {
+func listener(o *options) (executor.Listener, error) {
+	if o.dial != "" {
+		return dialListener(o, os.Stdin)
+	}
 	if o.listen != "" {
 		return unixsock.Listen(o.listen)
 	}
 	return executor.Activated(o.socketName)
 }
 
-func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, ln *net.UnixListener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, ln executor.Listener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
 	closePrimitives := registerPrimitives(srv, root, agents, box, log)
 	defer closePrimitives()

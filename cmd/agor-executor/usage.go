@@ -15,6 +15,8 @@ const manual = `NAME
 SYNOPSIS
     agor-executor [OPTIONS]                 (started by systemd: agor-executor@USER.service)
     agor-executor --listen PATH [OPTIONS]   (started by hand, for development)
+    agor-executor --dial HOST:PORT --dial-ca FILE [OPTIONS] <TOKEN
+                                            (a Slurm job on a compute node)
 
 DESCRIPTION
     agor-executor runs as the Unix user whose work it does, never as root. systemd
@@ -35,6 +37,16 @@ DESCRIPTION
     with status 0 and leaves the socket to systemd, which starts it again on the next
     connection. On SIGTERM it stops accepting, lets running requests finish for up to
     --stop-timeout, then cancels them.
+
+    With --dial (the daemon's slurm backend submits the user's job with it) the
+    executor never listens: nothing on a shared compute node may connect to it. It
+    dials the daemon over TLS 1.3, trusting only the CA in --dial-ca, presents its
+    job's token (read from standard input: the job script's here document, which
+    only the user and root can read) bound to its user and --job-id, and then serves
+    that one connection as it serves a socket's. When the connection drops (the
+    daemon restarts) it dials again, with backoff; a refused token (the job's token
+    was revoked) ends it. SIGUSR1, Slurm's notice that the job nears its time limit,
+    stops it as SIGTERM does.
 
     Under journald (stderr is a journal stream) every line is a native journal entry
     with fields AGOR_USER, AGOR_PEER_UID, AGOR_PEER_PID, AGOR_METHOD, ...:

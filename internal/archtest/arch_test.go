@@ -23,7 +23,7 @@ var sides = map[string][]string{
 	// Small leaves either side may use: they know nothing of the other.
 	"shared": {"dialback", "peer", "logging", "flagenv", "version", "unixsock", "sdnotify", "account", "identity", "sandbox", "config", "doctor", "apiclient"},
 	// Test helpers, imported by tests only.
-	"testing": {"exectest", "agenttest", "agent/modeltest", "archtest"},
+	"testing": {"exectest", "agenttest", "agent/modeltest", "archtest", "dialback/dialbacktest"},
 }
 
 type pkg struct {

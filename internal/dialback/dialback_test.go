@@ -3,53 +3,22 @@ package dialback
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
 	"github.com/agor-sh/agor/internal/protocol"
 )
 
-// pki is a CA and a daemon certificate for 127.0.0.1 it signed.
-type pki struct {
-	pool *x509.CertPool
-	cert tls.Certificate
-}
+type pki = dialbacktest.PKI
 
-func newPKI(t *testing.T) pki {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agor test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "agor-daemon"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pki{pool: pool, cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}
-}
+func newPKI(t *testing.T) pki { return dialbacktest.New(t) }
 
 // serve starts a Server on loopback whose delivered connections echo.
 func serve(t *testing.T, jobs *Jobs, p pki) (addr string, got chan Accepted) {
@@ -61,7 +30,7 @@ func serve(t *testing.T, jobs *Jobs, p pki) (addr string, got chan Accepted) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	got = make(chan Accepted, 4)
-	s := &Server{Jobs: jobs, TLS: &tls.Config{Certificates: []tls.Certificate{p.cert}}, Deliver: func(a Accepted) {
+	s := &Server{Jobs: jobs, TLS: &tls.Config{Certificates: []tls.Certificate{p.Cert}}, Deliver: func(a Accepted) {
 		got <- a
 		go func() { io.Copy(a.Conn, a.Conn); a.Conn.Close(); jobs.Release(a.Job.JobID) }()
 	}}
@@ -70,7 +39,7 @@ func serve(t *testing.T, jobs *Jobs, p pki) (addr string, got chan Accepted) {
 }
 
 func dial(addr string, p pki, h protocol.HelloParams) (net.Conn, error) {
-	d := &Dialer{Addr: addr, CA: p.pool, Hello: h}
+	d := &Dialer{Addr: addr, CA: p.Pool, Hello: h}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return d.Dial(ctx)
@@ -199,7 +168,7 @@ func TestBadHello(t *testing.T) {
 		"no token":     `{"jsonrpc":"2.0","id":1,"method":"hello","params":{"user":"alice","job_id":"1"}}` + "\n",
 		"overlong":     strings.Repeat("x", 3*maxHello) + "\n",
 	} {
-		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1"})
+		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.Pool, ServerName: "127.0.0.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +199,7 @@ func TestListener(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // the daemon is away at first
-	l := NewListener(&Dialer{Addr: addr, CA: p.pool, Hello: protocol.HelloParams{Token: tok, User: "alice", JobID: "9"}})
+	l := NewListener(&Dialer{Addr: addr, CA: p.Pool, Hello: protocol.HelloParams{Token: tok, User: "alice", JobID: "9"}})
 	defer l.Close()
 
 	l.SetDeadline(time.Now().Add(300 * time.Millisecond))
@@ -255,7 +224,7 @@ func TestListener(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan Accepted, 2)
-	s := &Server{Jobs: jobs, TLS: &tls.Config{Certificates: []tls.Certificate{p.cert}}, Deliver: func(a Accepted) { got <- a }}
+	s := &Server{Jobs: jobs, TLS: &tls.Config{Certificates: []tls.Certificate{p.Cert}}, Deliver: func(a Accepted) { got <- a }}
 	go s.Serve(ctx, ln2)
 	c := <-accepted
 	first := <-got

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agor-sh/agor/internal/dialback"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/rpc"
 )
@@ -33,6 +34,17 @@ type Notifier interface {
 	Notify(state string)
 }
 
+// Listener is where connections come from: the Unix socket systemd hands
+// over (each peer checked by SO_PEERCRED), or a dial-back to the daemon
+// (internal/dialback: proved by TLS and the job's token before Accept
+// returns it).
+type Listener interface {
+	Accept() (net.Conn, error)
+	SetDeadline(t time.Time) error
+	Close() error
+	Addr() net.Addr
+}
+
 // Server accepts and serves connections until stopped or idle.
 type Server struct {
 	cfg     Config
@@ -41,7 +53,7 @@ type Server struct {
 	started time.Time
 
 	mu       sync.Mutex
-	ln       *net.UnixListener
+	ln       Listener
 	conns    map[*rpc.Conn]struct{}
 	holds    int       // work that keeps the executor alive without a connection
 	idleFrom time.Time // when conns and holds last reached zero
@@ -98,7 +110,7 @@ func (s *Server) Hold() (release func()) {
 // Serve accepts on ln until ctx ends, Stop is called, or the executor has
 // been idle for IdleTimeout (then it returns ErrIdle). It never unlinks a
 // socket it was handed; it waits for every connection before returning.
-func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
+func (s *Server) Serve(ctx context.Context, ln Listener) error {
 	s.mu.Lock()
 	s.ln = ln
 	if s.stopping { // stopped before it started: Stop could not close ln
@@ -119,9 +131,9 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	return err
 }
 
-func (s *Server) acceptLoop(ctx context.Context, ln *net.UnixListener) error {
+func (s *Server) acceptLoop(ctx context.Context, ln Listener) error {
 	for {
-		c, err := ln.AcceptUnix()
+		c, err := ln.Accept()
 		if err == nil {
 			s.admit(ctx, c)
 			continue
@@ -140,6 +152,9 @@ func (s *Server) acceptLoop(ctx context.Context, ln *net.UnixListener) error {
 		}
 		if errors.Is(err, net.ErrClosed) {
 			return nil
+		}
+		if errors.Is(err, dialback.ErrRefused) {
+			return err // the job's token is revoked: this executor is over
 		}
 		s.log.Warn("accept failed", "err", err)
 		time.Sleep(50 * time.Millisecond) // e.g. EMFILE: do not spin
@@ -164,17 +179,21 @@ func (s *Server) idleExpired() bool {
 }
 
 // admit checks the peer and serves the connection.
-func (s *Server) admit(ctx context.Context, c *net.UnixConn) {
-	cred, err := peer.Of(c)
-	if err == nil {
-		err = s.cfg.Policy.Check(cred)
+func (s *Server) admit(ctx context.Context, c net.Conn) {
+	log := s.log.With("peer", c.RemoteAddr().String())
+	if uc, ok := c.(*net.UnixConn); ok {
+		cred, err := peer.Of(uc)
+		if err == nil {
+			err = s.cfg.Policy.Check(cred)
+		}
+		if err != nil {
+			s.log.Warn("refused connection", "peer_uid", cred.UID, "peer_gid", cred.GID, "peer_pid", cred.PID, "err", err)
+			_ = c.Close()
+			return
+		}
+		log = s.log.With("peer_uid", cred.UID, "peer_pid", cred.PID)
+		ctx = peer.NewContext(ctx, cred)
 	}
-	if err != nil {
-		s.log.Warn("refused connection", "peer_uid", cred.UID, "peer_gid", cred.GID, "peer_pid", cred.PID, "err", err)
-		_ = c.Close()
-		return
-	}
-	log := s.log.With("peer_uid", cred.UID, "peer_pid", cred.PID)
 	opts := s.cfg.RPC
 	opts.Logger = log
 	conn := rpc.NewConn(c, s.logged(log), opts)
@@ -190,7 +209,7 @@ func (s *Server) admit(ctx context.Context, c *net.UnixConn) {
 	s.mu.Unlock()
 	log.Info("connection accepted")
 	s.notify("STATUS=" + s.status())
-	go s.serveConn(peer.NewContext(ctx, cred), conn, log)
+	go s.serveConn(ctx, conn, log)
 }
 
 func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger) {

@@ -24,9 +24,15 @@ func Dial(ctx context.Context, path string, h Handler, opts Options) (*Client, e
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", path, err)
 	}
+	return NewClient(nc, h, opts), nil
+}
+
+// NewClient serves an established connection (one an executor dialled
+// in, say) as Dial serves the one it makes.
+func NewClient(nc net.Conn, h Handler, opts Options) *Client {
 	c := &Client{Conn: NewConn(nc, h, opts), served: make(chan error, 1)}
 	go func() { c.served <- c.Conn.Serve(context.Background()) }()
-	return c, nil
+	return c
 }
 
 // Close ends the connection and waits until it is fully shut down. It
