@@ -279,6 +279,7 @@ func listener(o *options) (executor.Listener, error) {
 func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, ln executor.Listener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
 	closePrimitives := registerPrimitives(srv, root, agents, box, log)
+	registerJobs(srv) // after: submissions need no root directory
 	defer closePrimitives()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -21,7 +21,7 @@ var sides = map[string][]string{
 	// The daemon: lifecycle, pool, broker, store, audit, API.
 	"daemon": {"daemon", "api", "broker", "pool", "lifecycle", "store", "audit", "events", "credstore", "token"},
 	// Small leaves either side may use: they know nothing of the other.
-	"shared": {"dialback", "peer", "logging", "flagenv", "version", "unixsock", "sdnotify", "account", "identity", "sandbox", "config", "doctor", "apiclient"},
+	"shared": {"dialback", "slurm", "peer", "logging", "flagenv", "version", "unixsock", "sdnotify", "account", "identity", "sandbox", "config", "doctor", "apiclient"},
 	// Test helpers, imported by tests only.
 	"testing": {"exectest", "agenttest", "agent/modeltest", "archtest", "dialback/dialbacktest"},
 }

@@ -36,6 +36,11 @@ func (m message) file() string { return filepath.Join("testdata", m.method+"."+m
 var catalog = []message{
 	{protocol.MethodHello, "params", protocol.HelloParams{Token: "q0Gm3c2bC9rYwZx7Jp1sVfLk4tN8uHd6eA5iR2oXyBw", User: "alice", JobID: "4242", Node: "node1", PID: 5150}},
 	{protocol.MethodHello, "result", protocol.HelloResult{Accepted: true}},
+	{protocol.MethodSubmitJob, "params", protocol.SubmitJobParams{Script: "#!/bin/sh\nexec /usr/libexec/agor/agor-executor --dial login:7443 --dial-ca /etc/agor/dialback-ca.pem <<'AGOR_TOKEN'\n...\nAGOR_TOKEN\n",
+		JobName: "agor-executor", Partition: "main", TimeLimit: "8:00:00", Memory: "4G", CPUs: 2, Signal: "B:USR1@300", Output: "/tmp/agor-executor-%u-%j.log"}},
+	{protocol.MethodSubmitJob, "result", protocol.SubmitJobResult{JobID: "4242"}},
+	{protocol.MethodCancelJob, "params", protocol.CancelJobParams{JobID: "4242", Signal: "TERM"}},
+	{protocol.MethodCancelJob, "result", protocol.CancelJobResult{}},
 	{protocol.MethodPing, "result", protocol.PingResult{Pong: true, Timestamp: 1763900000000, PID: 4242, UID: 1001, User: "alice", Version: "0.1.0", UptimeMS: 1500}},
 	{protocol.MethodShutdown, "params", protocol.ShutdownParams{Reason: "idle", TimeoutMS: 5000}},
 	{protocol.MethodShutdown, "result", protocol.ShutdownResult{Status: protocol.ShutdownCompleted}},
@@ -221,6 +226,14 @@ func TestValidation(t *testing.T) {
 		{protocol.ShutdownParams{TimeoutMS: -5}, "timeout_ms"},
 		{protocol.ExecParams{Argv: []string{"ls"}, Sandbox: "jail"}, "sandbox"},
 		{protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Sandbox: "strict"}, "sandbox"},
+		{protocol.HelloParams{User: "alice", JobID: "1"}, "token"},
+		{protocol.HelloParams{Token: "t", User: "alice"}, "job_id"},
+		{protocol.SubmitJobParams{Script: "sleep 1", JobName: "j"}, "script"},
+		{protocol.SubmitJobParams{Script: "#!/bin/sh\n", JobName: "j", Partition: "main --uid=0"}, "partition"},
+		{protocol.SubmitJobParams{Script: "#!/bin/sh\n", JobName: "j", TimeLimit: "1:00\n#SBATCH --uid=0"}, "time_limit"},
+		{protocol.SubmitJobParams{Script: "#!/bin/sh\n"}, "job_name"},
+		{protocol.CancelJobParams{JobID: "1; rm -rf /"}, "job_id"},
+		{protocol.CancelJobParams{JobID: "12", Signal: "-9 13"}, "signal"},
 	}
 	for _, c := range cases {
 		err := c.v.Validate()

@@ -46,6 +46,8 @@ const (
 	ReasonPingFailed      = "ping_failed"
 	ReasonExecutorCrashed = "executor_crashed"
 	ReasonConnectFailed   = "connect_failed"
+	ReasonSubmitFailed    = "submit_failed" // sbatch or scancel refused (its words in the message)
+	ReasonJobEnded        = "job_ended"     // the executor's Slurm job ended before it dialled back
 	// the kernel has no Landlock and the configuration requires it
 	ReasonSandboxUnavailable = "sandbox_unavailable"
 

@@ -48,10 +48,12 @@ var ExecutorMethods = []string{
 	MethodReadFile, MethodWriteFile, MethodWriteFiles, MethodListFiles, MethodWatch, MethodUnwatch,
 	MethodSpawnTerminal, MethodAttachTerminal, MethodResizeTerminal, MethodTerminateTerminal,
 	MethodListTerminals, MethodTerminalInput,
+	MethodSubmitJob, MethodCancelJob,
 }
 
 // DaemonMethods lists what the daemon serves on an executor connection.
-var DaemonMethods = []string{MethodGetAPIKey, MethodRequestPermission, MethodReportMessage}
+// (MethodHello only on the dial-back listener, as a connection's first line.)
+var DaemonMethods = []string{MethodGetAPIKey, MethodRequestPermission, MethodReportMessage, MethodHello}
 
 // StreamNotifications lists what the executor streams back to a caller.
 var StreamNotifications = []string{MethodExecOutput, MethodFileEvent, MethodTerminalOutput, MethodTerminalExit}
