@@ -23,6 +23,7 @@ type Config struct {
 	Sandbox   Sandbox   `yaml:"sandbox"`
 	API       API       `yaml:"api"`
 	Daemon    Daemon    `yaml:"daemon"`
+	Slurm     Slurm     `yaml:"slurm"` // the slurm backend (slurm.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -70,7 +71,7 @@ type Sandbox struct {
 
 // Execution is how and where user work runs. Every default is in Default.
 type Execution struct {
-	Backend                  string   `yaml:"backend"`                     // systemd or direct
+	Backend                  string   `yaml:"backend"`                     // systemd, direct or slurm
 	RunAsUnixUser            bool     `yaml:"run_as_unix_user"`            // run work as the session's own user
 	ExecutorUnixUser         string   `yaml:"executor_unix_user"`          // the one user when run_as_unix_user is false
 	UseExecutor              bool     `yaml:"use_executor"`                // false: the daemon refuses work
@@ -101,7 +102,8 @@ func Default() Config {
 	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens",
 		MaxFileBytes: 1 << 30, MaxWatchStreams: 8, MaxConnsPerUID: 64},
 		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
-		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
+		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
+		Slurm:   DefaultSlurm()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

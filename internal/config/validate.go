@@ -17,7 +17,7 @@ func (c Config) Validate() error {
 		key string
 		err string
 	}{
-		{"backend", oneOf(e.Backend, "systemd", "direct")},
+		{"backend", oneOf(e.Backend, "systemd", "direct", "slurm")},
 		{"max_executors", positive(int64(e.MaxExecutors))},
 		{"idle_timeout_ms", positive(e.IdleTimeoutMS)},
 		{"connection_timeout_ms", positive(e.ConnectionTimeoutMS)},
@@ -67,6 +67,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Sandbox.validate(); err != nil {
+		return err
+	}
+	if err := c.Slurm.validate(e.Backend); err != nil {
 		return err
 	}
 	return c.Daemon.validate()
