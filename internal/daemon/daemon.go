@@ -190,8 +190,10 @@ func newBackend(o Options) (lifecycle.Backend, func(), error) {
 	case "direct":
 		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
 		return dr, dr.Close, nil
+	case "slurm":
+		return newSlurm(o, pol)
 	}
-	return nil, nil, fmt.Errorf("execution.backend %q is not systemd or direct", e.Backend)
+	return nil, nil, fmt.Errorf("execution.backend %q is not systemd, direct or slurm", e.Backend)
 }
 
 // Run reattaches to running executors, serves until ctx ends, then shuts

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 
 	"github.com/agor-sh/agor/internal/account"
@@ -23,11 +24,14 @@ type Backend interface {
 	Watch(ctx context.Context, fn func(Event)) error
 }
 
-// Executor is where a user's executor listens.
+// Executor is where a user's executor listens, or, for one that dials
+// back (the slurm backend), how to wait for its connection.
 type Executor struct {
 	User   string
 	UID    int
 	Socket string
+	// Dial, when set, is the way to the executor instead of Socket.
+	Dial func(ctx context.Context) (net.Conn, error)
 }
 
 // Status is one live executor as the backend sees it.
@@ -35,6 +39,8 @@ type Status struct {
 	User    string
 	Socket  string // socket unit or listener state, e.g. "active"
 	Service string // service state: "active", "inactive", "failed", ...
+	// The slurm backend's: the executor's job, its node and Slurm state.
+	JobID, Node, JobState string
 }
 
 // Errors of Ensure that callers map to "executor unavailable" with a reason.

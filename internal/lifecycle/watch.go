@@ -17,6 +17,8 @@ type Event struct {
 	Kind  string // "socket" or "service"
 	State string // ActiveState: active, activating, deactivating, inactive, failed
 	Sub   string // SubState: running, listening, dead, failed, ...
+	// The slurm backend's: the job, and the node it runs on.
+	JobID, Node string
 }
 
 // Ended reports whether a service event means the executor process is gone.

@@ -21,8 +21,8 @@ func TestUnitEvent(t *testing.T) {
 		want Event
 		ok   bool
 	}{
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", changed("failed", "failed"), Event{"alice", "service", "failed", "failed"}, true},
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_5cx2dx_2esocket", changed("active", ""), Event{"j.doe-x", "socket", "active", ""}, true},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", changed("failed", "failed"), Event{User: "alice", Kind: "service", State: "failed", Sub: "failed"}, true},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_5cx2dx_2esocket", changed("active", ""), Event{User: "j.doe-x", Kind: "socket", State: "active"}, true},
 		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_2dx_2esocket", changed("active", ""), Event{}, false}, // '-' unescaped: not ours
 		{"/org/freedesktop/systemd1/unit/ssh_2eservice", changed("active", "running"), Event{}, false},
 		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface, map[string]godbus.Variant{"SubState": godbus.MakeVariant("x")}, []string{}}, Event{}, false},

@@ -124,7 +124,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 	if p.Handler != nil {
 		h = p.Handler(user)
 	}
-	c, err := rpc.Dial(ctx, ex.Socket, h, rpc.Options{Logger: p.log().With("user", user)})
+	c, err := dial(ctx, ex, h, rpc.Options{Logger: p.log().With("user", user)})
 	if err != nil {
 		return nil, protocol.PingResult{}, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "executor of %s: %v", user, err)
 	}
@@ -137,6 +137,18 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 		p.log().Warn("executor runs as another user (direct backend, daemon not root)", "user", user, "executor_user", ping.User)
 	}
 	return c, ping, nil
+}
+
+// dial connects to the executor's socket, or waits for it to dial back.
+func dial(ctx context.Context, ex lifecycle.Executor, h rpc.Handler, opts rpc.Options) (*rpc.Client, error) {
+	if ex.Dial == nil {
+		return rpc.Dial(ctx, ex.Socket, h, opts)
+	}
+	nc, err := ex.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.NewClient(nc, h, opts), nil
 }
 
 // Call runs method on user's executor. A connection that ends under the
