@@ -47,7 +47,7 @@ type Slurm struct {
 // remote is what the daemon knows of one person's job.
 type remote struct {
 	jobID, node, state string
-	parked             net.Conn      // dialled back, not yet taken by the pool
+	parked             net.Conn // dialled back, not yet taken by the pool
 	parkedAt           time.Time
 	changed            chan struct{} // closed (and replaced) at every change
 }
