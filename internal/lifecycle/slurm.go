@@ -97,7 +97,7 @@ func (s *Slurm) Ensure(ctx context.Context, user string) (Executor, error) {
 		}
 	}
 	ex.Socket = ""
-	ex.Dial = func(ctx context.Context) (net.Conn, error) { return s.take(ctx, user) }
+	ex.Dial = func(ctx context.Context) (net.Conn, error) { return s.take(ctx, user, uint32(ex.UID)) }
 	return ex, nil
 }
 
@@ -209,7 +209,10 @@ func (s *Slurm) Deliver(a dialback.Accepted) {
 }
 
 // take waits for user's job to dial back and hands its connection over.
-func (s *Slurm) take(ctx context.Context, user string) (net.Conn, error) {
+// A job that ended meanwhile (cancelled between the last poll and this
+// call, say) is replaced once by a new one: the caller wanted an executor.
+func (s *Slurm) take(ctx context.Context, user string, uid uint32) (net.Conn, error) {
+	resubmitted := false
 	for {
 		s.mu.Lock()
 		r := s.remoteLocked(user)
@@ -218,13 +221,19 @@ func (s *Slurm) take(ctx context.Context, user string) (net.Conn, error) {
 			s.mu.Unlock()
 			return c, nil
 		}
-		if !r.live() {
-			job, state := r.jobID, r.state
-			s.mu.Unlock()
-			return nil, fmt.Errorf("%w: job %s is %s", ErrJobEnded, job, state)
-		}
-		changed := r.changed
+		live, job, state, changed := r.live(), r.jobID, r.state, r.changed
 		s.mu.Unlock()
+		if !live {
+			if resubmitted {
+				return nil, fmt.Errorf("%w: job %s is %s", ErrJobEnded, job, state)
+			}
+			s.log().Info("the executor's job ended; submitting another", "user", user, "job", job, "state", state)
+			if err := s.submit(ctx, user, uid); err != nil {
+				return nil, err
+			}
+			resubmitted = true
+			continue
+		}
 		select {
 		case <-changed:
 		case <-ctx.Done():

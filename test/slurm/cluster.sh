@@ -40,6 +40,22 @@ cluster_configure() {
 	chroot "$root" chown munge:munge /etc/munge/munge.key
 	cluster_slurm_conf >"$root/etc/slurm/slurm.conf"
 	printf 'CgroupPlugin=cgroup/v1\nConstrainCores=no\nConstrainRAMSpace=no\nConstrainDevices=no\n' >"$root/etc/slurm/cgroup.conf"
+	# Every node trusts the dial-back CA; the nodes get the executor (the
+	# login host gets it from the .deb) and the agents' settings: the
+	# stand-in model serves on the login host.
+	mkdir -p "$root/etc/agor" "$root/opt/agents"
+	cp "$work/pki/ca.pem" "$root/etc/agor/dialback-ca.pem"
+	cat >"$work/agents.yaml" <<-YAML
+		claude-code:
+		  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+		  env:
+		    ANTHROPIC_BASE_URL: http://$cluster_net.${cluster_addr[login]}:18080
+		    CLAUDE_CODE_MAX_RETRIES: "0"
+	YAML
+	if [ "$n" != login ]; then # the login host's come with the .deb (install.sh)
+		install -D -m 0755 "$work/opt/agor-executor" "$root/usr/libexec/agor/agor-executor"
+		cp "$work/agents.yaml" "$root/etc/agor/agents.yaml"
+	fi
 	if [ "$n" = login ]; then
 		systemctl --root="$root" disable slurmd.service >/dev/null 2>&1 || true
 		systemctl --root="$root" enable slurmctld.service >/dev/null 2>&1
@@ -101,7 +117,8 @@ cluster_boot() {
 		exec systemd-nspawn --quiet -D "$work/$n" -M "agor-$n" --boot \
 			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
 			--register=no --keep-unit --network-zone="$cluster_zone" --console=read-only \
-			--bind="$work/home:/home" --bind-ro="$work/opt:/opt/tests" </dev/null >"$work/boot-$n.log" 2>&1
+			--bind="$work/home:/home" --bind-ro="$work/opt:/opt/tests" \
+			--bind-ro="$top/test/.cache/agents/claude-code:/opt/agents/claude-code" </dev/null >"$work/boot-$n.log" 2>&1
 	) &
 	cluster_pid[$n]=$!
 	local leader=

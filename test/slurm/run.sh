@@ -30,6 +30,20 @@ mkdir -p test/.cache
 work=$(mktemp -d /tmp/agor-slurm.XXXXXX)
 mkdir -p "$work/opt" "$work/home"
 cp dist/agor_0.1.1-1_amd64.deb bin/agor-executor "$work/opt/"
+CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
+# The real Claude Code CLI, mounted on every node (make test installs it).
+./test/agents.sh claude-code >/dev/null
+# The dial-back's certificates: a CA every node trusts (and nothing else),
+# and the login host's certificate for its address on the bridge.
+pki=$work/pki
+mkdir -p "$pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=agor-suite-CA \
+	-keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=login -keyout "$pki/dialback.key" -out "$pki/dialback.csr" 2>/dev/null
+printf 'subjectAltName=DNS:login,IP:10.213.0.10\nextendedKeyUsage=serverAuth\n' >"$pki/ext"
+openssl x509 -req -in "$pki/dialback.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" -CAcreateserial -days 1 \
+	-extfile "$pki/ext" -out "$pki/dialback.pem" 2>/dev/null
+cp "$pki/ca.pem" "$pki/dialback.pem" "$pki/dialback.key" "$work/opt/"
 # Shared home directories, as a cluster's NFS /home: the directory's
 # people own theirs on every node.
 for u in alice:20101 bob:20102; do

@@ -1,0 +1,18 @@
+# What a compute node's neighbours cannot do: reach an executor (it never
+# listens), or dial in with a forged token or as someone else.
+hello() { # TOKEN USER JOB: one hello over TLS to the daemon, from node2
+	inside node2 sh -c "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"hello\",\"params\":{\"token\":\"$1\",\"user\":\"$2\",\"job_id\":\"$3\"}}' |
+		timeout 10 openssl s_client -quiet -verify_return_error -CAfile /etc/agor/dialback-ca.pem -connect 10.213.0.10:7443 2>/dev/null" || true
+}
+export -f hello
+check "the executor listens on no TCP port on its node" bash -c '
+	node=$(inside login squeue -h -u alice -o %N | head -n1)
+	! inside "$node" ss -Htlnp | grep agor-executor'
+check "a forged token is refused" want '"error"' hello "$(head -c 32 /dev/urandom | base64 | tr -d '=+/' | head -c 43)" alice 1
+check "bob's own job cannot dial in as alice" bash -c '
+	as login bob agorctl exec bob -- true >/dev/null || exit 1
+	job=$(inside login squeue -h -u bob -o %i | head -n1)
+	# bob owns his job and could read its script; its token is bound to him.
+	tok=$(inside login scontrol write batch_script "$job" - 2>/dev/null | sed -n "/AGOR_TOKEN/{n;p;q}")
+	[ -n "$tok" ] || { echo "no token in the script of job $job"; exit 1; }
+	out=$(hello "$tok" alice "$job"); echo "$out"; echo "$out" | grep "\"error\"" >/dev/null'
