@@ -23,6 +23,7 @@ type Config struct {
 	Sandbox   Sandbox   `yaml:"sandbox"`
 	API       API       `yaml:"api"`
 	Daemon    Daemon    `yaml:"daemon"`
+	Limits    Limits    `yaml:"limits"` // executors' resource limits (limits.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
