@@ -82,3 +82,23 @@ func TestLimitsFor(t *testing.T) {
 		t.Fatalf("describe = %q", got)
 	}
 }
+
+// Percentages go to systemd as the ...Scale properties, typed "u" as
+// systemctl sends them; everything else as "t".
+func TestBusProperties(t *testing.T) {
+	l := config.Limits{Default: config.LimitSet{MemoryMax: "50%", CPUWeight: "300", TasksMax: "10%"}}
+	props, err := l.Properties(l.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := busProperties(props)
+	want := map[string]string{"MemoryMaxScale": "@u 2147483647", "CPUWeight": "@t 300", "TasksMaxScale": "@u 429496729"}
+	if len(got) != len(want) {
+		t.Fatalf("busProperties = %v", got)
+	}
+	for _, p := range got {
+		if s := p.Value.String(); s != want[p.Name] {
+			t.Errorf("%s = %s, want %s", p.Name, s, want[p.Name])
+		}
+	}
+}

@@ -30,8 +30,17 @@ func main() {
 	n := flag.Int("n", 21, "cold cycles")
 	many := flag.String("many", "", "comma-separated users to bring up at once before reading the daemon's RSS")
 	pid := flag.Int("pid", 0, "the daemon's PID, whose RSS is read")
+	path := flag.String("get", "", "only GET this API path and print the body (the container has no curl)")
 	flag.Parse()
 	c := client(*sock)
+	if *path != "" {
+		body, err := get(c, *path)
+		if err != nil {
+			fail(err)
+		}
+		os.Stdout.Write(body)
+		return
+	}
 	if *n > 0 {
 		cold(c, *user, *n)
 	}
