@@ -241,7 +241,7 @@ func percentScale(v string) (uint64, error) {
 	if err != nil || pm == 0 {
 		return 0, fmt.Errorf("%q is not a percentage above 0%% and at most 100%%", v)
 	}
-	return pm * math.MaxUint32 / 10_000, nil
+	return (pm*math.MaxUint32 + 5_000) / 10_000, nil // rounded to the closest, as systemd does
 }
 
 // permyriad parses "N%" or "N.NN%" (systemd keeps two decimals) into

@@ -94,12 +94,12 @@ func TestLimitValues(t *testing.T) {
 		{"memory_max", "1073741824", "MemoryMax", 1 << 30},
 		{"memory_max", "100K", "MemoryMax", 100 << 10},
 		{"memory_max", "infinity", "MemoryMax", math.MaxUint64},
-		{"memory_high", "50%", "MemoryHighScale", math.MaxUint32 / 2},
+		{"memory_high", "50%", "MemoryHighScale", math.MaxUint32/2 + 1},
 		{"memory_max", "100%", "MemoryMaxScale", math.MaxUint32},
 		{"cpu_quota", "50%", "CPUQuotaPerSecUSec", 500_000},
 		{"cpu_quota", "12.5%", "CPUQuotaPerSecUSec", 125_000},
 		{"tasks_max", "4096", "TasksMax", 4096},
-		{"tasks_max", "10%", "TasksMaxScale", math.MaxUint32 / 10},
+		{"tasks_max", "10%", "TasksMaxScale", math.MaxUint32/10 + 1},
 		{"io_weight", "10000", "IOWeight", 10000},
 	}
 	for _, tc := range tests {

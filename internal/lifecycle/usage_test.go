@@ -92,7 +92,7 @@ func TestBusProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := busProperties(props)
-	want := map[string]string{"MemoryMaxScale": "@u 2147483647", "CPUWeight": "@t 300", "TasksMaxScale": "@u 429496729"}
+	want := map[string]string{"MemoryMaxScale": "@u 2147483648", "CPUWeight": "@t 300", "TasksMaxScale": "@u 429496730"}
 	if len(got) != len(want) {
 		t.Fatalf("busProperties = %v", got)
 	}

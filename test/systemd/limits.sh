@@ -18,7 +18,7 @@ limits_conf() {
 	printf '%s' "$limits_base" >/etc/agor/config.yaml
 	cat >>/etc/agor/config.yaml <<-EOF
 	limits:
-	  default: {memory_max: 1G, cpu_weight: 100, tasks_max: 1024}
+	  default: {memory_max: 1G, memory_high: 50%, cpu_weight: 100, tasks_max: 1024}
 	  groups:
 	    - {group: agorusers, memory_max: 2G, cpu_weight: 200}
 	  users:
@@ -42,6 +42,12 @@ limits_set() {
 	limits_expect 3221225472
 	local u
 	for u in carol bob alice; do echo "$u: $(shown $u)"; done
+	# A percentage goes as MemoryHighScale; systemd shows the bytes it made of it.
+	local high total
+	high=$(systemctl show -p MemoryHigh --value agor-executor@carol.service)
+	total=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+	echo "memory_high: 50% -> MemoryHigh=$high (MemTotal $((total * 1024)))"
+	awk "BEGIN{exit !($high > 0.49 * $total * 1024 && $high < 0.51 * $total * 1024)}"
 	ls /run/systemd/system.control/agor-executor@alice.service.d/
 	systemctl daemon-reload
 	limits_expect 3221225472
