@@ -11,9 +11,9 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 )
 
-// For is the unit properties that put user's configured limits in force
+// LimitProperties are the unit properties that put user's configured limits in force
 // (none when the configuration names no limit).
-func For(ctx context.Context, l config.Limits, p Policy, user string) ([]config.Property, error) {
+func LimitProperties(ctx context.Context, l config.Limits, p Policy, user string) ([]config.Property, error) {
 	if l.Empty() {
 		return nil, nil
 	}
@@ -33,7 +33,7 @@ func For(ctx context.Context, l config.Limits, p Policy, user string) ([]config.
 // can start it and live on a running one. What was last applied is
 // remembered, so each Ensure costs a call only when something changed.
 func (s *Systemd) applyLimits(ctx context.Context, user string) error {
-	props, err := For(ctx, s.Limits, s.Policy, user)
+	props, err := LimitProperties(ctx, s.Limits, s.Policy, user)
 	if err != nil || len(props) == 0 {
 		return err
 	}

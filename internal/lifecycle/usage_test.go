@@ -56,7 +56,7 @@ func TestTreeUsage(t *testing.T) {
 	}
 }
 
-// For resolves the user's groups through the Policy's user database and
+// LimitProperties resolves the user's groups through the Policy's user database and
 // builds the properties; no limits configured is no properties.
 func TestLimitsFor(t *testing.T) {
 	name, _ := target(t)
@@ -65,17 +65,17 @@ func TestLimitsFor(t *testing.T) {
 		Default: config.LimitSet{MemoryMax: "1G"},
 		Groups:  []config.GroupLimits{{Group: "no-such-group-xyz", LimitSet: config.LimitSet{MemoryMax: "3G"}}, {Group: group, LimitSet: config.LimitSet{MemoryMax: "2G", CPUWeight: "50"}}},
 	}
-	props, err := For(context.Background(), l, Policy{}, name)
+	props, err := LimitProperties(context.Background(), l, Policy{}, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(props) != 2 || props[0].Name != "MemoryMax" || props[0].Value != 2<<30 || props[1].Value != 50 {
-		t.Fatalf("For = %+v", props)
+		t.Fatalf("LimitProperties = %+v", props)
 	}
-	if props, err := For(context.Background(), config.Limits{}, Policy{}, name); err != nil || props != nil {
+	if props, err := LimitProperties(context.Background(), config.Limits{}, Policy{}, name); err != nil || props != nil {
 		t.Fatalf("no limits = %v, %v", props, err)
 	}
-	if _, err := For(context.Background(), l, Policy{}, "no-such-user-xyz"); err == nil {
+	if _, err := LimitProperties(context.Background(), l, Policy{}, "no-such-user-xyz"); err == nil {
 		t.Fatal("limits for an unknown user resolved")
 	}
 	if got := describe(props); got != "MemoryMax=2147483648 CPUWeight=50" {
