@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agor-sh/agor/internal/apiwire"
 )
 
 const executorsLong = `List executors, start and stop them through the daemon, or, without the
@@ -54,7 +56,7 @@ func (f *listFlags) register(c *cobra.Command) {
 	addAPIFlags(c, &f.api)
 	f.backend.register(c, false)
 	c.Flags().BoolVar(&f.noDaemon, "no-daemon", false, "ask systemd (or the direct backend) instead of the daemon, as the daemon would")
-	c.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON (through the daemon the reply is JSON already; with --no-daemon one object a line)")
+	c.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON: the daemon's reply as it is (with --no-daemon one object a line)")
 }
 
 func (f *listFlags) run(ctx context.Context, a *app) error {
@@ -68,7 +70,15 @@ func (f *listFlags) run(ctx context.Context, a *app) error {
 	if err := c.Do(ctx, "GET", "/v1/executors", nil, &out); err != nil {
 		return err
 	}
-	fmt.Fprintln(a.stdout, string(out))
+	if f.jsonOut {
+		fmt.Fprintln(a.stdout, string(out))
+		return nil
+	}
+	var list apiwire.ExecutorList
+	if err := json.Unmarshal(out, &list); err != nil {
+		return fmt.Errorf("GET /v1/executors: %w", err)
+	}
+	printExecutors(a, list)
 	return nil
 }
 
@@ -78,9 +88,14 @@ func newExecutorsList(a *app) *cobra.Command {
 		Use:   "list",
 		Short: "list executors with their socket and service state",
 		Long: `List executors with their socket and service unit state. Through the daemon
-(admins only) the reply is JSON and says which ones the daemon is connected
-to; with --no-daemon the units are listed straight from systemd, one
-"USER SOCKET SERVICE" line each (--json: one JSON object a line).
+(admins only) a table says which ones the daemon is connected to and what
+each running one uses: CPU time since its unit started, memory and tasks
+now, from systemd's counters for agor-executor@USER.service (the direct
+backend: the executor's processes in /proc). "-" is a number not known
+here; a note on stderr says why. --json prints the daemon's reply (usage
+in nanoseconds and bytes, null where unknown). With --no-daemon the units
+are listed straight from systemd, one "USER SOCKET SERVICE" line each
+(--json: one JSON object a line).
 
 ` + daemonHelp,
 		Example: `  agorctl executors list

@@ -173,26 +173,23 @@ func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // ExecutorInfo is an executor as the API shows it.
-type ExecutorInfo struct {
-	User      string               `json:"user"`
-	Socket    string               `json:"socket_state,omitempty"`
-	Service   string               `json:"service_state,omitempty"`
-	Connected bool                 `json:"connected"`
-	Ping      *protocol.PingResult `json:"ping,omitempty"`
-}
+type ExecutorInfo = apiwire.ExecutorInfo
 
+// listExecutors lists the units with, for running ones, their usage. A
+// backend that cannot read usage still lists (the error is logged).
 func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 	list, err := s.Backend.List(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	usage := s.usage(r.Context(), list)
 	live := s.Pool.Live()
 	out := make([]ExecutorInfo, 0, len(list))
 	for _, st := range list {
-		out = append(out, ExecutorInfo{User: st.User, Socket: st.Socket, Service: st.Service, Connected: slices.Contains(live, st.User)})
+		out = append(out, ExecutorInfo{User: st.User, Socket: st.Socket, Service: st.Service, Connected: slices.Contains(live, st.User), Usage: usage[st.User]})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"executors": out})
+	writeJSON(w, http.StatusOK, apiwire.ExecutorList{Executors: out})
 }
 
 // allowed applies Allowed, when set, as the backend's refusal would read.

@@ -109,7 +109,7 @@ func (m *metrics) count(route string, code int) {
 }
 
 // serveMetrics writes the Prometheus text format.
-func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	s.metrics.mu.Lock()
 	keys := make([][2]string, 0, len(s.metrics.requests))
@@ -128,6 +128,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "# HELP agor_api_rate_limited_total API requests refused by the per-caller limit.\n# TYPE agor_api_rate_limited_total counter\nagor_api_rate_limited_total %d\n", s.metrics.limited)
 	s.metrics.mu.Unlock()
 	fmt.Fprintf(w, "# HELP agor_executors_connected Executors the daemon holds a connection to.\n# TYPE agor_executors_connected gauge\nagor_executors_connected %d\n", len(s.Pool.Live()))
+	s.writeUsageMetrics(r.Context(), w) // usage.go
 	if s.Broker != nil {
 		st := s.Broker.Stats()
 		for _, c := range []struct {

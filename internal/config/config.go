@@ -23,7 +23,8 @@ type Config struct {
 	Sandbox   Sandbox   `yaml:"sandbox"`
 	API       API       `yaml:"api"`
 	Daemon    Daemon    `yaml:"daemon"`
-	Slurm     Slurm     `yaml:"slurm"` // the slurm backend (slurm.go)
+	Limits    Limits    `yaml:"limits"` // executors' resource limits (limits.go)
+	Slurm     Slurm     `yaml:"slurm"`  // the slurm backend (slurm.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its

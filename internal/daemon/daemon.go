@@ -185,9 +185,15 @@ func newBackend(o Options) (lifecycle.Backend, func(), error) {
 	}
 	switch e.Backend {
 	case "systemd":
-		s := &lifecycle.Systemd{Policy: pol, Log: o.Log}
+		// Limits go on each unit as it is ensured, which includes the
+		// executors reattached at start: a changed configuration reaches
+		// running ones at the daemon's restart.
+		s := &lifecycle.Systemd{Policy: pol, Limits: o.Config.Limits, Log: o.Log}
 		return s, s.Close, nil
 	case "direct":
+		if !o.Config.Limits.Empty() && o.Log != nil {
+			o.Log.Warn("limits: the direct backend does not apply them (they are systemd unit properties)")
+		}
 		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
 		return dr, dr.Close, nil
 	case "slurm":

@@ -179,13 +179,19 @@ func TestDaemonEndToEnd(t *testing.T) {
 	if code, out = h.do(t, "GET", "/v1/executors", nil); code != 200 || !strings.Contains(fmt.Sprint(out["executors"]), name) {
 		t.Fatalf("list executors: %d %v", code, out)
 	}
+	execs, _ := out["executors"].([]any)
+	first, _ := execs[0].(map[string]any)
+	usage, _ := first["usage"].(map[string]any)
+	if usage["source"] != "proc" || usage["cpu_usage_nsec"] == nil || usage["memory_bytes"].(float64) <= 0 || usage["io_read_bytes"] != nil {
+		t.Errorf("the direct backend's usage of a running executor: %v", first)
+	}
 	resp, err := h.client.Get("http://agor/v1/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`agor_api_requests_total{route="PUT /v1/executors/{user}",code="200"} 1`, "agor_executors_connected 1"} {
+	for _, want := range []string{`agor_api_requests_total{route="PUT /v1/executors/{user}",code="200"} 1`, "agor_executors_connected 1", `agor_executor_memory_bytes{user="` + name + `"} `, `agor_executor_cpu_seconds_total{user="` + name + `"} `} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %s:\n%s", want, metrics)
 		}

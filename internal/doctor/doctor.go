@@ -59,6 +59,10 @@ type Bus interface {
 	SystemdVersion(ctx context.Context) (string, error)
 	// Authorized asks polkit whether the process may do action with details.
 	Authorized(ctx context.Context, p Process, action string, details map[string]string) (bool, error)
+	// RunningExecutors lists the active agor-executor@*.service units.
+	RunningExecutors(ctx context.Context) ([]string, error)
+	// UnitProperties reads a service unit's uint64 properties.
+	UnitProperties(ctx context.Context, unit string, names []string) (map[string]uint64, error)
 	Close() error
 }
 
@@ -119,6 +123,7 @@ var checks = []check{
 	{"master-key", checkMasterKey},
 	{"exposure", checkExposure},
 	{"sandbox", checkSandbox},
+	{"limits", checkLimits},
 }
 
 // Run runs every check in order and returns their findings.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,15 +17,36 @@ import (
 	"github.com/agor-sh/agor/internal/identity"
 )
 
-// fakeBus answers like systemd and polkit with 50-agor.rules in force.
-type fakeBus struct{ ruleLoaded bool }
+// fakeBus answers like systemd and polkit with 50-agor.rules in force,
+// with the executor units in props running.
+type fakeBus struct {
+	ruleLoaded bool
+	props      map[string]map[string]uint64 // unit: property: value
+}
+
+func (b fakeBus) RunningExecutors(context.Context) ([]string, error) {
+	return slices.Sorted(maps.Keys(b.props)), nil
+}
+
+func (b fakeBus) UnitProperties(_ context.Context, unit string, names []string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for _, n := range names {
+		v, ok := b.props[unit][n]
+		if !ok {
+			v = math.MaxUint64
+		}
+		out[n] = v
+	}
+	return out, nil
+}
 
 func (fakeBus) Close() error { return nil }
 func (fakeBus) SystemdVersion(context.Context) (string, error) {
 	return "252.38-1~deb12u1", nil
 }
 func (b fakeBus) Authorized(_ context.Context, _ Process, action string, d map[string]string) (bool, error) {
-	return b.ruleLoaded && action == manageUnits && d["verb"] == "start" && d["unit"] != "agor-executor@root.socket", nil
+	setProperty := d["verb"] == "set-property" && strings.HasSuffix(d["unit"], ".service")
+	return b.ruleLoaded && action == manageUnits && (d["verb"] == "start" || setProperty) && d["unit"] != "agor-executor@root.socket", nil
 }
 
 const fakeSecurity = `  NAME   DESCRIPTION   EXPOSURE

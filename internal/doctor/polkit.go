@@ -92,6 +92,14 @@ func polkitAnswers(ctx context.Context, b Bus, p Process, unit string) Finding {
 	if !yes {
 		return fail(fix, "polkit rule 50-agor.rules not in effect: agor may not start %s", unit)
 	}
+	service := strings.TrimSuffix(unit, ".socket") + ".service"
+	set, err := b.Authorized(ctx, p, manageUnits, map[string]string{"unit": service, "verb": "set-property"})
+	if err != nil {
+		return fail(fix, "polkit CheckAuthorization: %v", err)
+	}
+	if !set {
+		return fail(fix, "polkit rule 50-agor.rules is an older one: agor may not set-property on %s (the executors' limits)", service)
+	}
 	root, err := b.Authorized(ctx, p, manageUnits, map[string]string{"unit": "agor-executor@root.socket", "verb": "start"})
 	if err != nil {
 		return fail(fix, "polkit CheckAuthorization: %v", err)
@@ -100,7 +108,7 @@ func polkitAnswers(ctx context.Context, b Bus, p Process, unit string) Finding {
 		return fail("remove the rule that lets agor manage agor-executor@root (grep -r agor /etc/polkit-1/rules.d /usr/share/polkit-1/rules.d)",
 			"polkit lets agor start agor-executor@root.socket")
 	}
-	return ok("polkit: agor may start %s, not agor-executor@root.socket", unit)
+	return ok("polkit: agor may start %s and set its service's limits, not agor-executor@root.socket", unit)
 }
 
 // systemBus is the real Bus.

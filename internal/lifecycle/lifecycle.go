@@ -20,6 +20,9 @@ type Backend interface {
 	Ensure(ctx context.Context, user string) (Executor, error)
 	Stop(ctx context.Context, user string) error
 	List(ctx context.Context) ([]Status, error)
+	// Usage reports what each of users' executors uses now; a user with
+	// no executor is left out.
+	Usage(ctx context.Context, users []string) (map[string]Usage, error)
 	// Watch reports executor state changes to fn until ctx ends.
 	Watch(ctx context.Context, fn func(Event)) error
 }
@@ -41,6 +44,18 @@ type Status struct {
 	Service string // service state: "active", "inactive", "failed", ...
 	// The slurm backend's: the executor's job, its node and Slurm state.
 	JobID, Node, JobState string
+}
+
+// Usage is what one executor and all it started use, as the backend can
+// tell: nil is unknown (Unavailable says why).
+type Usage struct {
+	MemoryBytes  *uint64 // memory charged now
+	CPUNSec      *uint64 // CPU time used since the unit started
+	Tasks        *uint64 // tasks (threads) now
+	IOReadBytes  *uint64
+	IOWriteBytes *uint64
+	Source       string   // where the numbers come from: "systemd" or "proc"
+	Unavailable  []string // "field: why" for each nil field
 }
 
 // Errors of Ensure that callers map to "executor unavailable" with a reason.

@@ -441,3 +441,20 @@ func (r *releasing) Close() error {
 	r.once.Do(r.release)
 	return err
 }
+
+// Usage is Slurm's to count, on the node: sstat reads it only where job
+// accounting is gathered (JobAcctGatherType), which many sites leave off,
+// and a command per job per read is what the watch avoids. Said, not
+// guessed.
+func (s *Slurm) Usage(_ context.Context, users []string) (map[string]Usage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]Usage{}
+	for _, u := range users {
+		if r := s.users[u]; r != nil && r.live() {
+			out[u] = Usage{Source: "slurm", Unavailable: []string{
+				"memory, cpu, tasks, io: counted by Slurm on node " + r.node + " (sstat -j " + r.jobID + " where job accounting is gathered), not read by the daemon"}}
+		}
+	}
+	return out, nil
+}

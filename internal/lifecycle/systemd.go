@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/config"
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 )
@@ -20,9 +21,15 @@ type Systemd struct {
 	Log    *slog.Logger
 	// Dial opens the bus connection; nil means the system bus.
 	Dial func(context.Context) (*sd.Conn, error)
+	// Limits are set on each executor's service before it starts.
+	Limits config.Limits
+	// UsageWorkers bounds the D-Bus calls Usage has in flight at once
+	// (0: DefaultUsageWorkers; 1 reads one property after another).
+	UsageWorkers int
 
-	mu   sync.Mutex
-	conn *sd.Conn
+	mu      sync.Mutex
+	conn    *sd.Conn
+	applied map[string][]config.Property // user: limits last set on the unit
 }
 
 var _ Backend = (*Systemd)(nil)
@@ -38,6 +45,9 @@ func unitName(user, kind string) string {
 func (s *Systemd) Ensure(ctx context.Context, user string) (Executor, error) {
 	ex, err := s.Policy.Check(ctx, user)
 	if err != nil {
+		return Executor{}, err
+	}
+	if err := s.applyLimits(ctx, user); err != nil {
 		return Executor{}, err
 	}
 	unit := unitName(user, "socket")
@@ -181,6 +191,7 @@ func (s *Systemd) bus(ctx context.Context) (*sd.Conn, error) {
 		return nil, fmt.Errorf("connect to systemd over D-Bus: %w", err)
 	}
 	s.conn = conn
+	s.applied = nil // a new bus may mean a restarted systemd: set limits again
 	return conn, nil
 }
 

@@ -124,4 +124,4 @@ daemon_bench() {
 	$T/daemonbench -n 0 -many "$(IFS=,; echo "${many[*]}")" -pid "$pid"
 	api executors stop "${many[@]}" >/dev/null
 }
-check "daemon benchmark: cold ensure to first pong (median of 21), RSS holding 100 live executors" daemon_bench
+check "daemon benchmark: cold ensure to first pong (median of 21), RSS holding 100 live executors, reading their usage (sequential vs concurrent, median of 11)" daemon_bench

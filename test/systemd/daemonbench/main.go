@@ -1,7 +1,8 @@
 // Command daemonbench measures agor-daemon under real systemd, through its
 // API socket: the time from "ensure the executor of a cold user" (its units
 // stopped) to the first pong, repeated; and the daemon's resident memory
-// while it holds connections to many live executors. Run inside the test
+// while it holds connections to many live executors, and the cost of
+// reading their usage counters over D-Bus. Run inside the test
 // container, as root (an admin of the API).
 package main
 
@@ -19,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/lifecycle"
 )
 
 func main() {
@@ -27,14 +30,63 @@ func main() {
 	n := flag.Int("n", 21, "cold cycles")
 	many := flag.String("many", "", "comma-separated users to bring up at once before reading the daemon's RSS")
 	pid := flag.Int("pid", 0, "the daemon's PID, whose RSS is read")
+	path := flag.String("get", "", "only GET this API path and print the body (the container has no curl)")
 	flag.Parse()
 	c := client(*sock)
+	if *path != "" {
+		body, err := get(c, *path)
+		if err != nil {
+			fail(err)
+		}
+		os.Stdout.Write(body)
+		return
+	}
 	if *n > 0 {
 		cold(c, *user, *n)
 	}
 	if *many != "" {
-		rss(c, strings.Split(*many, ","), *pid)
+		users := strings.Split(*many, ",")
+		rss(c, users, *pid)
+		usage(c, users)
 	}
+}
+
+// usage measures reading the usage counters of the live executors over
+// D-Bus as the daemon does (lifecycle.Systemd.Usage): one property Get
+// after another, and with the daemon's default number in flight; then
+// GET /v1/executors, which lists the units and reads usage in one batch.
+// Medians of 11 reads each.
+func usage(c *http.Client, users []string) {
+	const reads = 11
+	ctx := context.Background()
+	med := map[int]time.Duration{}
+	for _, workers := range []int{1, lifecycle.DefaultUsageWorkers} {
+		s := &lifecycle.Systemd{UsageWorkers: workers}
+		var lat []time.Duration
+		for range reads {
+			t0 := time.Now()
+			got, err := s.Usage(ctx, users)
+			if err != nil || len(got) != len(users) {
+				fail(fmt.Errorf("usage of %d executors: %d read, %v", len(users), len(got), err))
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		s.Close()
+		slices.Sort(lat)
+		med[workers] = lat[reads/2]
+	}
+	var list []time.Duration
+	for range reads {
+		t0 := time.Now()
+		if _, err := get(c, "/v1/executors"); err != nil {
+			fail(err)
+		}
+		list = append(list, time.Since(t0))
+	}
+	slices.Sort(list)
+	seq, conc := med[1], med[lifecycle.DefaultUsageWorkers]
+	fmt.Printf("executor_usage_read executors=%d properties=%d sequential_median_ms=%.1f concurrent_median_ms=%.1f (workers=%d) ratio=%.1fx api_list_with_usage_median_ms=%.1f n=%d\n",
+		len(users), len(users)*5, ms(seq), ms(conc), lifecycle.DefaultUsageWorkers, float64(seq)/float64(conc), ms(list[reads/2]), reads)
 }
 
 func cold(c *http.Client, user string, n int) {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agor-sh/agor/internal/apiwire"
+)
+
+// printExecutors prints the daemon's executor list as a table, and once
+// on stderr why any "-" is there.
+func printExecutors(a *app, list apiwire.ExecutorList) {
+	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "USER\tSOCKET\tSERVICE\tCONNECTED\tCPU\tMEM\tTASKS")
+	var notes []string
+	for _, e := range list.Executors {
+		cpu, mem, tasks := "-", "-", "-"
+		if u := e.Usage; u != nil {
+			cpu, mem, tasks = seconds(u.CPUNSec), bytesIEC(u.MemoryBytes), number(u.Tasks)
+			for _, n := range u.Unavailable {
+				if shown(n) && !slices.Contains(notes, n) {
+					notes = append(notes, n)
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", e.User, e.Socket, e.Service, e.Connected, cpu, mem, tasks)
+	}
+	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintf(a.stderr, "note: %s\n", n)
+	}
+}
+
+// shown reports whether an Unavailable note is about a column of the table.
+func shown(note string) bool {
+	for _, p := range []string{"cpu:", "memory:", "tasks:"} {
+		if strings.HasPrefix(note, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func seconds(ns *uint64) string {
+	if ns == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(*ns)/1e9, 'f', 2, 64) + "s"
+}
+
+func number(n *uint64) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.FormatUint(*n, 10)
+}
+
+// bytesIEC is n as systemctl status shows memory: 1.5M, 2G.
+func bytesIEC(n *uint64) string {
+	if n == nil {
+		return "-"
+	}
+	v, units := float64(*n), "BKMGTPE"
+	i := 0
+	for ; v >= 1024 && i < len(units)-1; i++ {
+		v /= 1024
+	}
+	if i == 0 {
+		return strconv.FormatUint(*n, 10) + "B"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + units[i:i+1]
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/agor-sh/agor/internal/apiwire"
+)
+
+func TestPrintExecutors(t *testing.T) {
+	ns, mem, tasks := uint64(12_345_000_000), uint64(3<<29), uint64(7)
+	list := apiwire.ExecutorList{Executors: []apiwire.ExecutorInfo{
+		{User: "alice", Socket: "active", Service: "active", Connected: true, Usage: &apiwire.ExecutorUsage{
+			CPUNSec: &ns, Tasks: &tasks, Unavailable: []string{"memory: none here", "io_read: off"}}},
+		{User: "bob", Socket: "active", Service: "active", Usage: &apiwire.ExecutorUsage{CPUNSec: &ns, MemoryBytes: &mem, Tasks: &tasks}},
+		{User: "carol", Socket: "active", Service: "inactive"},
+	}}
+	var out, errOut bytes.Buffer
+	printExecutors(&app{stdout: &out, stderr: &errOut}, list)
+	want := `USER   SOCKET  SERVICE   CONNECTED  CPU     MEM   TASKS
+alice  active  active    true       12.35s  -     7
+bob    active  active    false      12.35s  1.5G  7
+carol  active  inactive  false      -       -     -
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if got := errOut.String(); got != "note: memory: none here\n" || strings.Contains(got, "io_read") {
+		t.Errorf("notes = %q, want the memory note once and nothing about IO (not a column)", got)
+	}
+}

@@ -1,0 +1,32 @@
+package apiwire
+
+import "github.com/agor-sh/agor/internal/protocol"
+
+// ExecutorList is GET /v1/executors's reply.
+type ExecutorList struct {
+	Executors []ExecutorInfo `json:"executors"`
+}
+
+// ExecutorInfo is an executor as the API shows it.
+type ExecutorInfo struct {
+	User      string               `json:"user"`
+	Socket    string               `json:"socket_state,omitempty"`
+	Service   string               `json:"service_state,omitempty"`
+	Connected bool                 `json:"connected"`
+	Ping      *protocol.PingResult `json:"ping,omitempty"`
+	Usage     *ExecutorUsage       `json:"usage,omitempty"` // running executors only
+}
+
+// ExecutorUsage is what an executor and everything it started use now,
+// from systemd's counters for its unit (or, with the direct backend, its
+// process tree in /proc). A null field is not known here; Unavailable
+// says why ("memory: ...").
+type ExecutorUsage struct {
+	MemoryBytes  *uint64  `json:"memory_bytes"`
+	CPUNSec      *uint64  `json:"cpu_usage_nsec"` // since the unit started
+	Tasks        *uint64  `json:"tasks"`
+	IOReadBytes  *uint64  `json:"io_read_bytes"`
+	IOWriteBytes *uint64  `json:"io_write_bytes"`
+	Source       string   `json:"source"` // "systemd" or "proc"
+	Unavailable  []string `json:"unavailable,omitempty"`
+}
