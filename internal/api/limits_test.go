@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -31,12 +32,12 @@ func serveLimited(t *testing.T, max int, h http.Handler) string {
 func get(t *testing.T, c net.Conn) string {
 	t.Helper()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: agor\r\n\r\n"); err != nil {
-		return "write: " + err.Error()
-	}
+	// A refused connection is answered and closed at once: the request
+	// may then meet a closed socket, while the answer waits to be read.
+	_, werr := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: agor\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return "read: " + err.Error()
+		return fmt.Sprintf("read: %v (write: %v)", err, werr)
 	}
 	resp.Body.Close()
 	return resp.Status
