@@ -14,7 +14,12 @@ import (
 // on stderr why any "-" is there.
 func printExecutors(a *app, list apiwire.ExecutorList) {
 	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "USER\tSOCKET\tSERVICE\tCONNECTED\tCPU\tMEM\tTASKS")
+	jobs := slices.ContainsFunc(list.Executors, func(e apiwire.ExecutorInfo) bool { return e.JobID != "" })
+	header := "USER\tSOCKET\tSERVICE\tCONNECTED\tCPU\tMEM\tTASKS"
+	if jobs { // the slurm backend: where each executor's job is
+		header += "\tJOB\tNODE\tSTATE"
+	}
+	fmt.Fprintln(tw, header)
 	var notes []string
 	for _, e := range list.Executors {
 		cpu, mem, tasks := "-", "-", "-"
@@ -26,7 +31,11 @@ func printExecutors(a *app, list apiwire.ExecutorList) {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", e.User, e.Socket, e.Service, e.Connected, cpu, mem, tasks)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s", e.User, e.Socket, e.Service, e.Connected, cpu, mem, tasks)
+		if jobs {
+			fmt.Fprintf(tw, "\t%s\t%s\t%s", e.JobID, or(e.Node, "-"), e.JobState)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	for _, n := range notes {
@@ -72,4 +81,11 @@ func bytesIEC(n *uint64) string {
 		return strconv.FormatUint(*n, 10) + "B"
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64) + units[i:i+1]
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -30,3 +30,24 @@ carol  active  inactive  false      -       -     -
 		t.Errorf("notes = %q, want the memory note once and nothing about IO (not a column)", got)
 	}
 }
+
+// The slurm backend's executors show their job, node and Slurm state.
+func TestPrintExecutorJobs(t *testing.T) {
+	list := apiwire.ExecutorList{Executors: []apiwire.ExecutorInfo{
+		{User: "alice", Socket: "dial-back", Service: "active", Connected: true, JobID: "41", Node: "node1", JobState: "RUNNING",
+			Usage: &apiwire.ExecutorUsage{Source: "slurm", Unavailable: []string{"cpu: counted by Slurm"}}},
+		{User: "bob", Socket: "dial-back", Service: "activating", JobID: "42", JobState: "PENDING"},
+	}}
+	var out, errOut bytes.Buffer
+	printExecutors(&app{stdout: &out, stderr: &errOut}, list)
+	want := `USER   SOCKET     SERVICE     CONNECTED  CPU  MEM  TASKS  JOB  NODE   STATE
+alice  dial-back  active      true       -    -    -      41   node1  RUNNING
+bob    dial-back  activating  false      -    -    -      42   -      PENDING
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if errOut.String() != "note: cpu: counted by Slurm\n" {
+		t.Errorf("notes = %q", errOut.String())
+	}
+}

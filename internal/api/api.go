@@ -187,7 +187,8 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 	live := s.Pool.Live()
 	out := make([]ExecutorInfo, 0, len(list))
 	for _, st := range list {
-		out = append(out, ExecutorInfo{User: st.User, Socket: st.Socket, Service: st.Service, Connected: slices.Contains(live, st.User), Usage: usage[st.User]})
+		out = append(out, ExecutorInfo{User: st.User, Socket: st.Socket, Service: st.Service, Connected: slices.Contains(live, st.User), Usage: usage[st.User],
+			JobID: st.JobID, Node: st.Node, JobState: st.JobState})
 	}
 	writeJSON(w, http.StatusOK, apiwire.ExecutorList{Executors: out})
 }

@@ -15,6 +15,11 @@ type ExecutorInfo struct {
 	Connected bool                 `json:"connected"`
 	Ping      *protocol.PingResult `json:"ping,omitempty"`
 	Usage     *ExecutorUsage       `json:"usage,omitempty"` // running executors only
+	// The slurm backend's: the executor's job, the node it runs on, and
+	// its Slurm state (PENDING, RUNNING, ...).
+	JobID    string `json:"job_id,omitempty"`
+	Node     string `json:"node,omitempty"`
+	JobState string `json:"job_state,omitempty"`
 }
 
 // ExecutorUsage is what an executor and everything it started use now,

@@ -447,13 +447,13 @@ func (r *releasing) Close() error {
 // and a command per job per read is what the watch avoids. Said, not
 // guessed.
 func (s *Slurm) Usage(_ context.Context, users []string) (map[string]Usage, error) {
+	const why = ": counted by Slurm on the job's node (sstat, where job accounting is gathered), not read by the daemon"
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]Usage{}
 	for _, u := range users {
 		if r := s.users[u]; r != nil && r.live() {
-			out[u] = Usage{Source: "slurm", Unavailable: []string{
-				"memory, cpu, tasks, io: counted by Slurm on node " + r.node + " (sstat -j " + r.jobID + " where job accounting is gathered), not read by the daemon"}}
+			out[u] = Usage{Source: "slurm", Unavailable: []string{"cpu" + why, "memory" + why, "tasks" + why, "io" + why}}
 		}
 	}
 	return out, nil

@@ -6,4 +6,8 @@ check "alice's command runs as alice on a compute node" bash -c '
 	[ "$(echo "$out" | head -n1)" = alice ] && echo "$out" | tail -n1 | grep -E "^node[12]$" >/dev/null'
 check "the job is alice's own, running, named agor-executor" want '^alice RUNNING agor-executor node[12]$' \
 	inside login squeue -h -o '%u %T %j %N'
-check "agorctl executors shows the job" want 'alice' inside login agorctl executors list
+check "agorctl executors shows the job id, node and state" bash -c '
+	job=$(inside login squeue -h -u alice -t RUNNING -o %i | head -n1)
+	out=$(inside login agorctl executors list 2>&1); echo "$out"
+	echo "$out" | grep -E "^alice +dial-back +active +true .* $job +node[12] +RUNNING" >/dev/null'
+check "agorctl executors --json carries them" want '"job_id":"[0-9]+","node":"node[12]","job_state":"RUNNING"' inside login agorctl executors list --json
