@@ -51,7 +51,7 @@ for u in alice:20101 bob:20102; do
 done
 
 # --- root filesystem, cached by package list -----------------------------------
-pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,procps,iproute2,less,slapd,ldap-utils,nslcd,libnss-ldapd,munge,slurmctld,slurmd,slurm-client"
+pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,procps,iproute2,less,tmux,openssl,slapd,ldap-utils,nslcd,libnss-ldapd,munge,slurmctld,slurmd,slurm-client"
 key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
 tarball=test/.cache/slurm-rootfs-$key.tar.zst
 if [ ! -s "$tarball" ]; then

@@ -11,3 +11,8 @@ check "agorctl executors shows the job id, node and state" bash -c '
 	out=$(inside login agorctl executors list 2>&1); echo "$out"
 	echo "$out" | grep -E "^alice +dial-back +active +true .* $job +node[12] +RUNNING" >/dev/null'
 check "agorctl executors --json carries them" want '"job_id":"[0-9]+","node":"node[12]","job_state":"RUNNING"' inside login agorctl executors list --json
+# Kept for the replay check of lifecycle.sh: the token in alice's job
+# script, as root (or alice) could read it while the job runs.
+job=$(inside login squeue -h -u alice -t RUNNING -o %i | head -n1)
+echo "$job" >"$work/alice-job"
+inside login scontrol write batch_script "$job" - 2>/dev/null | sed -n '/AGOR_TOKEN/{n;p;q}' >"$work/alice-token" || true

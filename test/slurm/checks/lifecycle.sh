@@ -33,3 +33,6 @@ check "idle exit ends the job: COMPLETED" bash -c '
 		sleep 0.5
 	done
 	echo "job $job still $state after 60 s"; exit 1'
+check "the ended job's token, replayed, is refused" bash -c '
+	tok=$(cat "$work/alice-token"); [ -n "$tok" ] || { echo "no token kept"; exit 1; }
+	out=$(hello "$tok" alice "$(cat "$work/alice-job")"); echo "$out"; echo "$out" | grep "\"error\"" >/dev/null'
