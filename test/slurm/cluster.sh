@@ -182,6 +182,9 @@ cluster_teardown() {
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
 		kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
+		# A container whose shutdown hangs (a slurmstepd that will not
+		# go) outlives nspawn: its init goes, and its namespaces with it.
+		kill -9 "${cluster_leader[$n]:-0}" 2>/dev/null
 	done
 	for n in $cluster_nodes; do
 		for h in /sys/fs/cgroup/*/; do

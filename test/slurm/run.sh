@@ -31,6 +31,7 @@ work=$(mktemp -d /tmp/agor-slurm.XXXXXX)
 mkdir -p "$work/opt" "$work/home"
 cp dist/agor_0.1.1-1_amd64.deb bin/agor-executor "$work/opt/"
 CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
+CGO_ENABLED=0 go build -o "$work/opt/dialbench" ./test/slurm/dialbench
 # The real Claude Code CLI, mounted on every node (make test installs it).
 ./test/agents.sh claude-code >/dev/null
 # The dial-back's certificates: a CA every node trusts (and nothing else),
