@@ -88,9 +88,19 @@ type Doctor struct {
 	// landlock is the kernel's Landlock ABI (0: none).
 	landlock func() int
 
+	// user, when set, is the sample: the account the checks try.
+	user string
+
 	// Filled in as the checks run.
 	cfg    *config.Config
 	sample string // an instance name for the executor templates
+}
+
+// ForUser makes name the account the checks try (a unit instance, the
+// slurm backend's test job) instead of the first allowed one.
+func (d *Doctor) ForUser(name string) *Doctor {
+	d.user = name
+	return d
 }
 
 func (d *Doctor) path(p string) string { return filepath.Join(d.root, p) }
@@ -124,6 +134,9 @@ var checks = []check{
 	{"exposure", checkExposure},
 	{"sandbox", checkSandbox},
 	{"limits", checkLimits},
+	{"slurm-commands", checkSlurmCommands},
+	{"slurm-tls", checkSlurmTLS},
+	{"slurm-test-job", checkSlurmTestJob},
 }
 
 // Run runs every check in order and returns their findings.
@@ -222,6 +235,9 @@ func checkConfig(_ context.Context, d *Doctor) Finding {
 	}
 	d.cfg = &c
 	d.sample = d.sampleUser(c.Execution)
+	if d.user != "" {
+		d.sample = d.user
+	}
 	e := c.Execution
 	who := fmt.Sprintf("anyone with uid >= %d", e.MinUID)
 	if len(e.AllowedUsers)+len(e.AllowedGroups) > 0 {

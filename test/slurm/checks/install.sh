@@ -24,3 +24,12 @@ install_login() {
 }
 check "the .deb installs on the login host; the daemon serves the slurm backend" install_login
 check "the daemon listens for dial-backs on the bridge" want '10\.213\.0\.10:7443' inside login ss -Htln
+doctor_slurm() {
+	local out
+	out=$(inside login agorctl doctor --user alice 2>&1)
+	echo "$out" | grep slurm-
+	for c in slurm-commands slurm-tls slurm-test-job; do
+		echo "$out" | grep -E "^ok +$c " >/dev/null || return 1
+	done
+}
+check "agorctl doctor: Slurm commands, the dial-back's TLS, a test job on a node" doctor_slurm
