@@ -49,10 +49,7 @@ func main() {
 		// exec the command (returns only on failure).
 		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
 	}
-	// SIGUSR1 is Slurm's notice that a job nears its time limit
-	// (--signal=B:USR1@...): stop as on SIGTERM, while there is time to
-	// let running work finish; the session resumes in the next job.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	context.AfterFunc(ctx, stop) // after the first signal, a second one kills
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -286,6 +283,7 @@ func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents t
 	wg.Add(2)
 	go func() { defer wg.Done(); srv.RunStatus(ctx, 5*time.Second) }()
 	go func() { defer wg.Done(); sdnotify.Watchdog(ctx, log) }()
+	stopOnNotice(srv, log)
 	log.Info("serving", "socket", ln.Addr().String(), "version", version.Version)
 	err := srv.Serve(ctx, ln)
 	cancel()
@@ -310,3 +308,16 @@ func (n sdNotifier) Notify(state string) {
 }
 
 func currentUser() string { return executor.CurrentUser() }
+
+// stopOnNotice: SIGUSR1 is Slurm's notice that the job nears its time
+// limit (sbatch --signal=B:USR1@...). Stop as on SIGTERM while there is
+// time to let running work finish; the session resumes in the next job.
+func stopOnNotice(srv *executor.Server, log *slog.Logger) {
+	notice := make(chan os.Signal, 1)
+	signal.Notify(notice, syscall.SIGUSR1)
+	go func() {
+		<-notice
+		log.Warn("the job nears its time limit (SIGUSR1): stopping; running work may finish")
+		srv.Stop("time limit")
+	}()
+}

@@ -22,7 +22,7 @@ want() { # PATTERN CMD...: CMD's output matches PATTERN (extended regexp)
 }
 export work
 export -f inside as want
-order="cluster install executor prompt terminal security lifecycle bench"
+order="cluster install executor prompt terminal security lifecycle timelimit bench"
 for c in $order; do
 	[ -z "${AGOR_SLURM_ONLY:-}" ] || [[ " $AGOR_SLURM_ONLY " == *" $c "* ]] || continue
 	echo "== $c"

@@ -18,6 +18,10 @@ install_login() {
 		  poll_interval_ms: 500
 		  reconnect_s: 60
 		  job: {cpus: 1, memory: 200M}
+		  time_limit_notice_s: 150
+		  output: /home/%u/.agor-executor-%j.log   # shared homes: the checks read it
+		  users:
+		    bob: {time_limit: "3"}   # minutes: told within 30 s (Slurm signals up to 60 s early)
 	YAML
 	inside login systemctl restart agor-daemon
 	inside login systemctl is-active agor-daemon
