@@ -78,6 +78,7 @@ man: build
 	gzip -9nf dist/man/agorctl.1
 	gzip -9n -c packaging/man/agor-executor.8 > dist/man/agor-executor.8.gz
 	gzip -9n -c packaging/man/agor-daemon.8 > dist/man/agor-daemon.8.gz
+	gzip -9n -c packaging/slurm.md > dist/man/slurm.md.gz
 
 # completions: agorctl's bash, zsh and fish completion scripts, for the packages.
 completions: build
