@@ -2,6 +2,7 @@ package dialback
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -261,4 +262,20 @@ func TestListener(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// FuzzReadHello: whatever a peer sends before it is proved, reading the
+// hello never panics, never takes more than its line, and accepts only a
+// hello request with the fields it needs.
+func FuzzReadHello(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":0,"method":"hello","params":{"token":"t","user":"alice","job_id":"1"}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":0,"method":"ping"}` + "\n"))
+	f.Add([]byte("\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":0,"method":"hello","params":null}` + "\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, h, err := readHello(bufio.NewReaderSize(bytes.NewReader(b), maxHello))
+		if err == nil && (h.Token == "" || h.User == "" || h.JobID == "") {
+			t.Fatalf("accepted %+v from %q", h, b)
+		}
+	})
 }
