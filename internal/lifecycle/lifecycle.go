@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/identity"
@@ -25,7 +27,22 @@ type Backend interface {
 	Usage(ctx context.Context, users []string) (map[string]Usage, error)
 	// Watch reports executor state changes to fn until ctx ends.
 	Watch(ctx context.Context, fn func(Event)) error
+	// Alive reports whether the executor that answered ping with pid is
+	// still there: a process on this host, or a job that has not ended.
+	Alive(user string, pid int) bool
 }
+
+// processAlive is Alive for executors on this host.
+func processAlive(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
+// Alive: the executor's process exists here.
+func (s *Systemd) Alive(_ string, pid int) bool { return processAlive(pid) }
+
+// Alive: the executor's process exists here.
+func (d *Direct) Alive(_ string, pid int) bool { return processAlive(pid) }
 
 // Executor is where a user's executor listens, or, for one that dials
 // back (the slurm backend), how to wait for its connection.

@@ -281,6 +281,14 @@ func (s *Slurm) waitEnded(ctx context.Context, user, job string) bool {
 	}
 }
 
+// Alive: the person's job has not ended (the pid is on a node, not here).
+func (s *Slurm) Alive(user string, _ int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.users[user]
+	return r != nil && r.live()
+}
+
 // List reports each person's current job.
 func (s *Slurm) List(context.Context) ([]Status, error) {
 	s.mu.Lock()

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -172,7 +170,7 @@ func (p *Pool) Call(ctx context.Context, user, method string, params, result any
 func (p *Pool) ForgetDead(user string) {
 	p.mu.Lock()
 	e := p.conns[user]
-	if e == nil || !e.connected() || processExists(e.ping.PID) {
+	if e == nil || !e.connected() || p.Backend.Alive(user, e.ping.PID) {
 		p.mu.Unlock()
 		return
 	}
@@ -248,11 +246,6 @@ func (p *Pool) idle(before time.Time) []*rpc.Client {
 		}
 	}
 	return out
-}
-
-func processExists(pid int) bool {
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return err == nil
 }
 
 // Live lists users with an open connection.
