@@ -43,6 +43,8 @@ type Server struct {
 	mu       sync.Mutex
 	ln       *net.UnixListener
 	conns    map[*rpc.Conn]struct{}
+	socks    map[*net.UnixConn]struct{} // not (yet) JSON-RPC: see route
+	raw      map[string]RawFunc
 	holds    int       // work that keeps the executor alive without a connection
 	idleFrom time.Time // when conns and holds last reached zero
 	stopping bool
@@ -68,6 +70,8 @@ func NewServer(cfg Config) *Server {
 		mux:     rpc.NewMux(),
 		started: time.Now(),
 		conns:   map[*rpc.Conn]struct{}{},
+		socks:   map[*net.UnixConn]struct{}{},
+		raw:     map[string]RawFunc{},
 		stopped: make(chan struct{}),
 	}
 	s.registerBuiltins()
@@ -153,7 +157,7 @@ func (s *Server) acceptLoop(ctx context.Context, ln *net.UnixListener) error {
 func (s *Server) idleExpired() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.conns) > 0 || s.holds > 0 {
+	if s.activeLocked() {
 		return false
 	}
 	if left := s.cfg.IdleTimeout - time.Since(s.idleFrom); left > 0 {
@@ -163,7 +167,8 @@ func (s *Server) idleExpired() bool {
 	return true
 }
 
-// admit checks the peer and serves the connection.
+// admit checks the peer and serves the connection: as JSON-RPC, or,
+// when raw methods are registered, as its first line says (route).
 func (s *Server) admit(ctx context.Context, c *net.UnixConn) {
 	cred, err := peer.Of(c)
 	if err == nil {
@@ -174,15 +179,33 @@ func (s *Server) admit(ctx context.Context, c *net.UnixConn) {
 		_ = c.Close()
 		return
 	}
+	if len(s.raw) > 0 {
+		s.route(ctx, c, cred)
+		return
+	}
+	if conn, log := s.register(c, cred); conn != nil {
+		go s.serveConn(peer.NewContext(ctx, cred), conn, log)
+	}
+}
+
+// serve serves rwc as JSON-RPC until it ends.
+func (s *Server) serve(ctx context.Context, rwc net.Conn, cred peer.Cred) {
+	if conn, log := s.register(rwc, cred); conn != nil {
+		s.serveConn(peer.NewContext(ctx, cred), conn, log)
+	}
+}
+
+// register counts a JSON-RPC connection; nil once stopping.
+func (s *Server) register(rwc net.Conn, cred peer.Cred) (*rpc.Conn, *slog.Logger) {
 	log := s.log.With("peer_uid", cred.UID, "peer_pid", cred.PID)
 	opts := s.cfg.RPC
 	opts.Logger = log
-	conn := rpc.NewConn(c, s.logged(log), opts)
+	conn := rpc.NewConn(rwc, s.logged(log), opts)
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
-		_ = c.Close()
-		return
+		_ = rwc.Close()
+		return nil, nil
 	}
 	s.conns[conn] = struct{}{}
 	s.busyLocked()
@@ -190,7 +213,7 @@ func (s *Server) admit(ctx context.Context, c *net.UnixConn) {
 	s.mu.Unlock()
 	log.Info("connection accepted")
 	s.notify("STATUS=" + s.status())
-	go s.serveConn(peer.NewContext(ctx, cred), conn, log)
+	return conn, log
 }
 
 func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger) {
@@ -199,7 +222,7 @@ func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger
 	s.mu.Lock()
 	delete(s.conns, conn)
 	s.maybeIdleLocked()
-	idle := len(s.conns) == 0 && s.holds == 0
+	idle := !s.activeLocked()
 	s.mu.Unlock()
 	if idle {
 		// An idle executor waits, perhaps for hours, on many hosts at once:
@@ -224,11 +247,16 @@ func (s *Server) busyLocked() {
 
 // maybeIdleLocked arms the idle deadline once nothing is left.
 func (s *Server) maybeIdleLocked() {
-	if len(s.conns) > 0 || s.holds > 0 || s.ln == nil || s.cfg.IdleTimeout <= 0 {
+	if s.activeLocked() || s.ln == nil || s.cfg.IdleTimeout <= 0 {
 		return
 	}
 	s.idleFrom = time.Now()
 	_ = s.ln.SetDeadline(s.idleFrom.Add(s.cfg.IdleTimeout))
+}
+
+// activeLocked: a connection or held work keeps the executor busy.
+func (s *Server) activeLocked() bool {
+	return len(s.conns) > 0 || len(s.socks) > 0 || s.holds > 0
 }
 
 // Stop stops accepting; Serve then lets in-flight requests finish for up
@@ -266,6 +294,9 @@ func (s *Server) drain() {
 	s.waitInFlight(0, grace)
 	s.mu.Lock()
 	for c := range s.conns {
+		_ = c.Close()
+	}
+	for c := range s.socks {
 		_ = c.Close()
 	}
 	s.mu.Unlock()

@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,10 +43,16 @@ type term struct {
 	hupOnce  sync.Once
 	wg       sync.WaitGroup // waiter, writer, killer, connection watchers
 
+	// outMu orders writes to raw: emit's, and attachRaw's reply and
+	// replay, which must come before any live output.
+	outMu sync.Mutex
+
 	mu       sync.Mutex
 	conn     *rpc.Conn     // attached connection, nil while detached
 	gate     chan struct{} // closed once conn's attach reply has gone out
+	raw      net.Conn      // raw stream (attach_terminal_raw): output goes there instead
 	seq      int64         // of the next chunk
+	off      int64         // output bytes so far: the raw stream's offsets
 	ring     *ring
 	cols     int
 	rows     int
@@ -315,15 +322,26 @@ func (t *term) send(chunks <-chan []byte, free chan<- []byte) {
 	}
 }
 
-// emit keeps a chunk in the scrollback and sends it to the attached
-// connection, once that connection's attach reply has gone out.
+// emit keeps a chunk in the scrollback and sends it to the raw stream
+// when one is attached (a write that waits for its reader: backpressure),
+// else to the attached connection, once its attach reply has gone out.
 func (t *term) emit(data []byte) {
+	t.outMu.Lock()
 	t.mu.Lock()
 	t.ring.Write(data)
+	t.off += int64(len(data))
 	seq := t.seq
 	t.seq++
-	conn, gate := t.conn, t.gate
+	conn, gate, raw := t.conn, t.gate, t.raw
 	t.mu.Unlock()
+	if raw != nil {
+		if _, err := raw.Write(data); err != nil {
+			t.detachRaw(raw)
+		}
+		t.outMu.Unlock()
+		return
+	}
+	t.outMu.Unlock()
 	if conn == nil || !opened(gate, conn) {
 		return
 	}
@@ -343,13 +361,19 @@ func opened(gate chan struct{}, conn *rpc.Conn) bool {
 // finish reports the exit after the last output and stops the helpers.
 func (t *term) finish(unlist func()) {
 	<-t.exited
+	t.outMu.Lock() // an attachRaw replaying finishes first
 	t.mu.Lock()
 	t.finished = true
-	conn, gate := t.conn, t.gate
+	conn, gate, raw := t.conn, t.gate, t.raw
+	t.raw = nil
 	if t.grace != nil {
 		t.grace.Stop()
 	}
 	t.mu.Unlock()
+	t.outMu.Unlock()
+	if raw != nil { // after the last output: its reader sees the end
+		_ = raw.Close()
+	}
 	_ = t.master.Close() // after finished is set: setSize holds mu while it uses the master
 	ex := exitOf(t.id, t.cmd.ProcessState)
 	t.cfg.Logger.Info("terminal exited", "terminal_id", t.id, "exit_code", ex.ExitCode, "signal", ex.Signal)
@@ -389,6 +413,10 @@ func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (protocol.AttachTer
 		t.grace = nil
 	}
 	t.conn, t.gate = conn, gate
+	if t.raw != nil { // the newest attach wins; the scrollback below has what the raw stream missed
+		_ = t.raw.Close()
+		t.raw = nil
+	}
 	res := protocol.AttachTerminalResult{
 		TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows,
 		Scrollback: t.ring.Bytes(), Seq: t.seq,
@@ -419,13 +447,21 @@ func (t *term) detach(conn *rpc.Conn) {
 		return
 	}
 	t.conn, t.gate = nil, nil
+	t.idleLocked()
+}
+
+// idleLocked starts the grace period once nothing is attached.
+func (t *term) idleLocked() {
+	if t.conn != nil || t.raw != nil || t.grace != nil {
+		return
+	}
 	t.grace = time.AfterFunc(t.cfg.DetachGrace, t.abandon)
 	t.cfg.Logger.Info("terminal detached", "terminal_id", t.id, "grace", t.cfg.DetachGrace)
 }
 
 func (t *term) abandon() {
 	t.mu.Lock()
-	idle := t.conn == nil && !t.finished
+	idle := t.conn == nil && t.raw == nil && !t.finished
 	t.mu.Unlock()
 	if idle {
 		t.cfg.Logger.Info("terminal abandoned", "terminal_id", t.id)
@@ -460,5 +496,5 @@ func (t *term) setSize(cols, rows int) error {
 func (t *term) info() protocol.TerminalInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return protocol.TerminalInfo{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil}
+	return protocol.TerminalInfo{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil || t.raw != nil}
 }
