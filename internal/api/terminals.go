@@ -21,7 +21,7 @@ import (
 type Terminals struct {
 	mu      sync.Mutex
 	clients map[string]attached // by executor account + "/" + terminal_id
-	owners  map[string]string      // terminal_id → person, in a shared account's executor
+	owners  map[string]string   // terminal_id → person, in a shared account's executor
 }
 
 // own records that person spawned terminal id in a shared executor.

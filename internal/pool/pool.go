@@ -38,7 +38,7 @@ type Pool struct {
 	mu      sync.Mutex
 	conns   map[string]*entry
 	sockets map[string]string // user → executor socket, for DialRaw
-	wg    sync.WaitGroup // one watcher per connection, ended by Close
+	wg      sync.WaitGroup    // one watcher per connection, ended by Close
 }
 
 type entry struct {
