@@ -1,7 +1,6 @@
 package terminal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -98,13 +97,18 @@ func (t *term) detachRaw(conn net.Conn) {
 	t.idleLocked()
 }
 
-// pumpInput passes what conn sends to the program until conn ends.
+// pumpInput passes what conn sends to the program until conn ends,
+// writing to the PTY itself rather than through the writer goroutine: one
+// handoff less before a keystroke's echo. A program that leaves its input
+// unread holds this write, and so the sender.
 func (t *term) pumpInput(conn net.Conn) {
 	buf := make([]byte, 4096)
 	for {
 		n, err := conn.Read(buf)
 		if n > 0 {
-			t.input(bytes.Clone(buf[:n]))
+			if _, werr := t.master.Write(buf[:n]); werr != nil {
+				return // closed: the shell has exited
+			}
 		}
 		if err != nil {
 			return

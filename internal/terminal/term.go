@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -245,6 +246,11 @@ func (t *term) input(data []byte) {
 // connection still stops the program.
 const pipeDepth = 8
 
+// inlineMax is the longest read the reader writes to a raw stream
+// itself; bulk output (the PTY gives reads of 3-4 KiB) goes through send,
+// which joins reads into fewer, larger writes.
+const inlineMax = 1024
+
 // read forwards output until the PTY reports that every process has
 // closed it (EIO), or the deadline set after the shell's exit passes.
 // One goroutine reads, another (send) encodes and sends, so the program
@@ -256,18 +262,27 @@ func (t *term) read() {
 		free <- make([]byte, ChunkSize)
 	}
 	sent := make(chan struct{})
-	go func() { defer close(sent); t.send(chunks, free) }()
+	var queued atomic.Int64 // chunks handed to send, not yet emitted
+	go func() { defer close(sent); t.send(chunks, free, &queued) }()
 	defer func() { close(chunks); <-sent; close(t.readDone) }()
 	for {
 		buf := <-free
 		n, err := t.master.Read(buf)
-		if n > 0 {
+		switch {
+		case n > 0 && n < inlineMax && queued.Load() == 0 && t.rawAttached():
+			// A short read (an echo, a prompt) for a raw stream has
+			// nothing to encode or join: written from here it is spared
+			// a handoff; send has nothing older left, so the order holds.
+			t.emit(buf[:n])
+			free <- buf
+		case n > 0:
+			queued.Add(1)
 			chunks <- buf[:n]
-		} else {
+		default:
 			free <- buf
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			t.drain(chunks, free)
+			t.drain(chunks, free, &queued)
 			return
 		}
 		if err != nil {
@@ -278,12 +293,13 @@ func (t *term) read() {
 
 // drain takes what is already buffered when the deadline passed (a
 // process that left the session may still hold the PTY open).
-func (t *term) drain(chunks, free chan []byte) {
+func (t *term) drain(chunks, free chan []byte, queued *atomic.Int64) {
 	for range 64 {
 		_ = t.master.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 		buf := <-free
 		n, err := t.master.Read(buf)
 		if n > 0 {
+			queued.Add(1)
 			chunks <- buf[:n]
 		} else {
 			free <- buf
@@ -296,11 +312,12 @@ func (t *term) drain(chunks, free chan []byte) {
 
 // send emits the reads in order, joining those already waiting into
 // chunks of up to ChunkSize: fewer, larger notifications.
-func (t *term) send(chunks <-chan []byte, free chan<- []byte) {
+func (t *term) send(chunks <-chan []byte, free chan<- []byte, queued *atomic.Int64) {
 	out := make([]byte, 0, ChunkSize)
 	for c := range chunks {
 		out = append(out[:0], c...)
 		free <- c[:cap(c)]
+		k := int64(1) // chunks in out
 	more:
 		for len(out) < ChunkSize {
 			select {
@@ -310,16 +327,25 @@ func (t *term) send(chunks <-chan []byte, free chan<- []byte) {
 				}
 				if len(out)+len(c) > ChunkSize {
 					t.emit(out)
-					out = out[:0]
+					queued.Add(-k)
+					out, k = out[:0], 0
 				}
 				out = append(out, c...)
 				free <- c[:cap(c)]
+				k++
 			default:
 				break more
 			}
 		}
 		t.emit(out)
+		queued.Add(-k)
 	}
+}
+
+func (t *term) rawAttached() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.raw != nil
 }
 
 // emit keeps a chunk in the scrollback and sends it to the raw stream
