@@ -158,11 +158,16 @@ func (sp *splice) run(ctx context.Context, crd *bufio.Reader, rrd *bufio.Reader)
 // the executor ends the stream, the exit (or why it ended) is the last
 // frame, and the client's side is closed so that input returns.
 func (sp *splice) output(rrd *bufio.Reader) {
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 5+64<<10) // read behind room for the frame header: one write a frame
 	for {
-		n, err := rrd.Read(buf)
-		if n > 0 && apiwire.WriteRawFrame(sp.client, apiwire.RawOutput, buf[:n]) != nil {
+		n, err := rrd.Read(buf[5:])
+		if n > 0 && apiwire.PutRawHeader(buf, apiwire.RawOutput, n) != nil {
 			return
+		}
+		if n > 0 {
+			if _, werr := sp.client.Write(buf[:5+n]); werr != nil {
+				return
+			}
 		}
 		if err != nil {
 			break

@@ -71,7 +71,7 @@ func (c *Client) attachTerminal(ctx context.Context, user, id, upgrade string, o
 		path += "?offset=" + strconv.FormatInt(offset, 10)
 	}
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: agor\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", path, upgrade)
-	rd := bufio.NewReader(conn)
+	rd := bufio.NewReaderSize(conn, 64<<10) // a frame's header and payload in one read
 	resp, err := http.ReadResponse(rd, nil)
 	if err != nil {
 		conn.Close()

@@ -47,6 +47,17 @@ func WriteRawFrame(w io.Writer, typ byte, payload []byte) error {
 	return err
 }
 
+// PutRawHeader writes the header of a frame of n payload bytes into
+// b[:5], for a writer that reads the payload into b[5:] itself.
+func PutRawHeader(b []byte, typ byte, n int) error {
+	if n > MaxRawFrame {
+		return fmt.Errorf("raw frame of %d bytes: more than %d", n, MaxRawFrame)
+	}
+	b[0] = typ
+	binary.BigEndian.PutUint32(b[1:5], uint32(n))
+	return nil
+}
+
 // ReadRawFrame reads one frame into buf (grown as needed) and returns its
 // type and payload, which is valid until the next call with buf.
 func ReadRawFrame(r io.Reader, buf *[]byte) (byte, []byte, error) {

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"io"
 	"os/exec"
 	"slices"
@@ -36,15 +38,21 @@ func BenchmarkTerminal(b *testing.B) {
 	h := start(b)
 	name, _ := target(b)
 	c := apiclient.New(h.sock)
-	var floor, raw, js []float64
+	var floor, raw, js, rawRatio, jsRatio []float64
+	var cpuFloor, cpuRaw, cpuJS []cpuUse
 	for b.Loop() {
-		floor = append(floor, mbps(b, floorRound))
-		raw = append(raw, mbps(b, func(tb testing.TB) int64 { return apiRound(tb, c, name, true) }))
-		js = append(js, mbps(b, func(tb testing.TB) int64 { return apiRound(tb, c, name, false) }))
+		fl, cf := mbps(b, floorRound)
+		rw, cr := mbps(b, func(tb testing.TB) (int64, int) { return apiRound(tb, c, name, true) })
+		jj, cj := mbps(b, func(tb testing.TB) (int64, int) { return apiRound(tb, c, name, false) })
+		floor, raw, js = append(floor, fl), append(raw, rw), append(js, jj)
+		rawRatio, jsRatio = append(rawRatio, rw/fl), append(jsRatio, jj/fl)
+		cpuFloor, cpuRaw, cpuJS = append(cpuFloor, cf), append(cpuRaw, cr), append(cpuJS, cj)
 	}
 	f, r, j := median(floor), median(raw), median(js)
-	b.Logf("terminal output, %d MB, median of %d rounds: PTY floor %.0f MB/s; API raw stream %.0f MB/s (%.2fx floor); API NDJSON stream %.0f MB/s (%.2fx floor)",
-		benchBytes/1_000_000, len(floor), f, r, r/f, j, j/f)
+	b.Logf("terminal output, %d MB, median of %d rounds: PTY floor %.0f MB/s; API raw stream %.0f MB/s (%.2fx floor; median of the rounds' ratios %.2fx); API NDJSON stream %.0f MB/s (%.2fx floor; rounds' ratios %.2fx)",
+		benchBytes/1_000_000, len(floor), f, r, r/f, median(rawRatio), j, j/f, median(jsRatio))
+	b.Logf("CPU per MB (median): floor reader %s; raw: %s; NDJSON: %s; load average %s",
+		medianCPU(cpuFloor), medianCPU(cpuRaw), medianCPU(cpuJS), loadavg())
 	b.ReportMetric(f, "floor-MB/s")
 	b.ReportMetric(r, "raw-MB/s")
 	b.ReportMetric(r/f, "raw/floor")
@@ -62,19 +70,74 @@ func BenchmarkTerminal(b *testing.B) {
 	b.ReportMetric(ratio(re, fe), "raw-echo/floor")
 }
 
-func mbps(b *testing.B, round func(testing.TB) int64) float64 {
-	t0 := time.Now()
-	n := round(b)
+// mbps times round, which reports the bytes it carried and the executor's
+// pid (0: none), and measures the CPU time this process (the reader: the
+// floor's, or the daemon's and the client's) and the executor used.
+func mbps(b *testing.B, round func(testing.TB) (int64, int)) (float64, cpuUse) {
+	self0, t0 := selfCPU(), time.Now()
+	n, exe := round(b)
 	d := time.Since(t0)
+	use := cpuUse{self: selfCPU() - self0}
+	if exe > 0 {
+		use.exe = exeCPU[exe] // counted by apiRound while the executor ran the round
+	}
 	if n < benchBytes {
 		b.Fatalf("%d of %d bytes", n, benchBytes)
 	}
-	return float64(n) / d.Seconds() / 1e6
+	mb := float64(n) / 1e6
+	use.self, use.exe = use.self/time.Duration(mb), use.exe/time.Duration(mb)
+	return mb / d.Seconds(), use
+}
+
+// cpuUse is CPU time per MB carried.
+type cpuUse struct{ self, exe time.Duration }
+
+func medianCPU(us []cpuUse) string {
+	var self, exe []float64
+	for _, u := range us {
+		self, exe = append(self, float64(u.self)), append(exe, float64(u.exe))
+	}
+	s, e := time.Duration(median(self)), time.Duration(median(exe))
+	if e == 0 {
+		return s.Round(time.Microsecond).String()
+	}
+	return fmt.Sprintf("daemon+client %s, executor %s", s.Round(time.Microsecond), e.Round(time.Microsecond))
+}
+
+// exeCPU is the CPU time an executor (by pid) used in the last round.
+var exeCPU = map[int]time.Duration{}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU reads a process's user+system time and its parent from
+// /proc/PID/stat (clock ticks of 10 ms).
+func procCPU(pid int) (time.Duration, int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ppid, _ := strconv.Atoi(f[1])
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return time.Duration(ut+st) * 10 * time.Millisecond, ppid
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 // floorRound runs the generator on a PTY of its own and reads the master
 // until the program is gone: the most a terminal path could carry.
-func floorRound(tb testing.TB) int64 {
+func floorRound(tb testing.TB) (int64, int) {
 	cmd := exec.Command("/bin/sh", "-c", generator)
 	m, err := pty.Start(cmd)
 	if err != nil {
@@ -86,14 +149,16 @@ func floorRound(tb testing.TB) int64 {
 		tb.Fatal(err)
 	}
 	_ = cmd.Wait()
-	return n
+	return n, 0
 }
 
 // apiRound spawns a shell through the API, attaches (raw or NDJSON) and
 // runs the generator, then exit: Copy returns with the shell.
-func apiRound(tb testing.TB, c *apiclient.Client, name string, raw bool) int64 {
-	t := attachNew(tb, c, name, raw)
+func apiRound(tb testing.TB, c *apiclient.Client, name string, raw bool) (int64, int) {
+	t, shell := attachNew(tb, c, name, raw)
 	defer t.Close()
+	exe0, exe := procCPU(shell)
+	exe0, _ = procCPU(exe)
 	if err := t.Send(apiwire.Frame{Input: []byte(generator + "; exit\n")}); err != nil {
 		tb.Fatal(err)
 	}
@@ -101,15 +166,21 @@ func apiRound(tb testing.TB, c *apiclient.Client, name string, raw bool) int64 {
 	if _, err := t.Copy(&cw); err != nil {
 		tb.Fatal(err)
 	}
-	return cw.n
+	exe1, _ := procCPU(exe)
+	exeCPU[exe] = exe1 - exe0
+	return cw.n, exe
 }
 
-func attachNew(tb testing.TB, c *apiclient.Client, name string, raw bool) *apiclient.Terminal {
+// attachNew spawns a shell through the API and attaches to it; it returns
+// the shell's pid too.
+func attachNew(tb testing.TB, c *apiclient.Client, name string, raw bool) (*apiclient.Terminal, int) {
 	ctx := context.Background()
-	id, err := c.SpawnTerminal(ctx, name, protocol.SpawnTerminalParams{Cwd: ".", Shell: "/bin/sh", Cols: 80, Rows: 24})
-	if err != nil {
+	var res protocol.SpawnTerminalResult
+	p := protocol.SpawnTerminalParams{Cwd: ".", Shell: "/bin/sh", Cols: 80, Rows: 24}
+	if err := c.Do(ctx, "POST", "/v1/executors/"+name+"/terminals", p, &res); err != nil {
 		tb.Fatal(err)
 	}
+	id := res.TerminalID
 	attach := c.AttachTerminalNDJSON
 	if raw {
 		attach = c.AttachTerminal
@@ -118,7 +189,7 @@ func attachNew(tb testing.TB, c *apiclient.Client, name string, raw bool) *apicl
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return t
+	return t, res.PID
 }
 
 type countWriter struct{ n int64 }
@@ -155,7 +226,7 @@ func floorEcho(b *testing.B, n int) []time.Duration {
 // runs in the reading goroutine; its writer times each echo and sends
 // the next key.
 func apiEcho(b *testing.B, c *apiclient.Client, name string, raw bool, n int) []time.Duration {
-	t := attachNew(b, c, name, raw)
+	t, _ := attachNew(b, c, name, raw)
 	defer t.Close()
 	_ = t.Send(apiwire.Frame{Input: []byte("stty raw -echo; echo R$((1+1)); exec cat\n")})
 	e := &echoer{b: b, t: t, n: n, marker: "R2\n"}

@@ -311,34 +311,64 @@ func (t *term) drain(chunks, free chan []byte, queued *atomic.Int64) {
 }
 
 // send emits the reads in order, joining those already waiting into
-// chunks of up to ChunkSize: fewer, larger notifications.
+// chunks of up to ChunkSize: fewer, larger notifications. For a raw
+// stream in bulk it also waits up to joinWait for the next read, since
+// each write costs the daemon and the client a wakeup and two copies.
 func (t *term) send(chunks <-chan []byte, free chan<- []byte, queued *atomic.Int64) {
 	out := make([]byte, 0, ChunkSize)
+	j := joiner{chunks: chunks, timer: time.NewTimer(time.Hour)}
+	j.timer.Stop()
 	for c := range chunks {
 		out = append(out[:0], c...)
 		free <- c[:cap(c)]
 		k := int64(1) // chunks in out
-	more:
 		for len(out) < ChunkSize {
-			select {
-			case c, ok := <-chunks:
-				if !ok {
-					break more
-				}
-				if len(out)+len(c) > ChunkSize {
-					t.emit(out)
-					queued.Add(-k)
-					out, k = out[:0], 0
-				}
-				out = append(out, c...)
-				free <- c[:cap(c)]
-				k++
-			default:
-				break more
+			c, ok := j.next(len(out) >= inlineMax && t.rawAttached())
+			if !ok {
+				break
 			}
+			if len(out)+len(c) > ChunkSize {
+				t.emit(out)
+				queued.Add(-k)
+				out, k = out[:0], 0
+			}
+			out = append(out, c...)
+			free <- c[:cap(c)]
+			k++
 		}
 		t.emit(out)
 		queued.Add(-k)
+	}
+}
+
+// joinWait is how long bulk output for a raw stream waits for more: the
+// PTY gives a read of 3-4 KiB every few tens of µs while a program
+// writes fast, and a person does not see a quarter of a millisecond.
+const joinWait = 250 * time.Microsecond
+
+type joiner struct {
+	chunks <-chan []byte
+	timer  *time.Timer
+}
+
+// next returns a read already waiting, or, if wait, one that comes within
+// joinWait; false when there is none (or no more).
+func (j *joiner) next(wait bool) ([]byte, bool) {
+	select {
+	case c, ok := <-j.chunks:
+		return c, ok
+	default:
+	}
+	if !wait {
+		return nil, false
+	}
+	j.timer.Reset(joinWait)
+	defer j.timer.Stop()
+	select {
+	case c, ok := <-j.chunks:
+		return c, ok
+	case <-j.timer.C:
+		return nil, false
 	}
 }
 
