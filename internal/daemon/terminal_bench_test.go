@@ -65,6 +65,9 @@ func BenchmarkTerminal(b *testing.B) {
 	je := apiEcho(b, c, name, false, n)
 	b.Logf("keystroke echo, %d keys: PTY floor p50 %v p99 %v; API raw p50 %v p99 %v (p50 %.2fx floor); API NDJSON p50 %v p99 %v (p50 %.2fx floor)",
 		n, pct(fe, 50), pct(fe, 99), pct(re, 50), pct(re, 99), ratio(re, fe), pct(je, 50), pct(je, 99), ratio(je, fe))
+	hop := socketRTT(b, n)
+	b.Logf("one unix socket round trip to cat in another process (1 byte): p50 %v p99 %v; the API path adds two (client-daemon, daemon-executor) to the PTY's echo: floor+2 hops = %v, raw p50 %.2fx that",
+		pct(hop, 50), pct(hop, 99), pct(fe, 50)+2*pct(hop, 50), float64(pct(re, 50))/float64(pct(fe, 50)+2*pct(hop, 50)))
 	b.ReportMetric(float64(pct(fe, 50).Microseconds()), "floor-echo-p50-µs")
 	b.ReportMetric(float64(pct(re, 50).Microseconds()), "raw-echo-p50-µs")
 	b.ReportMetric(ratio(re, fe), "raw-echo/floor")
@@ -297,3 +300,34 @@ func pct(d []time.Duration, p int) time.Duration {
 }
 
 func ratio(a, b []time.Duration) float64 { return float64(pct(a, 50)) / float64(pct(b, 50)) }
+
+// socketRTT times one byte there and back over a unix socketpair to cat
+// in another process: the least a hop between two processes adds to echo.
+func socketRTT(b *testing.B, n int) []time.Duration {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, y := os.NewFile(uintptr(fds[0]), "x"), os.NewFile(uintptr(fds[1]), "y")
+	defer x.Close()
+	cat := exec.Command("cat")
+	cat.Stdin, cat.Stdout = y, y
+	if err := cat.Start(); err != nil {
+		b.Fatal(err)
+	}
+	y.Close()
+	defer func() { x.Close(); _ = cat.Wait() }()
+	one := make([]byte, 1)
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		if _, err := x.Write(one); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(x, one); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return lat
+}
