@@ -156,7 +156,7 @@ func (sp *splice) run(ctx context.Context, crd *bufio.Reader, rrd *bufio.Reader)
 
 // output copies the executor's bytes to the client as output frames; when
 // the executor ends the stream, the exit (or why it ended) is the last
-// frame, and the client's side is closed so that input returns.
+// frame, and reading the client's side ends so that input returns.
 func (sp *splice) output(rrd *bufio.Reader) {
 	buf := make([]byte, 5+64<<10) // read behind room for the frame header: one write a frame
 	for {
@@ -177,9 +177,7 @@ func (sp *splice) output(rrd *bufio.Reader) {
 		return
 	}
 	sp.finish()
-	if cr, ok := sp.client.(interface{ CloseRead() error }); ok {
-		_ = cr.CloseRead()
-	}
+	_ = sp.client.SetReadDeadline(time.Now()) // input returns (any conn, TLS too)
 }
 
 // finish sends the terminal's exit, which follows the end of its output

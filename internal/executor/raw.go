@@ -46,8 +46,13 @@ func (s *Server) route(ctx context.Context, c *net.UnixConn, cred peer.Cred) {
 		br := bufio.NewReaderSize(c, firstLineMax)
 		req, f := s.rawRequest(firstLine(br))
 		if f == nil {
-			s.unsock(c) // now counted, and closed on Stop, as a JSON-RPC connection
-			s.serve(ctx, bufConn{c, br}, cred)
+			// Counted as JSON-RPC before it stops counting as a socket, so
+			// that the executor is never idle in between.
+			conn, log := s.register(bufConn{c, br}, cred)
+			s.unsock(c)
+			if conn != nil {
+				s.serveConn(peer.NewContext(ctx, cred), conn, log)
+			}
 			return
 		}
 		defer s.unsock(c)

@@ -188,13 +188,6 @@ func (s *Server) admit(ctx context.Context, c *net.UnixConn) {
 	}
 }
 
-// serve serves rwc as JSON-RPC until it ends.
-func (s *Server) serve(ctx context.Context, rwc net.Conn, cred peer.Cred) {
-	if conn, log := s.register(rwc, cred); conn != nil {
-		s.serveConn(peer.NewContext(ctx, cred), conn, log)
-	}
-}
-
 // register counts a JSON-RPC connection; nil once stopping.
 func (s *Server) register(rwc net.Conn, cred peer.Cred) (*rpc.Conn, *slog.Logger) {
 	log := s.log.With("peer_uid", cred.UID, "peer_pid", cred.PID)
