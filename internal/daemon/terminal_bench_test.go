@@ -160,8 +160,8 @@ func floorRound(tb testing.TB) (int64, int) {
 func apiRound(tb testing.TB, c *apiclient.Client, name string, raw bool) (int64, int) {
 	t, shell := attachNew(tb, c, name, raw)
 	defer t.Close()
-	exe0, exe := procCPU(shell)
-	exe0, _ = procCPU(exe)
+	_, exe := procCPU(shell) // the shell's parent
+	exe0, _ := procCPU(exe)
 	if err := t.Send(apiwire.Frame{Input: []byte(generator + "; exit\n")}); err != nil {
 		tb.Fatal(err)
 	}
