@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -113,4 +115,62 @@ func TestDaemonTerminalRaw(t *testing.T) {
 	if _, err := c.AttachTerminal(ctx, name, "term_nope"); err == nil {
 		t.Fatal("attached to no terminal")
 	}
+}
+
+// A client that stops reading holds the whole path back: the program's
+// writes stop a bounded way ahead (PTY, executor and socket buffers), not
+// 64 MiB ahead in someone's memory; once it reads, everything arrives.
+func TestDaemonTerminalRawBackpressure(t *testing.T) {
+	h := start(t)
+	name, _ := target(t)
+	c := apiclient.New(h.sock)
+	ctx := context.Background()
+	var res protocol.SpawnTerminalResult
+	p := protocol.SpawnTerminalParams{Cwd: ".", Shell: "/bin/sh", Cols: 80, Rows: 24}
+	if err := c.Do(ctx, "POST", "/v1/executors/"+name+"/terminals", p, &res); err != nil {
+		t.Fatal(err)
+	}
+	term, err := c.AttachTerminal(ctx, name, res.TerminalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	const total = 64 << 20
+	_ = term.Send(apiwire.Frame{Input: []byte("stty raw -echo; exec head -c 67108864 /dev/zero\n")})
+	time.Sleep(1500 * time.Millisecond) // 64 MiB would pass in far less, unhindered
+	written := wchar(t, res.PID)        // the shell became head
+	if written < 64<<10 || written > 16<<20 {
+		t.Fatalf("head wrote %d bytes with nobody reading: want 64 KiB..16 MiB (it ran, then waited)", written)
+	}
+	var zeros zeroCounter
+	if _, err := term.Copy(&zeros); err != nil {
+		t.Fatal(err)
+	}
+	if zeros.n != total {
+		t.Fatalf("read %d zero bytes, want %d", zeros.n, total)
+	}
+	t.Logf("written by the program while the client did not read: %d KiB", written>>10)
+}
+
+// wchar is what a process has written, from /proc/PID/io.
+func wchar(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		t.Skipf("no /proc/PID/io: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no wchar in /proc/PID/io")
+	return 0
+}
+
+type zeroCounter struct{ n int }
+
+func (z *zeroCounter) Write(p []byte) (int, error) {
+	z.n += bytes.Count(p, []byte{0})
+	return len(p), nil
 }
