@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -133,4 +134,31 @@ func TestRawClosedOnStop(t *testing.T) {
 	if _, err := idle.ReadByte(); err == nil || os.IsTimeout(err) {
 		t.Fatalf("undecided connection after Stop: %v", err)
 	}
+}
+
+// FuzzFirstLine: whatever a connection starts with, the sniffing that
+// tells a raw request from JSON-RPC consumes nothing, never panics, and
+// picks a raw method only for a whole line naming it with an id.
+func FuzzFirstLine(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"echo_raw","params":{}}` + "\nabc"))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"echo_raw"}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"))
+	f.Add([]byte(`[{"method":"echo_raw","id":1}]` + "\n"))
+	s := NewServer(Config{})
+	s.HandleRaw("echo_raw", echoRaw)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		br := bufio.NewReaderSize(bytes.NewReader(data), firstLineMax)
+		line := firstLine(br)
+		if line != nil && (!bytes.HasPrefix(data, line) || line[len(line)-1] != '\n') {
+			t.Fatalf("line %q is not the start of the input", line)
+		}
+		req, fn := s.rawRequest(line)
+		if fn != nil && req.Method != "echo_raw" {
+			t.Fatalf("raw method for %q", req.Method)
+		}
+		rest, _ := io.ReadAll(br)
+		if !bytes.Equal(rest, data) {
+			t.Fatal("sniffing consumed input")
+		}
+	})
 }
