@@ -11,7 +11,7 @@ CMDS     := agor-executor agorctl agor-daemon
 # clean run with "context deadline exceeded" at a duration's end
 # (go.dev/issue/75804, fixed in Go 1.27). 100000 runs is 2-10 s per target here.
 FUZZTIME ?= 100000x
-FUZZPKGS := ./internal/rpc ./internal/config ./internal/account ./internal/fsroot ./internal/identity ./internal/dialback
+FUZZPKGS := ./internal/rpc ./internal/config ./internal/account ./internal/fsroot ./internal/identity ./internal/apiwire ./internal/executor ./internal/dialback
 
 export CGO_ENABLED ?= 0
 
@@ -55,6 +55,7 @@ bench: build
 	$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon
 	$(GO) test -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/terminal
+	$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon
 	$(GO) test -run '^$$' -bench . ./internal/broker ./internal/store
 	test/agents.sh
 	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/task

@@ -34,6 +34,7 @@ func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Age
 	w.Register(srv.Mux())
 	terms := terminal.New(terminal.Config{Root: root, Hold: srv, Sandbox: box})
 	terms.Register(srv.Mux())
+	srv.HandleRaw(protocol.MethodAttachTerminalRaw, terms.ServeRaw)
 	(&task.Service{Root: root, Hold: srv, Agents: agents, Log: log, Sandbox: box}).Register(srv.Mux())
 	return func() {
 		terms.Close()

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agor-sh/agor/internal/apiwire"
 )
 
 // promptDaemon streams a turn whose result status is the prompt's text,
@@ -26,15 +28,25 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 	m.HandleFunc("POST /v1/executors/alice/terminals", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
 	})
-	m.HandleFunc("GET /v1/executors/alice/terminals/term_1/attach", func(w http.ResponseWriter, _ *http.Request) {
+	m.HandleFunc("GET /v1/executors/alice/terminals/term_1/attach", func(w http.ResponseWriter, r *http.Request) {
 		conn, rw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		defer conn.Close()
+		exit := `{"terminal_id":"term_1","exit_code":-1,"signal":"terminated"}`
+		if r.Header.Get("Upgrade") == apiwire.UpgradeRawTerminal {
+			fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal-raw\r\n\r\n")
+			_ = apiwire.WriteRawFrame(rw, apiwire.RawOutput, []byte("hi\n"))
+			_ = apiwire.WriteRawFrame(rw, apiwire.RawExit, []byte(exit))
+			_ = rw.Flush()
+			var buf []byte
+			_, _, _ = apiwire.ReadRawFrame(rw, &buf) // the first resize
+			return
+		}
 		fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n")
-		fmt.Fprint(rw, `{"output":"aGkK"}`+"\n"+`{"exit":{"terminal_id":"term_1","exit_code":-1,"signal":"terminated"}}`+"\n")
+		fmt.Fprint(rw, `{"output":"aGkK"}`+"\n"+`{"exit":`+exit+`}`+"\n")
 		_ = rw.Flush()
 		_, _ = rw.ReadString('\n') // the first resize
 	})

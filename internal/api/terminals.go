@@ -20,8 +20,8 @@ import (
 // client attached to each terminal through the API.
 type Terminals struct {
 	mu      sync.Mutex
-	clients map[string]*termClient // by executor account + "/" + terminal_id
-	owners  map[string]string      // terminal_id → person, in a shared account's executor
+	clients map[string]attached // by executor account + "/" + terminal_id
+	owners  map[string]string   // terminal_id → person, in a shared account's executor
 }
 
 // own records that person spawned terminal id in a shared executor.
@@ -42,7 +42,15 @@ func (t *Terminals) mine(id, person string) bool {
 	return t.owners[id] == person
 }
 
-// termClient is one attached client. Until the attach reply (scrollback)
+// attached is a client attached to a terminal through the API: NDJSON
+// (termClient) or raw (rawClient).
+type attached interface {
+	output(protocol.TerminalOutput)
+	exit(protocol.TerminalExit)
+	replaced() // a newer attach took the terminal
+}
+
+// termClient is one attached NDJSON client. Until the attach reply (scrollback)
 // is written, output is held back so nothing arrives out of order.
 type termClient struct {
 	mu      sync.Mutex
@@ -85,23 +93,26 @@ func (t *Terminals) Handler(user string, next rpc.Handler) rpc.Handler {
 	})
 }
 
-func (t *Terminals) client(user, id string) *termClient {
+func (t *Terminals) client(user, id string) attached {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.clients[key(user, id)]
 }
 
 // attach makes c the terminal's client, replacing any earlier one.
-func (t *Terminals) attach(user, id string, c *termClient) {
+func (t *Terminals) attach(user, id string, c attached) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.clients == nil {
-		t.clients = map[string]*termClient{}
+		t.clients = map[string]attached{}
+	}
+	if old := t.clients[key(user, id)]; old != nil {
+		old.replaced()
 	}
 	t.clients[key(user, id)] = c
 }
 
-func (t *Terminals) detach(user, id string, c *termClient) {
+func (t *Terminals) detach(user, id string, c attached) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.clients[key(user, id)] == c {
@@ -120,6 +131,10 @@ func (c *termClient) output(o protocol.TerminalOutput) {
 		c.write(apiwire.Frame{Output: o.Data})
 	}
 }
+
+// replaced leaves an NDJSON client open, as it always was: it just gets
+// no more output.
+func (c *termClient) replaced() {}
 
 func (c *termClient) exit(e protocol.TerminalExit) {
 	c.mu.Lock()
@@ -190,13 +205,15 @@ func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// attachTerminal upgrades the request to a two-way NDJSON stream of
-// Frames (Upgrade: agor-terminal) for one terminal of user's.
+// attachTerminal upgrades the request to a two-way stream for one
+// terminal of user's: raw frames (Upgrade: agor-terminal-raw, see
+// rawTerminal) or NDJSON Frames (Upgrade: agor-terminal).
 func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 	person, id := r.PathValue("user"), r.PathValue("id")
 	user := s.executorOf(person)
-	if r.Header.Get("Upgrade") != "agor-terminal" {
-		writeError(w, rpc.InvalidParams("Upgrade", `must be "agor-terminal"`))
+	upgrade := r.Header.Get("Upgrade")
+	if upgrade != "agor-terminal" && upgrade != apiwire.UpgradeRawTerminal {
+		writeError(w, rpc.InvalidParams("Upgrade", `must be "agor-terminal-raw" or "agor-terminal"`))
 		return
 	}
 	if s.SharedAccount != "" && !s.Terminals.mine(id, person) {
@@ -209,6 +226,10 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if upgrade == apiwire.UpgradeRawTerminal && s.Pool.RawCapable(user) {
+		s.rawTerminal(w, r, client, user, id)
+		return
+	} // else the NDJSON stream, which the client follows by its Upgrade answer
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		writeError(w, err)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -28,25 +29,49 @@ func (c *Client) SpawnTerminal(ctx context.Context, user string, p protocol.Spaw
 	return res.TerminalID, nil
 }
 
-// Terminal is an attached terminal: a two-way stream of apiwire.Frame
-// lines over an upgraded connection to the daemon.
+// Terminal is an attached terminal over an upgraded connection to the
+// daemon: raw frames (apiwire.UpgradeRawTerminal), or, from
+// AttachTerminalNDJSON, apiwire.Frame lines.
 type Terminal struct {
 	conn net.Conn
 	rd   *bufio.Reader
-	mu   sync.Mutex // around enc: keys and resizes come from two goroutines
+	mu   sync.Mutex // around writes: keys and resizes come from two goroutines
 	enc  *json.Encoder
+	raw  bool
+	// Offset is, in raw mode, the terminal's output offset of the next
+	// byte Copy reads: AttachTerminalFrom resumes there.
+	Offset int64
 }
 
 // AttachTerminal upgrades a request on the daemon's socket to terminal
-// id's stream; the caller closes it.
+// id's raw stream, from the start of its scrollback; the caller closes it.
 func (c *Client) AttachTerminal(ctx context.Context, user, id string) (*Terminal, error) {
+	return c.AttachTerminalFrom(ctx, user, id, 0)
+}
+
+// AttachTerminalFrom is AttachTerminal resuming at output offset (what an
+// earlier Terminal's Offset reached), as far as the scrollback reaches.
+func (c *Client) AttachTerminalFrom(ctx context.Context, user, id string, offset int64) (*Terminal, error) {
+	return c.attachTerminal(ctx, user, id, apiwire.UpgradeRawTerminal, offset)
+}
+
+// AttachTerminalNDJSON attaches with the older stream of JSON lines,
+// whose output is base64 in JSON.
+func (c *Client) AttachTerminalNDJSON(ctx context.Context, user, id string) (*Terminal, error) {
+	return c.attachTerminal(ctx, user, id, "agor-terminal", 0)
+}
+
+func (c *Client) attachTerminal(ctx context.Context, user, id, upgrade string, offset int64) (*Terminal, error) {
 	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", c.socket)
 	if err != nil {
 		return nil, &unavailableError{socket: c.socket, err: err}
 	}
 	path := "/v1/executors/" + url.PathEscape(user) + "/terminals/" + url.PathEscape(id) + "/attach"
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: agor\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n", path)
-	rd := bufio.NewReader(conn)
+	if offset > 0 {
+		path += "?offset=" + strconv.FormatInt(offset, 10)
+	}
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: agor\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", path, upgrade)
+	rd := bufio.NewReaderSize(conn, 64<<10) // a frame's header and payload in one read
 	resp, err := http.ReadResponse(rd, nil)
 	if err != nil {
 		conn.Close()
@@ -59,14 +84,29 @@ func (c *Client) AttachTerminal(ctx context.Context, user, id string) (*Terminal
 		}
 		return nil, fmt.Errorf("attach: %s", resp.Status)
 	}
-	return &Terminal{conn: conn, rd: rd, enc: json.NewEncoder(conn)}, nil
+	t := &Terminal{conn: conn, rd: rd, enc: json.NewEncoder(conn), raw: resp.Header.Get("Upgrade") == apiwire.UpgradeRawTerminal}
+	t.Offset, _ = strconv.ParseInt(resp.Header.Get(apiwire.OffsetHeader), 10, 64)
+	return t, nil
 }
 
 // Send sends one frame: input, a resize, detach or terminate.
 func (t *Terminal) Send(f apiwire.Frame) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.enc.Encode(f)
+	if !t.raw {
+		return t.enc.Encode(f)
+	}
+	switch {
+	case f.Detach:
+		return apiwire.WriteRawFrame(t.conn, apiwire.RawDetach, nil)
+	case f.Terminate:
+		return apiwire.WriteRawFrame(t.conn, apiwire.RawTerminate, nil)
+	case f.Resize != nil:
+		return apiwire.WriteRawFrame(t.conn, apiwire.RawResize, apiwire.RawSize(f.Resize[0], f.Resize[1]))
+	case len(f.Input) > 0:
+		return apiwire.WriteRawFrame(t.conn, apiwire.RawInput, f.Input)
+	}
+	return nil
 }
 
 // Close drops the connection; the terminal runs on in its executor.
@@ -75,6 +115,9 @@ func (t *Terminal) Close() error { return t.conn.Close() }
 // Copy writes the terminal's output to w until it exits, and returns its
 // exit status as a shell reports it, or until the stream ends (an error).
 func (t *Terminal) Copy(w io.Writer) (int, error) {
+	if t.raw {
+		return t.copyRaw(w)
+	}
 	dec := json.NewDecoder(t.rd)
 	for {
 		var f struct {
@@ -112,4 +155,32 @@ func ExitStatus(e *protocol.TerminalExit) int {
 		}
 	}
 	return 128 + int(syscall.SIGHUP)
+}
+
+func (t *Terminal) copyRaw(w io.Writer) (int, error) {
+	var buf []byte
+	for {
+		typ, p, err := apiwire.ReadRawFrame(t.rd, &buf)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return 0, errors.New("the daemon closed the terminal's stream")
+			}
+			return 0, err
+		}
+		switch typ {
+		case apiwire.RawOutput:
+			if _, err := w.Write(p); err != nil {
+				return 0, err
+			}
+			t.Offset += int64(len(p))
+		case apiwire.RawError:
+			return 0, errors.New(string(p))
+		case apiwire.RawExit:
+			var e protocol.TerminalExit
+			if err := json.Unmarshal(p, &e); err != nil {
+				return 0, fmt.Errorf("terminal exit: %w", err)
+			}
+			return ExitStatus(&e), nil
+		}
+	}
 }

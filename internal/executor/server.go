@@ -55,6 +55,8 @@ type Server struct {
 	mu       sync.Mutex
 	ln       Listener
 	conns    map[*rpc.Conn]struct{}
+	socks    map[*net.UnixConn]struct{} // not (yet) JSON-RPC: see route
+	raw      map[string]RawFunc
 	holds    int       // work that keeps the executor alive without a connection
 	idleFrom time.Time // when conns and holds last reached zero
 	stopping bool
@@ -80,6 +82,8 @@ func NewServer(cfg Config) *Server {
 		mux:     rpc.NewMux(),
 		started: time.Now(),
 		conns:   map[*rpc.Conn]struct{}{},
+		socks:   map[*net.UnixConn]struct{}{},
+		raw:     map[string]RawFunc{},
 		stopped: make(chan struct{}),
 	}
 	s.registerBuiltins()
@@ -168,7 +172,7 @@ func (s *Server) acceptLoop(ctx context.Context, ln Listener) error {
 func (s *Server) idleExpired() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.conns) > 0 || s.holds > 0 {
+	if s.activeLocked() {
 		return false
 	}
 	if left := s.cfg.IdleTimeout - time.Since(s.idleFrom); left > 0 {
@@ -178,30 +182,51 @@ func (s *Server) idleExpired() bool {
 	return true
 }
 
-// admit checks the peer and serves the connection.
+// admit checks the peer and serves the connection: as JSON-RPC, or,
+// when raw methods are registered, as its first line says (route).
 func (s *Server) admit(ctx context.Context, c net.Conn) {
-	log := s.log.With("peer", c.RemoteAddr().String())
-	if uc, ok := c.(*net.UnixConn); ok {
-		cred, err := peer.Of(uc)
-		if err == nil {
-			err = s.cfg.Policy.Check(cred)
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		// Dialled (internal/dialback): the pinned CA and the job's token
+		// proved it before Accept returned it. Raw streams need a second
+		// connection, which a dialled executor never takes: JSON-RPC only.
+		if conn, log := s.register(c, s.log.With("peer", c.RemoteAddr().String())); conn != nil {
+			go s.serveConn(ctx, conn, log)
 		}
-		if err != nil {
-			s.log.Warn("refused connection", "peer_uid", cred.UID, "peer_gid", cred.GID, "peer_pid", cred.PID, "err", err)
-			_ = c.Close()
-			return
-		}
-		log = s.log.With("peer_uid", cred.UID, "peer_pid", cred.PID)
-		ctx = peer.NewContext(ctx, cred)
+		return
 	}
+	cred, err := peer.Of(uc)
+	if err == nil {
+		err = s.cfg.Policy.Check(cred)
+	}
+	if err != nil {
+		s.log.Warn("refused connection", "peer_uid", cred.UID, "peer_gid", cred.GID, "peer_pid", cred.PID, "err", err)
+		_ = c.Close()
+		return
+	}
+	if len(s.raw) > 0 {
+		s.route(ctx, uc, cred)
+		return
+	}
+	if conn, log := s.register(uc, credLog(s.log, cred)); conn != nil {
+		go s.serveConn(peer.NewContext(ctx, cred), conn, log)
+	}
+}
+
+func credLog(log *slog.Logger, cred peer.Cred) *slog.Logger {
+	return log.With("peer_uid", cred.UID, "peer_pid", cred.PID)
+}
+
+// register counts a JSON-RPC connection; nil once stopping.
+func (s *Server) register(rwc net.Conn, log *slog.Logger) (*rpc.Conn, *slog.Logger) {
 	opts := s.cfg.RPC
 	opts.Logger = log
-	conn := rpc.NewConn(c, s.logged(log), opts)
+	conn := rpc.NewConn(rwc, s.logged(log), opts)
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
-		_ = c.Close()
-		return
+		_ = rwc.Close()
+		return nil, nil
 	}
 	s.conns[conn] = struct{}{}
 	s.busyLocked()
@@ -209,7 +234,7 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 	s.mu.Unlock()
 	log.Info("connection accepted")
 	s.notify("STATUS=" + s.status())
-	go s.serveConn(ctx, conn, log)
+	return conn, log
 }
 
 func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger) {
@@ -218,7 +243,7 @@ func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger
 	s.mu.Lock()
 	delete(s.conns, conn)
 	s.maybeIdleLocked()
-	idle := len(s.conns) == 0 && s.holds == 0
+	idle := !s.activeLocked()
 	s.mu.Unlock()
 	if idle {
 		// An idle executor waits, perhaps for hours, on many hosts at once:
@@ -243,11 +268,16 @@ func (s *Server) busyLocked() {
 
 // maybeIdleLocked arms the idle deadline once nothing is left.
 func (s *Server) maybeIdleLocked() {
-	if len(s.conns) > 0 || s.holds > 0 || s.ln == nil || s.cfg.IdleTimeout <= 0 {
+	if s.activeLocked() || s.ln == nil || s.cfg.IdleTimeout <= 0 {
 		return
 	}
 	s.idleFrom = time.Now()
 	_ = s.ln.SetDeadline(s.idleFrom.Add(s.cfg.IdleTimeout))
+}
+
+// activeLocked: a connection or held work keeps the executor busy.
+func (s *Server) activeLocked() bool {
+	return len(s.conns) > 0 || len(s.socks) > 0 || s.holds > 0
 }
 
 // Stop stops accepting; Serve then lets in-flight requests finish for up
@@ -285,6 +315,9 @@ func (s *Server) drain() {
 	s.waitInFlight(0, grace)
 	s.mu.Lock()
 	for c := range s.conns {
+		_ = c.Close()
+	}
+	for c := range s.socks {
 		_ = c.Close()
 	}
 	s.mu.Unlock()

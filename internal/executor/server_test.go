@@ -77,11 +77,14 @@ type fixture struct {
 }
 
 // start serves a Server on a fresh socket; cleanup stops it and waits.
-func start(t *testing.T, cfg Config) *fixture {
+func start(t *testing.T, cfg Config, setup ...func(*Server)) *fixture {
 	t.Helper()
 	f := &fixture{path: filepath.Join(t.TempDir(), "e.sock"), logs: &syncBuffer{}, done: make(chan error, 1)}
 	cfg.Logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.srv = NewServer(cfg)
+	for _, s := range setup {
+		s(f.srv)
+	}
 	ln, err := unixsock.Listen(f.path)
 	if err != nil {
 		t.Fatal(err)

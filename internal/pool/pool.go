@@ -33,9 +33,10 @@ type Pool struct {
 	// executor can exit when idle; 0 keeps connections open.
 	IdleClose time.Duration
 
-	mu    sync.Mutex
-	conns map[string]*entry
-	wg    sync.WaitGroup // one watcher per connection, ended by Close
+	mu      sync.Mutex
+	conns   map[string]*entry
+	sockets map[string]string // user → executor socket, for DialRaw
+	wg      sync.WaitGroup    // one watcher per connection, ended by Close
 }
 
 type entry struct {
@@ -118,6 +119,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 	if err != nil {
 		return nil, protocol.PingResult{}, Unavailable(err)
 	}
+	p.setSocket(user, ex.Socket)
 	var h rpc.Handler
 	if p.Handler != nil {
 		h = p.Handler(user)

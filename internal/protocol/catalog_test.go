@@ -94,6 +94,9 @@ var catalog = []message{
 	{protocol.MethodTerminateTerminal, "result", protocol.TerminateTerminalResult{Terminated: true}},
 	{protocol.MethodListTerminals, "result", protocol.ListTerminalsResult{Terminals: []protocol.TerminalInfo{
 		{TerminalID: "term-1", PID: 5151, Cols: 80, Rows: 24, Attached: true}}}},
+	{protocol.MethodAttachTerminalRaw, "params", protocol.AttachTerminalRawParams{TerminalID: "term-1", Offset: 1048576}},
+	{protocol.MethodAttachTerminalRaw, "result", protocol.AttachTerminalRawResult{TerminalID: "term-1", PID: 5151, Cols: 120, Rows: 40,
+		Offset: 1032192, End: 1097728}},
 	{protocol.MethodTerminalInput, "params", protocol.TerminalInputParams{TerminalID: "term-1", Data: []byte("ls\r")}},
 	{protocol.MethodTerminalOutput, "params", protocol.TerminalOutput{TerminalID: "term-1", Seq: 7, Data: []byte("a.txt\r\n")}},
 	{protocol.MethodTerminalExit, "params", protocol.TerminalExit{TerminalID: "term-1", ExitCode: 0, Signal: "SIGHUP"}},
@@ -218,6 +221,8 @@ func TestValidation(t *testing.T) {
 		{protocol.SpawnTerminalParams{Cols: 80, Rows: 24, Shell: "sh\x00"}, "shell"},
 		{protocol.ResizeTerminalParams{TerminalID: "t", Cols: 80, Rows: 1001}, "rows"},
 		{protocol.TerminalIDParams{}, "terminal_id"},
+		{protocol.AttachTerminalRawParams{}, "terminal_id"},
+		{protocol.AttachTerminalRawParams{TerminalID: "t", Offset: -1}, "offset"},
 		{protocol.GetAPIKeyParams{CredentialKey: "K"}, "session_token"},
 		{protocol.RequestPermissionParams{SessionToken: "k", TaskID: "t"}, "tool_name"},
 		{protocol.ReportMessage{TaskID: "t", Sequence: -1, EventType: "usage"}, "sequence"},

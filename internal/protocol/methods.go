@@ -23,6 +23,9 @@ const (
 	MethodTerminateTerminal = "terminate_terminal"
 	MethodListTerminals     = "list_terminals"
 	MethodTerminalInput     = "terminal_input" // notification
+	// MethodAttachTerminalRaw is only ever a connection's first request:
+	// after its reply the connection carries the terminal's bytes.
+	MethodAttachTerminalRaw = "attach_terminal_raw"
 )
 
 // Methods the daemon serves (executor → daemon).
@@ -47,7 +50,7 @@ var ExecutorMethods = []string{
 	MethodExec,
 	MethodReadFile, MethodWriteFile, MethodWriteFiles, MethodListFiles, MethodWatch, MethodUnwatch,
 	MethodSpawnTerminal, MethodAttachTerminal, MethodResizeTerminal, MethodTerminateTerminal,
-	MethodListTerminals, MethodTerminalInput,
+	MethodListTerminals, MethodTerminalInput, MethodAttachTerminalRaw,
 	MethodSubmitJob, MethodCancelJob,
 }
 

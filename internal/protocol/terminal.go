@@ -151,3 +151,41 @@ type TerminalExit struct {
 	ExitCode   int    `json:"exit_code"`
 	Signal     string `json:"signal,omitempty"`
 }
+
+// AttachTerminalRawParams asks, as the first request on a fresh
+// connection to the executor, for terminal_id's bytes on that connection:
+// after the reply, the executor writes the terminal's output there, from
+// Offset on (or the oldest byte of the scrollback, if later), and takes
+// what it reads as keystrokes. Resize, terminate and terminal_exit stay
+// on the JSON-RPC connection that spawned or attached the terminal.
+type AttachTerminalRawParams struct {
+	TerminalID string `json:"terminal_id"`
+	// Offset counts the terminal's output bytes from 0: a reattaching
+	// caller passes how much it has already seen; 0 replays all the
+	// scrollback.
+	Offset int64 `json:"offset,omitempty"`
+}
+
+// Validate checks the fields.
+func (p AttachTerminalRawParams) Validate() error {
+	if p.TerminalID == "" {
+		return rpc.InvalidParams("terminal_id", "required")
+	}
+	if p.Offset < 0 {
+		return rpc.InvalidParams("offset", "must not be negative")
+	}
+	return nil
+}
+
+// AttachTerminalRawResult is attach_terminal_raw's reply: the raw bytes
+// that follow it start at Offset (later than asked when the scrollback no
+// longer reaches back that far); End is how much output there was when
+// the reply was written, so End-Offset bytes of replay come first.
+type AttachTerminalRawResult struct {
+	TerminalID string `json:"terminal_id"`
+	PID        int    `json:"pid"`
+	Cols       int    `json:"cols"`
+	Rows       int    `json:"rows"`
+	Offset     int64  `json:"offset"`
+	End        int64  `json:"end"`
+}

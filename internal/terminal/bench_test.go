@@ -147,3 +147,36 @@ func BenchmarkKeystrokeEcho(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkRawOutputThroughput streams 200 MB of program output through
+// the PTY and the executor's raw stream to a plain reader.
+func BenchmarkRawOutputThroughput(b *testing.B) {
+	f := newFixture(b, Config{})
+	p := f.connect(b)
+	id := p.spawn(b, protocol.SpawnTerminalParams{Shell: "/bin/sh"}).TerminalID
+	e, err := f.attachRaw(b, id, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = e.c.Write([]byte("stty raw -echo; echo READY$((1+1))\n"))
+	e.until(b, 0, "READY2\n")
+	const n = 200_000_000
+	b.SetBytes(n)
+	buf := make([]byte, 64<<10)
+	for b.Loop() {
+		_, _ = e.c.Write([]byte("head -c 200000000 /dev/zero; echo END$((1+1))\n"))
+		got, tail := 0, []byte{}
+		for !bytes.Contains(tail, []byte("END2\n")) {
+			k, err := e.r.Read(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += k
+			tail = append(tail, buf[:k]...)
+			tail = tail[max(0, len(tail)-16):]
+		}
+		if got < n {
+			b.Fatalf("%d of %d bytes", got, n)
+		}
+	}
+}

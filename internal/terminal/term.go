@@ -3,11 +3,13 @@ package terminal
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,10 +44,16 @@ type term struct {
 	hupOnce  sync.Once
 	wg       sync.WaitGroup // waiter, writer, killer, connection watchers
 
+	// outMu orders writes to raw: emit's, and attachRaw's reply and
+	// replay, which must come before any live output.
+	outMu sync.Mutex
+
 	mu       sync.Mutex
 	conn     *rpc.Conn     // attached connection, nil while detached
 	gate     chan struct{} // closed once conn's attach reply has gone out
+	raw      net.Conn      // raw stream (attach_terminal_raw): output goes there instead
 	seq      int64         // of the next chunk
+	off      int64         // output bytes so far: the raw stream's offsets
 	ring     *ring
 	cols     int
 	rows     int
@@ -238,6 +246,11 @@ func (t *term) input(data []byte) {
 // connection still stops the program.
 const pipeDepth = 8
 
+// inlineMax is the longest read the reader writes to a raw stream
+// itself; bulk output (the PTY gives reads of 3-4 KiB) goes through send,
+// which joins reads into fewer, larger writes.
+const inlineMax = 1024
+
 // read forwards output until the PTY reports that every process has
 // closed it (EIO), or the deadline set after the shell's exit passes.
 // One goroutine reads, another (send) encodes and sends, so the program
@@ -249,18 +262,27 @@ func (t *term) read() {
 		free <- make([]byte, ChunkSize)
 	}
 	sent := make(chan struct{})
-	go func() { defer close(sent); t.send(chunks, free) }()
+	var queued atomic.Int64 // chunks handed to send, not yet emitted
+	go func() { defer close(sent); t.send(chunks, free, &queued) }()
 	defer func() { close(chunks); <-sent; close(t.readDone) }()
 	for {
 		buf := <-free
 		n, err := t.master.Read(buf)
-		if n > 0 {
+		switch {
+		case n > 0 && n < inlineMax && queued.Load() == 0 && t.rawAttached():
+			// A short read (an echo, a prompt) for a raw stream has
+			// nothing to encode or join: written from here it is spared
+			// a handoff; send has nothing older left, so the order holds.
+			t.emit(buf[:n])
+			free <- buf
+		case n > 0:
+			queued.Add(1)
 			chunks <- buf[:n]
-		} else {
+		default:
 			free <- buf
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			t.drain(chunks, free)
+			t.drain(chunks, free, &queued)
 			return
 		}
 		if err != nil {
@@ -271,12 +293,13 @@ func (t *term) read() {
 
 // drain takes what is already buffered when the deadline passed (a
 // process that left the session may still hold the PTY open).
-func (t *term) drain(chunks, free chan []byte) {
+func (t *term) drain(chunks, free chan []byte, queued *atomic.Int64) {
 	for range 64 {
 		_ = t.master.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 		buf := <-free
 		n, err := t.master.Read(buf)
 		if n > 0 {
+			queued.Add(1)
 			chunks <- buf[:n]
 		} else {
 			free <- buf
@@ -288,42 +311,93 @@ func (t *term) drain(chunks, free chan []byte) {
 }
 
 // send emits the reads in order, joining those already waiting into
-// chunks of up to ChunkSize: fewer, larger notifications.
-func (t *term) send(chunks <-chan []byte, free chan<- []byte) {
+// chunks of up to ChunkSize: fewer, larger notifications. For a raw
+// stream in bulk it also waits up to joinWait for the next read, since
+// each write costs the daemon and the client a wakeup and two copies.
+func (t *term) send(chunks <-chan []byte, free chan<- []byte, queued *atomic.Int64) {
 	out := make([]byte, 0, ChunkSize)
+	j := joiner{chunks: chunks, timer: time.NewTimer(time.Hour)}
+	j.timer.Stop()
 	for c := range chunks {
 		out = append(out[:0], c...)
 		free <- c[:cap(c)]
-	more:
+		k := int64(1) // chunks in out
 		for len(out) < ChunkSize {
-			select {
-			case c, ok := <-chunks:
-				if !ok {
-					break more
-				}
-				if len(out)+len(c) > ChunkSize {
-					t.emit(out)
-					out = out[:0]
-				}
-				out = append(out, c...)
-				free <- c[:cap(c)]
-			default:
-				break more
+			c, ok := j.next(len(out) >= inlineMax && t.rawAttached())
+			if !ok {
+				break
 			}
+			if len(out)+len(c) > ChunkSize {
+				t.emit(out)
+				queued.Add(-k)
+				out, k = out[:0], 0
+			}
+			out = append(out, c...)
+			free <- c[:cap(c)]
+			k++
 		}
 		t.emit(out)
+		queued.Add(-k)
 	}
 }
 
-// emit keeps a chunk in the scrollback and sends it to the attached
-// connection, once that connection's attach reply has gone out.
+// joinWait is how long bulk output for a raw stream waits for more: the
+// PTY gives a read of 3-4 KiB every few tens of µs while a program
+// writes fast, and a person does not see a quarter of a millisecond.
+const joinWait = 250 * time.Microsecond
+
+type joiner struct {
+	chunks <-chan []byte
+	timer  *time.Timer
+}
+
+// next returns a read already waiting, or, if wait, one that comes within
+// joinWait; false when there is none (or no more).
+func (j *joiner) next(wait bool) ([]byte, bool) {
+	select {
+	case c, ok := <-j.chunks:
+		return c, ok
+	default:
+	}
+	if !wait {
+		return nil, false
+	}
+	j.timer.Reset(joinWait)
+	defer j.timer.Stop()
+	select {
+	case c, ok := <-j.chunks:
+		return c, ok
+	case <-j.timer.C:
+		return nil, false
+	}
+}
+
+func (t *term) rawAttached() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.raw != nil
+}
+
+// emit keeps a chunk in the scrollback and sends it to the raw stream
+// when one is attached (a write that waits for its reader: backpressure),
+// else to the attached connection, once its attach reply has gone out.
 func (t *term) emit(data []byte) {
+	t.outMu.Lock()
 	t.mu.Lock()
 	t.ring.Write(data)
+	t.off += int64(len(data))
 	seq := t.seq
 	t.seq++
-	conn, gate := t.conn, t.gate
+	conn, gate, raw := t.conn, t.gate, t.raw
 	t.mu.Unlock()
+	if raw != nil {
+		if _, err := raw.Write(data); err != nil {
+			t.detachRaw(raw)
+		}
+		t.outMu.Unlock()
+		return
+	}
+	t.outMu.Unlock()
 	if conn == nil || !opened(gate, conn) {
 		return
 	}
@@ -343,13 +417,19 @@ func opened(gate chan struct{}, conn *rpc.Conn) bool {
 // finish reports the exit after the last output and stops the helpers.
 func (t *term) finish(unlist func()) {
 	<-t.exited
+	t.outMu.Lock() // an attachRaw replaying finishes first
 	t.mu.Lock()
 	t.finished = true
-	conn, gate := t.conn, t.gate
+	conn, gate, raw := t.conn, t.gate, t.raw
+	t.raw = nil
 	if t.grace != nil {
 		t.grace.Stop()
 	}
 	t.mu.Unlock()
+	t.outMu.Unlock()
+	if raw != nil { // after the last output: its reader sees the end
+		_ = raw.Close()
+	}
 	_ = t.master.Close() // after finished is set: setSize holds mu while it uses the master
 	ex := exitOf(t.id, t.cmd.ProcessState)
 	t.cfg.Logger.Info("terminal exited", "terminal_id", t.id, "exit_code", ex.ExitCode, "signal", ex.Signal)
@@ -389,6 +469,10 @@ func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (protocol.AttachTer
 		t.grace = nil
 	}
 	t.conn, t.gate = conn, gate
+	if t.raw != nil { // the newest attach wins; the scrollback below has what the raw stream missed
+		_ = t.raw.Close()
+		t.raw = nil
+	}
 	res := protocol.AttachTerminalResult{
 		TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows,
 		Scrollback: t.ring.Bytes(), Seq: t.seq,
@@ -419,13 +503,21 @@ func (t *term) detach(conn *rpc.Conn) {
 		return
 	}
 	t.conn, t.gate = nil, nil
+	t.idleLocked()
+}
+
+// idleLocked starts the grace period once nothing is attached.
+func (t *term) idleLocked() {
+	if t.conn != nil || t.raw != nil || t.grace != nil {
+		return
+	}
 	t.grace = time.AfterFunc(t.cfg.DetachGrace, t.abandon)
 	t.cfg.Logger.Info("terminal detached", "terminal_id", t.id, "grace", t.cfg.DetachGrace)
 }
 
 func (t *term) abandon() {
 	t.mu.Lock()
-	idle := t.conn == nil && !t.finished
+	idle := t.conn == nil && t.raw == nil && !t.finished
 	t.mu.Unlock()
 	if idle {
 		t.cfg.Logger.Info("terminal abandoned", "terminal_id", t.id)
@@ -460,5 +552,5 @@ func (t *term) setSize(cols, rows int) error {
 func (t *term) info() protocol.TerminalInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return protocol.TerminalInfo{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil}
+	return protocol.TerminalInfo{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil || t.raw != nil}
 }

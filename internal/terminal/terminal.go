@@ -91,6 +91,13 @@ func (s *Service) Register(m *rpc.Mux) {
 	m.Register(protocol.MethodTerminateTerminal, rpc.Method(s.terminate))
 	m.Register(protocol.MethodListTerminals, rpc.Method(s.list))
 	m.Register(protocol.MethodTerminalInput, s.input)
+	m.Register(protocol.MethodAttachTerminalRaw, rpc.HandlerFunc(rawElsewhere))
+}
+
+// rawElsewhere answers attach_terminal_raw sent on a JSON-RPC connection:
+// it is served only as a fresh connection's first request (ServeRaw).
+func rawElsewhere(context.Context, *rpc.Request) (any, error) {
+	return nil, rpc.InvalidParams("method", "attach_terminal_raw must be the first request of its own connection")
 }
 
 // Close terminates every terminal and waits until they are gone (at most

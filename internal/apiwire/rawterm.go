@@ -1,0 +1,96 @@
+package apiwire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+)
+
+// UpgradeRawTerminal is the Upgrade token of a terminal's raw stream:
+// both ways a sequence of frames, each a type byte, the payload's length
+// (4 bytes, big-endian) and the payload. Output travels as the PTY's own
+// bytes, without JSON or base64; the older "agor-terminal" NDJSON stream
+// of Frames is still served.
+const UpgradeRawTerminal = "agor-terminal-raw"
+
+// Frame types of the raw stream. A reader skips types it does not know.
+const (
+	RawOutput    byte = 'o' // daemon → client: terminal output
+	RawExit      byte = 'x' // daemon → client, last: a protocol.TerminalExit in JSON
+	RawError     byte = 'e' // daemon → client, last: why the stream ends, as text
+	RawInput     byte = 'i' // client → daemon: keystrokes
+	RawResize    byte = 'r' // client → daemon: cols, rows (2 bytes each, big-endian)
+	RawDetach    byte = 'd' // client → daemon: leave the terminal running
+	RawTerminate byte = 't' // client → daemon: end the shell
+)
+
+// MaxRawFrame bounds a frame's payload.
+const MaxRawFrame = 1 << 20
+
+// OffsetHeader, in the 101 reply, is the terminal's output offset of the
+// stream's first byte: a client that counts what it received can resume
+// there (?offset=N) after losing its connection.
+const OffsetHeader = "Agor-Terminal-Offset"
+
+// WriteRawFrame writes one frame, header and payload in one write when w
+// is a connection (writev).
+func WriteRawFrame(w io.Writer, typ byte, payload []byte) error {
+	if len(payload) > MaxRawFrame {
+		return fmt.Errorf("raw frame of %d bytes: more than %d", len(payload), MaxRawFrame)
+	}
+	var h [5]byte
+	h[0] = typ
+	binary.BigEndian.PutUint32(h[1:], uint32(len(payload)))
+	bufs := net.Buffers{h[:], payload}
+	_, err := bufs.WriteTo(w)
+	return err
+}
+
+// PutRawHeader writes the header of a frame of n payload bytes into
+// b[:5], for a writer that reads the payload into b[5:] itself.
+func PutRawHeader(b []byte, typ byte, n int) error {
+	if n > MaxRawFrame {
+		return fmt.Errorf("raw frame of %d bytes: more than %d", n, MaxRawFrame)
+	}
+	b[0] = typ
+	binary.BigEndian.PutUint32(b[1:5], uint32(n))
+	return nil
+}
+
+// ReadRawFrame reads one frame into buf (grown as needed) and returns its
+// type and payload, which is valid until the next call with buf.
+func ReadRawFrame(r io.Reader, buf *[]byte) (byte, []byte, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > MaxRawFrame {
+		return 0, nil, fmt.Errorf("raw frame of %d bytes: more than %d", n, MaxRawFrame)
+	}
+	if cap(*buf) < int(n) {
+		*buf = make([]byte, n)
+	}
+	p := (*buf)[:n]
+	if _, err := io.ReadFull(r, p); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return h[0], p, nil
+}
+
+// RawSize is a RawResize payload.
+func RawSize(cols, rows int) []byte {
+	return binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, uint16(cols)), uint16(rows))
+}
+
+// ParseRawSize reads a RawResize payload.
+func ParseRawSize(p []byte) (cols, rows int, ok bool) {
+	if len(p) != 4 {
+		return 0, 0, false
+	}
+	return int(binary.BigEndian.Uint16(p)), int(binary.BigEndian.Uint16(p[2:])), true
+}
