@@ -23,6 +23,8 @@ type Config struct {
 	Sandbox   Sandbox   `yaml:"sandbox"`
 	API       API       `yaml:"api"`
 	Daemon    Daemon    `yaml:"daemon"`
+	Quotas    Quotas    `yaml:"quotas"`    // quotas.go
+	Retention Retention `yaml:"retention"` // quotas.go
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -101,7 +103,8 @@ func Default() Config {
 	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens",
 		MaxFileBytes: 1 << 30, MaxWatchStreams: 8, MaxConnsPerUID: 64},
 		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
-		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
+		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
+		Quotas:  DefaultQuotas(), Retention: DefaultRetention()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

@@ -69,6 +69,12 @@ func (c Config) Validate() error {
 	if err := c.Sandbox.validate(); err != nil {
 		return err
 	}
+	if err := c.Quotas.validate(); err != nil {
+		return err
+	}
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
 	return c.Daemon.validate()
 }
 
