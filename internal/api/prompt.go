@@ -80,8 +80,12 @@ type started struct {
 // task's token and stores the task as queued (runTask makes it running).
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, bool) {
 	var b apiwire.PromptBody
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
-		writeError(w, rpc.InvalidParams("body", err.Error()))
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.promptBodyLimit())).Decode(&b); err != nil {
+		writeError(w, s.decodeErr(err))
+		return started{}, false
+	}
+	if n := int64(len(b.Prompt)); n > s.quotas().MaxPromptBytes {
+		writeError(w, s.promptTooLarge(n))
 		return started{}, false
 	}
 	if b.PermissionMode == "" {
@@ -108,7 +112,18 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		writeError(w, err)
 		return started{}, false
 	}
-	if t.sess, err = s.session(t.user, t.uid, &t.body); err != nil {
+	s.quotaMu.Lock() // until the task is stored: the counts hold
+	defer s.quotaMu.Unlock()
+	if t.body.SessionID == "" {
+		if err := s.checkSessionQuota(t.user, t.uid); err != nil {
+			writeError(w, err)
+			return started{}, false
+		}
+	}
+	if t.sess, err = s.session(t.user, t.uid, &t.body); err == nil {
+		err = s.checkTaskQuota(t.sess.ID)
+	}
+	if err != nil {
 		writeError(w, err)
 		return started{}, false
 	}

@@ -36,6 +36,9 @@ type Store interface {
 	Owners() ([]store.Owner, error)
 	Purge(name string, uid int64) (store.Owner, error)
 	OtherUIDs(user string, uid uint32) ([]int64, error)
+	// Counts for the quotas (quotas.go).
+	CountSessions(user string, uid uint32) (int, error)
+	CountTasks(session string) (int, error)
 }
 
 func sessionView(s store.Session) apiwire.SessionView {
@@ -147,7 +150,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.SessionID = ""
-	sess, err := s.session(b.UnixUser, uid, &b.PromptBody)
+	s.quotaMu.Lock()
+	err = s.checkSessionQuota(b.UnixUser, uid)
+	var sess store.Session
+	if err == nil {
+		sess, err = s.session(b.UnixUser, uid, &b.PromptBody)
+	}
+	s.quotaMu.Unlock()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -245,12 +254,20 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	follow := r.URL.Query().Get("follow") == "1"
 	var sub *events.Subscription
 	if follow {
+		release, err := s.eventStream(s.caller(r).user.Name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer release()
 		sub = s.Events.Subscribe(id, 4096) // before the replay, so nothing falls between
 		defer sub.Close()
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	w.WriteHeader(http.StatusOK)
+	_ = sse.rc.Flush() // the client knows at once that its stream is open
 	if after, err = s.replay(sse, id, after); err != nil || !follow {
 		return
 	}

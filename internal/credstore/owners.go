@@ -150,3 +150,17 @@ func (s *Store) Purge(o Owner) ([]string, error) {
 	slices.Sort(gone)
 	return gone, s.saveLocked()
 }
+
+// Names lists the names of o's own keys (a quota counts them).
+func (s *Store) Names(o Owner) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for sl := range s.items {
+		if so, name, _, ok := parseSlot(sl); ok && so == o {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
