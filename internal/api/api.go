@@ -70,8 +70,9 @@ type Server struct {
 	Sandbox *sandbox.Policy
 	// Quotas bound what one person may have stored or open (zero fields:
 	// config.DefaultQuotas).
-	Quotas config.Quotas
-	Log    *slog.Logger
+	Quotas   config.Quotas
+	Retained *Retained // the store's size and what retention removed (metrics); nil: not shown
+	Log      *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.

@@ -90,7 +90,8 @@ func New(o Options) (d *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.audit, err = audit.Open(audit.Options{Path: filepath.Join(state, "audit.jsonl"), Log: o.Log}); err != nil {
+	if d.audit, err = audit.Open(audit.Options{Path: filepath.Join(state, "audit.jsonl"), Log: o.Log,
+		MaxBytes: o.Config.Retention.AuditMaxBytes, MaxAge: config.Days(o.Config.Retention.AuditMaxAgeDays)}); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = d.audit.Close() })
@@ -158,12 +159,16 @@ func (d *Daemon) build(creds *credstore.Store) {
 	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Watches: watches,
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
-	if e := d.cfg.Execution; !e.RunAsUnixUser {
+	d.srv.Quotas, d.srv.Retained = d.cfg.Quotas, &api.Retained{Size: d.store.Size}
+	e = d.cfg.Execution
+	if !e.RunAsUnixUser {
 		d.srv.SharedAccount = e.ExecutorUnixUser
-		d.srv.Allowed = func(ctx context.Context, person string) error {
-			_, err := personPolicy(e).Check(ctx, person)
-			return err
-		}
+	}
+	// The policy is asked before anything is stored for a person, not
+	// only when their executor starts.
+	d.srv.Allowed = func(ctx context.Context, person string) error {
+		_, err := personPolicy(e).Check(ctx, person)
+		return err
 	}
 	d.api = api.NewHTTPServer(d.srv.Handler())
 }
@@ -213,6 +218,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { d.pool.Reap(ctx); return nil })
 	g.Go(func() error { d.sweepTokens(ctx); return nil })
+	g.Go(func() error { d.sweep(ctx); return nil })
 	g.Go(func() error { sdnotify.Watchdog(ctx, d.log); return nil })
 	d.log.Info("serving", "socket", d.ln.Addr().String(), "backend", d.cfg.Execution.Backend, "version", version.Version)
 	sdnotify.Send(d.log, "READY=1\nSTATUS=serving")
