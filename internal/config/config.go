@@ -30,7 +30,7 @@ type Config struct {
 // Daemon is what the daemon keeps and how it guards itself against its
 // executors.
 type Daemon struct {
-	StateDir             string  `yaml:"state_dir"`              // credentials.json and audit.jsonl
+	StateDir             string  `yaml:"state_dir"`              // credentials/, audit.jsonl, agor.db
 	PermissionTimeoutMS  int64   `yaml:"permission_timeout_ms"`  // no decision in time: deny
 	ExecutorRequestRate  float64 `yaml:"executor_request_rate"`  // get_api_key and request_permission per second, per executor
 	ExecutorRequestBurst int     `yaml:"executor_request_burst"` // allowed above the rate at once

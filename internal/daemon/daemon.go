@@ -86,7 +86,7 @@ func New(o Options) (d *Daemon, err error) {
 	}
 	undo = append(undo, d.closeBE)
 	state := o.Config.Daemon.StateDir
-	creds, err := credstore.Open(filepath.Join(state, "credentials.json"), o.MasterKey)
+	creds, err := openCreds(state, o.MasterKey, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +106,23 @@ func New(o Options) (d *Daemon, err error) {
 	}
 	d.build(creds)
 	return d, nil
+}
+
+// openCreds opens the key store (one file per owner in
+// state/credentials) and moves in the previous version's single file.
+func openCreds(state string, key []byte, log *slog.Logger) (*credstore.Store, error) {
+	creds, err := credstore.Open(filepath.Join(state, "credentials"), key)
+	if err != nil {
+		return nil, err
+	}
+	n, err := creds.Import(filepath.Join(state, "credentials.json"))
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		log.Info("credentials moved to one file per owner", "keys", n, "dir", filepath.Join(state, "credentials"))
+	}
+	return creds, nil
 }
 
 // openStore opens the store and marks the tasks a crash left running as
