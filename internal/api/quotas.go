@@ -21,6 +21,11 @@ const (
 	ReasonCredentialTooLarge  = "credential_too_large"
 )
 
+// liveBound is how many events wait for one live follower before it is
+// cut off (it then resumes from the store); its queue grows to that only
+// while the follower is behind.
+const liveBound = 4096
+
 // tooLarge are the reasons answered 413 rather than 429.
 var tooLarge = map[string]bool{ReasonPromptTooLarge: true, ReasonCredentialTooLarge: true}
 

@@ -260,7 +260,7 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
-		sub = s.Events.Subscribe(id, 4096) // before the replay, so nothing falls between
+		sub = s.Events.Subscribe(id, liveBound) // before the replay, so nothing falls between
 		defer sub.Close()
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -309,22 +309,24 @@ func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error)
 func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscription, task string, after int64) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	live := sub.C
+	live := sub.Ready()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
-		case ev, ok := <-live:
-			if !ok { // the task ended, or we lagged: the store has the rest
+		case <-live:
+			evs, open := sub.Next()
+			for _, ev := range evs {
+				if ev.Sequence > after {
+					if sse.event(ev) != nil {
+						return
+					}
+					after = ev.Sequence
+				}
+			}
+			if !open { // the task ended, or we lagged: the store has the rest
 				live = nil
 				after, _ = s.replay(sse, task, after)
-				continue
-			}
-			if ev.Sequence > after {
-				if sse.event(ev) != nil {
-					return
-				}
-				after = ev.Sequence
 			}
 		case <-tick.C:
 			if t, err := s.Store.GetTask(task); err != nil || t.Status.Final() {
