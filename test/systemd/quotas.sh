@@ -7,11 +7,11 @@ quota_config() {
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_sessions_per_user: %s\n  max_credentials_per_user: %s\n  max_prompt_bytes: 4096\nretention:\n  sweep_interval_s: 1\n' "$1" "$2" >/etc/agor/config.yaml
 	systemctl restart agor-daemon.service
 }
-sessions_of() { as "$1" agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | wc -l; }
+sessions_of() { as "$1" agorctl sessions --json | { grep -o '"id":"[0-9a-f]*"' || true; } | wc -l; }
 keys_of() { # the keys in a person's own file (0: none)
 	local f
 	f=/var/lib/agor/credentials/$(id -u "$1")-$1.json
-	if [ -f "$f" ]; then grep -o "\"$1:[0-9]*/[A-Z0-9_]*\"" "$f" | wc -l; else echo 0; fi
+	if [ -f "$f" ]; then { grep -o "\"$1:[0-9]*/[A-Z0-9_]*\"" "$f" || true; } | wc -l; else echo 0; fi
 }
 
 quota_sessions() {
@@ -51,11 +51,13 @@ quota_credentials() {
 	want "$(stat -c '%U %a' "$f")" "agor 600"
 	before=$(stat -c %Y.%i "$f")
 	sleep 1.1
-	for i in 1 2 3 4 5; do printf 'sk-bob-%s\n' "$i" | as bob agorctl creds set "BOB_KEY_$i" >/dev/null; done
+	local b0
+	b0=$(keys_of bob)
+	for i in 1 2; do printf 'sk-bob-%s\n' "$i" | as bob agorctl creds set "BOB_KEY_$i" >/dev/null; done
 	want "$(stat -c %Y.%i "$f")" "$before" # bob's writes never touched alice's file
-	want "$(keys_of bob)" 5
+	want "$(keys_of bob)" $((b0 + 2))
 	if grep -r sk-q- /var/lib/agor/credentials >/dev/null; then echo "a key in clear"; return 1; fi
-	for i in 1 2 3 4 5; do as bob agorctl creds delete "BOB_KEY_$i" >/dev/null; done
+	for i in 1 2; do as bob agorctl creds delete "BOB_KEY_$i" >/dev/null; done
 	for i in 1 2 3; do as alice agorctl creds delete "QUOTA_KEY_$i" >/dev/null; done
 }
 check "quotas: alice's keys past max_credentials_per_user are refused naming the limit; each person's keys in their own 0600 file, bob's writes leave alice's untouched" quota_credentials
@@ -68,8 +70,10 @@ retention_sweeps() {
 		journalctl -u agor-daemon --since "$since" -o cat | grep 'store swept' >/dev/null && break
 		sleep 0.2
 	done
-	journalctl -u agor-daemon --since "$since" -o cat | grep 'store swept' | tail -n 1
-	journalctl -u agor-daemon --since "$since" -o cat | grep 'store swept' | grep 'bytes_after=' >/dev/null
+	# Each sweep is one journal entry with its numbers as fields.
+	journalctl -u agor-daemon --since "$since" MESSAGE='store swept' -o json --no-pager | tail -n 1 |
+		grep -o '"AGOR_[A-Z_]*":"[^"]*"' | paste -sd' '
+	test -n "$(journalctl -u agor-daemon --since "$since" MESSAGE='store swept' -o json --no-pager | grep '"AGOR_BYTES_AFTER":"[0-9]*"')"
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
 	systemctl restart agor-daemon.service
 }
