@@ -305,10 +305,32 @@ func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error)
 	}
 }
 
+// Follower polling of the store for the task's end: the sink's close of
+// the live feed says when a task ends, so while it is open the store is
+// only asked now and then (a follower that subscribed after the end was
+// announced); once closed, often, until the final status is written.
+const (
+	followPollOpen    = 2 * time.Second
+	followPollClosing = 100 * time.Millisecond
+)
+
 // follow sends live events until the task has ended and all are sent.
 func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscription, task string, after int64) {
-	tick := time.NewTicker(500 * time.Millisecond)
+	ended := func() bool { // the store says the task is over: send the rest and the end
+		t, err := s.Store.GetTask(task)
+		if err == nil && !t.Status.Final() {
+			return false
+		}
+		_, _ = s.replay(sse, task, after)
+		_ = sse.send("end", "", string(t.Status))
+		return true
+	}
+	if ended() {
+		return
+	}
+	tick := time.NewTicker(followPollOpen)
 	defer tick.Stop()
+	defer func() { sub.Close() }() // the last one, when resubscribed
 	live := sub.Ready()
 	for {
 		select {
@@ -324,14 +346,19 @@ func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscriptio
 					after = ev.Sequence
 				}
 			}
-			if !open { // the task ended, or we lagged: the store has the rest
-				live = nil
-				after, _ = s.replay(sse, task, after)
+			if open {
+				continue
 			}
+			if sub.Lagged() { // fell behind a running task: follow anew, catch up from the store
+				sub = s.Events.Subscribe(task, liveBound)
+				live = sub.Ready()
+			} else { // the task ended: its status follows soon
+				live = nil
+				tick.Reset(followPollClosing)
+			}
+			after, _ = s.replay(sse, task, after)
 		case <-tick.C:
-			if t, err := s.Store.GetTask(task); err != nil || t.Status.Final() {
-				_, _ = s.replay(sse, task, after)
-				_ = sse.send("end", "", string(t.Status))
+			if ended() {
 				return
 			}
 		}
