@@ -31,11 +31,14 @@ func serveLimited(t *testing.T, max int, h http.Handler) string {
 func get(t *testing.T, c net.Conn) string {
 	t.Helper()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: agor\r\n\r\n"); err != nil {
-		return "write: " + err.Error()
-	}
+	// A refused connection is answered and closed at once: the write may
+	// then fail, and the answer is still there to read.
+	_, werr := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: agor\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
+		if werr != nil {
+			return "write: " + werr.Error()
+		}
 		return "read: " + err.Error()
 	}
 	resp.Body.Close()
