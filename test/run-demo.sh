@@ -75,7 +75,7 @@ step "printf 'id -un; stty size; exit 3\\n' | agorctl terminal --shell /bin/sh $
 printf 'id -un; stty size; exit 3\n' | "$bin/agorctl" terminal --shell /bin/sh "$user" || echo "-- the shell's exit status came back: $?"
 step "agorctl audit"
 "$bin/agorctl" audit
-echo "-- the key at rest: $(grep -c sk-demo "$dir/state/credentials.json" || true) clear-text copies in credentials.json"
+echo "-- the key at rest: $(grep -rc sk-demo "$dir/state/credentials" | awk -F: '{n+=$2} END {print n+0}') clear-text copies in credentials/"
 step "stopping the daemon (SIGTERM)"
 kill -TERM "${pids[1]}"
 wait "${pids[1]}" && echo "-- agor-daemon exited with status 0"

@@ -20,6 +20,7 @@ import (
 	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/broker"
+	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/events"
 	"github.com/agor-sh/agor/internal/identity"
@@ -67,7 +68,11 @@ type Server struct {
 	// Sandbox is the levels requests may ask for, and the default
 	// (nil: any level, default off).
 	Sandbox *sandbox.Policy
-	Log     *slog.Logger
+	// Quotas bound what one person may have stored or open (zero fields:
+	// config.DefaultQuotas).
+	Quotas   config.Quotas
+	Retained *Retained // the store's size and what retention removed (metrics); nil: not shown
+	Log      *slog.Logger
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.
@@ -76,7 +81,11 @@ type Server struct {
 	metrics metrics
 
 	watching counter[string] // open watch streams per person
-	tasks    sync.WaitGroup
+	streams  counter[string] // open event streams per person
+	// quotaMu makes a quota's count and the store's insert one step, so
+	// that concurrent requests cannot pass a quota together.
+	quotaMu sync.Mutex
+	tasks   sync.WaitGroup
 }
 
 // Handler routes the API.
@@ -249,6 +258,9 @@ func errorBody(err error) (int, *apiwire.ErrorBody) {
 	}
 	body := &apiwire.ErrorBody{}
 	body.Error.Code, body.Error.Reason, body.Error.Message = e.Code, e.Reason(), e.Message
+	if tooLarge[e.Reason()] {
+		return http.StatusRequestEntityTooLarge, body
+	}
 	return status(e.Code), body
 }
 

@@ -2,7 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/agor-sh/agor/internal/audit"
 	"github.com/agor-sh/agor/internal/credstore"
@@ -48,8 +51,14 @@ func ownerUID(o credstore.Owner) int64 {
 func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var body credentialBody
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&body); err != nil {
-		writeError(w, rpc.InvalidParams("body", err.Error()))
+	q := s.quotas()
+	// JSON may escape each byte of the value in six: read that much.
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 6*q.MaxCredentialBytes+4096)).Decode(&body); err != nil {
+		writeError(w, credentialDecodeErr(err, q.MaxCredentialBytes))
+		return
+	}
+	if n := int64(len(body.Value)); n > q.MaxCredentialBytes {
+		writeError(w, overQuota(ReasonCredentialTooLarge, "max_credential_bytes", q.MaxCredentialBytes, fmt.Sprintf("a value of %d bytes", n)))
 		return
 	}
 	if err := credstore.ValidName(name); err != nil {
@@ -62,6 +71,10 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) {
 	}
 	owner, err := s.credentialOwner(r, body.Scope)
 	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.credentialQuota(r, owner, name); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -106,4 +119,31 @@ func scopeName(owner credstore.Owner) string {
 		return "daemon"
 	}
 	return "user"
+}
+
+// credentialQuota checks an account's key before it is stored: the
+// account passes the execution policy (an account that may never run
+// work gets nothing stored; root, who is trusted, is not asked), and a
+// new name fits its count.
+func (s *Server) credentialQuota(r *http.Request, owner credstore.Owner, name string) error {
+	if owner.Name == "" {
+		return nil // daemon-wide: admins only
+	}
+	if s.caller(r).cred.UID != 0 {
+		if err := s.allowed(r.Context(), owner.Name); err != nil {
+			return err
+		}
+	}
+	max := s.quotas().MaxCredentialsPerUser
+	if names := s.Creds.Names(owner); len(names) >= max && !slices.Contains(names, name) {
+		return overQuota(ReasonTooManyCredentials, "max_credentials_per_user", int64(max), fmt.Sprintf("%s has %d keys", owner.Name, len(names)))
+	}
+	return nil
+}
+
+func credentialDecodeErr(err error, max int64) error {
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+		return overQuota(ReasonCredentialTooLarge, "max_credential_bytes", max, "a larger value")
+	}
+	return rpc.InvalidParams("body", err.Error())
 }

@@ -127,6 +127,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "# HELP agor_api_rate_limited_total API requests refused by the per-caller limit.\n# TYPE agor_api_rate_limited_total counter\nagor_api_rate_limited_total %d\n", s.metrics.limited)
 	s.metrics.mu.Unlock()
+	s.Retained.write(w)
 	fmt.Fprintf(w, "# HELP agor_executors_connected Executors the daemon holds a connection to.\n# TYPE agor_executors_connected gauge\nagor_executors_connected %d\n", len(s.Pool.Live()))
 	s.writeUsageMetrics(r.Context(), w) // usage.go
 	if s.Broker != nil {

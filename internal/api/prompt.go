@@ -29,7 +29,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	sub := s.Events.Subscribe(t.id, 4096)
+	sub := s.Events.Subscribe(t.id, liveBound)
 	defer sub.Close()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
@@ -38,16 +38,18 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	flush()
 	done := make(chan apiwire.PromptLine, 1)
 	s.background(func(ctx context.Context) { done <- s.runTask(ctx, t) })
-	live := sub.C
+	live := sub.Ready()
 	for {
 		select {
-		case ev, ok := <-live:
-			if !ok { // closed when the task ends: the result follows
-				live = nil
-				continue
+		case <-live:
+			evs, open := sub.Next()
+			for _, ev := range evs {
+				_ = enc.Encode(apiwire.PromptLine{Event: &ev})
 			}
-			_ = enc.Encode(apiwire.PromptLine{Event: &ev})
 			flush()
+			if !open { // closed when the task ends: the result follows
+				live = nil
+			}
 		case last := <-done:
 			drain(sub, enc) // events came before the result; some may still wait here
 			_ = enc.Encode(last)
@@ -80,8 +82,12 @@ type started struct {
 // task's token and stores the task as queued (runTask makes it running).
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, bool) {
 	var b apiwire.PromptBody
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
-		writeError(w, rpc.InvalidParams("body", err.Error()))
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.promptBodyLimit())).Decode(&b); err != nil {
+		writeError(w, s.decodeErr(err))
+		return started{}, false
+	}
+	if n := int64(len(b.Prompt)); n > s.quotas().MaxPromptBytes {
+		writeError(w, s.promptTooLarge(n))
 		return started{}, false
 	}
 	if b.PermissionMode == "" {
@@ -108,7 +114,18 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		writeError(w, err)
 		return started{}, false
 	}
-	if t.sess, err = s.session(t.user, t.uid, &t.body); err != nil {
+	s.quotaMu.Lock() // until the task is stored: the counts hold
+	defer s.quotaMu.Unlock()
+	if t.body.SessionID == "" {
+		if err := s.checkSessionQuota(t.user, t.uid); err != nil {
+			writeError(w, err)
+			return started{}, false
+		}
+	}
+	if t.sess, err = s.session(t.user, t.uid, &t.body); err == nil {
+		err = s.checkTaskQuota(t.sess.ID)
+	}
+	if err != nil {
 		writeError(w, err)
 		return started{}, false
 	}
@@ -170,16 +187,9 @@ func (s *Server) background(f func(context.Context)) {
 func (s *Server) Wait() { s.tasks.Wait() }
 
 func drain(sub *events.Subscription, enc *json.Encoder) {
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				return
-			}
-			_ = enc.Encode(apiwire.PromptLine{Event: &ev})
-		default:
-			return
-		}
+	evs, _ := sub.Next()
+	for _, ev := range evs {
+		_ = enc.Encode(apiwire.PromptLine{Event: &ev})
 	}
 }
 

@@ -36,6 +36,9 @@ type Store interface {
 	Owners() ([]store.Owner, error)
 	Purge(name string, uid int64) (store.Owner, error)
 	OtherUIDs(user string, uid uint32) ([]int64, error)
+	// Counts for the quotas (quotas.go).
+	CountSessions(user string, uid uint32) (int, error)
+	CountTasks(session string) (int, error)
 }
 
 func sessionView(s store.Session) apiwire.SessionView {
@@ -147,7 +150,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.SessionID = ""
-	sess, err := s.session(b.UnixUser, uid, &b.PromptBody)
+	s.quotaMu.Lock()
+	err = s.checkSessionQuota(b.UnixUser, uid)
+	var sess store.Session
+	if err == nil {
+		sess, err = s.session(b.UnixUser, uid, &b.PromptBody)
+	}
+	s.quotaMu.Unlock()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -245,12 +254,20 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	follow := r.URL.Query().Get("follow") == "1"
 	var sub *events.Subscription
 	if follow {
-		sub = s.Events.Subscribe(id, 4096) // before the replay, so nothing falls between
+		release, err := s.eventStream(s.caller(r).user.Name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer release()
+		sub = s.Events.Subscribe(id, liveBound) // before the replay, so nothing falls between
 		defer sub.Close()
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	w.WriteHeader(http.StatusOK)
+	_ = sse.rc.Flush() // the client knows at once that its stream is open
 	if after, err = s.replay(sse, id, after); err != nil || !follow {
 		return
 	}
@@ -288,31 +305,60 @@ func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error)
 	}
 }
 
+// Follower polling of the store for the task's end: the sink's close of
+// the live feed says when a task ends, so while it is open the store is
+// only asked now and then (a follower that subscribed after the end was
+// announced); once closed, often, until the final status is written.
+const (
+	followPollOpen    = 2 * time.Second
+	followPollClosing = 100 * time.Millisecond
+)
+
 // follow sends live events until the task has ended and all are sent.
 func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscription, task string, after int64) {
-	tick := time.NewTicker(500 * time.Millisecond)
+	ended := func() bool { // the store says the task is over: send the rest and the end
+		t, err := s.Store.GetTask(task)
+		if err == nil && !t.Status.Final() {
+			return false
+		}
+		_, _ = s.replay(sse, task, after)
+		_ = sse.send("end", "", string(t.Status))
+		return true
+	}
+	if ended() {
+		return
+	}
+	tick := time.NewTicker(followPollOpen)
 	defer tick.Stop()
-	live := sub.C
+	defer func() { sub.Close() }() // the last one, when resubscribed
+	live := sub.Ready()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
-		case ev, ok := <-live:
-			if !ok { // the task ended, or we lagged: the store has the rest
-				live = nil
-				after, _ = s.replay(sse, task, after)
+		case <-live:
+			evs, open := sub.Next()
+			for _, ev := range evs {
+				if ev.Sequence > after {
+					if sse.event(ev) != nil {
+						return
+					}
+					after = ev.Sequence
+				}
+			}
+			if open {
 				continue
 			}
-			if ev.Sequence > after {
-				if sse.event(ev) != nil {
-					return
-				}
-				after = ev.Sequence
+			if sub.Lagged() { // fell behind a running task: follow anew, catch up from the store
+				sub = s.Events.Subscribe(task, liveBound)
+				live = sub.Ready()
+			} else { // the task ended: its status follows soon
+				live = nil
+				tick.Reset(followPollClosing)
 			}
+			after, _ = s.replay(sse, task, after)
 		case <-tick.C:
-			if t, err := s.Store.GetTask(task); err != nil || t.Status.Final() {
-				_, _ = s.replay(sse, task, after)
-				_ = sse.send("end", "", string(t.Status))
+			if ended() {
 				return
 			}
 		}

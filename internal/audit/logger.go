@@ -31,6 +31,10 @@ type Options struct {
 	Window time.Duration
 	// Log receives every record as a structured entry.
 	Log *slog.Logger
+	// MaxBytes rotates the file past this size (0: never); rotated files
+	// older than MaxAge are removed (0: kept). rotate.go.
+	MaxBytes int64
+	MaxAge   time.Duration
 }
 
 // Logger writes the audit trail. It is safe for concurrent use; Close it
@@ -41,8 +45,13 @@ type Logger struct {
 	now    func() time.Time
 	window time.Duration
 
+	path     string
+	maxBytes int64
+	maxAge   time.Duration
+
 	mu      sync.Mutex
 	file    *os.File
+	size    int64 // of file, for rotation
 	dirty   bool  // written since the last sync
 	fileErr error // first write error, reported by Flush and Close
 	ring    []Record
@@ -61,6 +70,7 @@ func Open(opts Options) (*Logger, error) {
 		log: opts.Log, keep: opts.Keep, window: opts.Window, now: time.Now,
 		agg: map[Record]*int{}, first: map[Record]time.Time{},
 		stop: make(chan struct{}), done: make(chan struct{}),
+		path: opts.Path, maxBytes: opts.MaxBytes, maxAge: opts.MaxAge,
 	}
 	if l.log == nil {
 		l.log = slog.Default()
@@ -77,7 +87,9 @@ func Open(opts Options) (*Logger, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open audit file: %w", err)
 		}
-		l.file = f
+		l.file, l.size = f, fileSize(f)
+		l.rotateLocked()
+		l.pruneLocked()
 	}
 	go l.flusher()
 	return l, nil
@@ -129,11 +141,14 @@ func (l *Logger) writeLocked(line []byte) {
 	if l.file == nil || line == nil {
 		return
 	}
-	if _, err := l.file.Write(append(line, '\n')); err != nil && l.fileErr == nil {
+	n, err := l.file.Write(append(line, '\n'))
+	if err != nil && l.fileErr == nil {
 		l.fileErr = fmt.Errorf("write audit file: %w", err)
 		l.log.Error("audit file write failed; records still go to the journal", "err", err)
 	}
+	l.size += int64(n)
 	l.dirty = true
+	l.rotateLocked()
 }
 
 func (l *Logger) flusher() {

@@ -23,14 +23,16 @@ type Config struct {
 	Sandbox   Sandbox   `yaml:"sandbox"`
 	API       API       `yaml:"api"`
 	Daemon    Daemon    `yaml:"daemon"`
-	Limits    Limits    `yaml:"limits"` // executors' resource limits (limits.go)
-	Slurm     Slurm     `yaml:"slurm"`  // the slurm backend (slurm.go)
+	Limits    Limits    `yaml:"limits"`    // executors' resource limits (limits.go)
+	Slurm     Slurm     `yaml:"slurm"`     // the slurm backend (slurm.go)
+	Quotas    Quotas    `yaml:"quotas"`    // quotas.go
+	Retention Retention `yaml:"retention"` // quotas.go
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
 // executors.
 type Daemon struct {
-	StateDir             string  `yaml:"state_dir"`              // credentials.json and audit.jsonl
+	StateDir             string  `yaml:"state_dir"`              // credentials/, audit.jsonl, agor.db
 	PermissionTimeoutMS  int64   `yaml:"permission_timeout_ms"`  // no decision in time: deny
 	ExecutorRequestRate  float64 `yaml:"executor_request_rate"`  // get_api_key and request_permission per second, per executor
 	ExecutorRequestBurst int     `yaml:"executor_request_burst"` // allowed above the rate at once
@@ -104,7 +106,8 @@ func Default() Config {
 		MaxFileBytes: 1 << 30, MaxWatchStreams: 8, MaxConnsPerUID: 64},
 		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
-		Slurm:   DefaultSlurm()}
+		Slurm:   DefaultSlurm(),
+		Quotas:  DefaultQuotas(), Retention: DefaultRetention()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

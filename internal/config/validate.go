@@ -75,6 +75,12 @@ func (c Config) Validate() error {
 	if err := c.Slurm.validate(e.Backend); err != nil {
 		return err
 	}
+	if err := c.Quotas.validate(); err != nil {
+		return err
+	}
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
 	return c.Daemon.validate()
 }
 

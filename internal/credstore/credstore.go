@@ -85,9 +85,10 @@ func ValidName(name string) error {
 	return nil
 }
 
-// Store is a file of sealed credentials.
+// Store is a directory of sealed credentials: one file per owner, so
+// that setting one person's key rewrites only that person's file.
 type Store struct {
-	path string
+	dir  string
 	aead cipher.AEAD
 
 	mu    sync.Mutex
@@ -110,8 +111,9 @@ const NoUID int64 = -1
 // User is the owner of account name with uid.
 func User(name string, uid uint32) Owner { return Owner{Name: name, UID: int64(uid)} }
 
-// Open loads (or starts) the store at path under master key key.
-func Open(path string, key []byte) (*Store, error) {
+// Open loads (or starts) the store in directory dir under master key
+// key. Import brings in the previous version's single file.
+func Open(dir string, key []byte) (*Store, error) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, fmt.Errorf("credstore: %w", err)
@@ -120,18 +122,39 @@ func Open(path string, key []byte) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("credstore: %w", err)
 	}
-	s := &Store{path: path, aead: aead, items: map[string]string{}}
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return s, nil
-	case err != nil:
+	s := &Store{dir: dir, aead: aead, items: map[string]string{}}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("credstore: %w", err)
 	}
-	if err := json.Unmarshal(b, &s.items); err != nil {
-		return nil, fmt.Errorf("credstore %s: %w", path, err)
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("credstore: %w", err)
+	}
+	for _, f := range files {
+		if err := s.load(f); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
+}
+
+// load merges one file's slots (each slot names its owner, whatever the
+// file is called).
+func (s *Store) load(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("credstore: %w", err)
+	}
+	var items map[string]string
+	if err := json.Unmarshal(b, &items); err != nil {
+		return fmt.Errorf("credstore %s: %w", path, err)
+	}
+	for sl, v := range items {
+		if _, have := s.items[sl]; !have {
+			s.items[sl] = v
+		}
+	}
+	return nil
 }
 
 // slot names where a credential lives: "USER:UID/NAME" for an account,
@@ -180,7 +203,7 @@ func (s *Store) Set(o Owner, name, value string) error {
 	if err := s.sealLocked(slot(o, name), value); err != nil {
 		return err
 	}
-	return s.saveLocked()
+	return s.saveLocked(slot(o, name))
 }
 
 func (s *Store) sealLocked(sl, value string) error {
@@ -201,7 +224,7 @@ func (s *Store) Delete(o Owner, name string) error {
 		return ErrNotFound
 	}
 	delete(s.items, slot(o, name))
-	return s.saveLocked()
+	return s.saveLocked(slot(o, name))
 }
 
 // Key is what Get found.
@@ -268,34 +291,4 @@ func (s *Store) unseal(sl, enc string) (string, error) {
 		return "", ErrCorrupt
 	}
 	return string(plain), nil
-}
-
-// saveLocked writes the file atomically (temp file, fsync, rename).
-func (s *Store) saveLocked() error {
-	b, err := json.Marshal(s.items)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".credstore-*")
-	if err != nil {
-		return fmt.Errorf("credstore: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), s.path)
-	}
-	if err != nil {
-		return fmt.Errorf("credstore: save: %w", err)
-	}
-	return nil
 }

@@ -51,12 +51,45 @@ func TestSetGetFallbackAndPersistence(t *testing.T) {
 	if _, err := s.Get(alice, "OPENAI_API_KEY"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing key: %v", err)
 	}
-	raw, _ := os.ReadFile(path)
-	if strings.Contains(string(raw), "sk-alice") || strings.Contains(string(raw), "sk-daemon") {
-		t.Fatalf("plaintext in the store file: %s", raw)
+	files, _ := filepath.Glob(filepath.Join(path, "*"))
+	if len(files) != 2 {
+		t.Fatalf("files %v, want one per owner", files)
 	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Fatalf("store file mode %v, want 0600", fi.Mode().Perm())
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		if strings.Contains(string(raw), "sk-alice") || strings.Contains(string(raw), "sk-daemon") {
+			t.Fatalf("plaintext in the store file: %s", raw)
+		}
+		if fi, _ := os.Stat(f); fi.Mode().Perm() != 0o600 {
+			t.Fatalf("store file mode %v, want 0600", fi.Mode().Perm())
+		}
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("store directory mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+// TestSetRewritesOnlyTheOwnersFile: bob's key written does not touch
+// alice's file (a PUT costs one person's file, not everyone's).
+func TestSetRewritesOnlyTheOwnersFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "credentials")
+	s := open(t, dir, key(1))
+	must(t, s.Set(alice, "ANTHROPIC_API_KEY", "sk-alice"))
+	aliceFile := filepath.Join(dir, "1000-alice.json")
+	before, err := os.Stat(aliceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		must(t, s.Set(bob, "ANTHROPIC_API_KEY", strings.Repeat("b", i+1)))
+	}
+	after, _ := os.Stat(aliceFile)
+	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatal("alice's file was rewritten by bob's writes")
+	}
+	must(t, s.Delete(bob, "ANTHROPIC_API_KEY"))
+	if _, err := os.Stat(filepath.Join(dir, "1001-bob.json")); !os.IsNotExist(err) {
+		t.Fatalf("bob's empty file left: %v", err)
 	}
 }
 
@@ -66,13 +99,16 @@ func TestTamperingIsDetected(t *testing.T) {
 	must(t, s.Set(alice, "GEMINI_API_KEY", "alice-secret"))
 	must(t, s.Set(bob, "GEMINI_API_KEY", "bob-secret"))
 
-	edit := func(f func(map[string]string)) *Store {
-		var items map[string]string
-		b, _ := os.ReadFile(path)
-		_ = json.Unmarshal(b, &items)
+	edit := func(f func(map[string]string)) *Store { // all slots, then written back as alice's file
+		items := map[string]string{}
+		files, _ := filepath.Glob(filepath.Join(path, "*.json"))
+		for _, p := range files {
+			b, _ := os.ReadFile(p)
+			_ = json.Unmarshal(b, &items)
+		}
 		f(items)
-		b, _ = json.Marshal(items)
-		_ = os.WriteFile(path, b, 0o600)
+		b, _ := json.Marshal(items)
+		_ = os.WriteFile(filepath.Join(path, "1000-alice.json"), b, 0o600)
 		return open(t, path, key(1))
 	}
 	t.Run("flipped bit", func(t *testing.T) {

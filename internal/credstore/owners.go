@@ -78,7 +78,9 @@ func (s *Store) legacy() map[string][]string {
 func (s *Store) move(user string, o Owner, names []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	touched := []string{}
 	for _, name := range names {
+		touched = append(touched, legacySlot(user, name), slot(o, name))
 		old := legacySlot(user, name)
 		enc, ok := s.items[old]
 		if !ok {
@@ -95,7 +97,7 @@ func (s *Store) move(user string, o Owner, names []string) error {
 		}
 		delete(s.items, old)
 	}
-	return s.saveLocked()
+	return s.saveLocked(touched...)
 }
 
 // Held is one account's keys: their names.
@@ -137,16 +139,30 @@ func (s *Store) Purge(o Owner) ([]string, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var gone []string
+	var gone, slots []string
 	for sl := range s.items {
 		if so, name, _, ok := parseSlot(sl); ok && so == o {
 			delete(s.items, sl)
-			gone = append(gone, name)
+			gone, slots = append(gone, name), append(slots, sl)
 		}
 	}
 	if len(gone) == 0 {
 		return nil, nil
 	}
 	slices.Sort(gone)
-	return gone, s.saveLocked()
+	return gone, s.saveLocked(slots...)
+}
+
+// Names lists the names of o's own keys (a quota counts them).
+func (s *Store) Names(o Owner) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for sl := range s.items {
+		if so, name, _, ok := parseSlot(sl); ok && so == o {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -2,6 +2,7 @@ package credstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,17 +17,33 @@ import (
 // previousVersion writes a credentials file as the previous version
 // did: keys in "USER/NAME" slots sealed with that slot, and a
 // daemon-wide one.
+// The earlier file format (one file, every owner) is imported into the
+// per-owner files, and the old file removed.
 func previousVersion(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "credentials.json")
-	s := open(t, path, key(1))
+	state := t.TempDir()
+	s := open(t, filepath.Join(state, "scratch"), key(1))
 	s.mu.Lock()
 	for _, u := range []string{"alice", "bob", "carol"} {
 		must(t, s.sealLocked(legacySlot(u, "ANTHROPIC_API_KEY"), "sk-"+u))
 	}
 	must(t, s.sealLocked("/OPENAI_API_KEY", "sk-daemon"))
-	must(t, s.saveLocked())
+	b, err := json.Marshal(s.items)
 	s.mu.Unlock()
+	must(t, err)
+	legacy := filepath.Join(state, "credentials.json")
+	must(t, os.WriteFile(legacy, b, 0o600))
+	path := filepath.Join(state, "credentials")
+	n, err := open(t, path, key(1)).Import(legacy)
+	if err != nil || n != 4 {
+		t.Fatalf("import: %d keys, %v", n, err)
+	}
+	if _, err := os.Stat(legacy); !os.IsNotExist(err) {
+		t.Fatalf("the old file is still there: %v", err)
+	}
+	if k, err := open(t, path, key(1)).Get(Daemon, "OPENAI_API_KEY"); err != nil || k.Value != "sk-daemon" {
+		t.Fatalf("daemon-wide key after import: %+v %v", k, err)
+	}
 	return path
 }
 
@@ -73,9 +90,12 @@ func TestUpgradeAdoptsKeys(t *testing.T) {
 	if _, err := s.Get(newBob, "ANTHROPIC_API_KEY"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a second adoption gave bob's old key to the new bob: %v", err)
 	}
-	raw, _ := os.ReadFile(path)
-	if strings.Contains(string(raw), `"alice/`) || strings.Contains(string(raw), "sk-") {
-		t.Errorf("file after adoption: %s", raw)
+	files, _ := filepath.Glob(filepath.Join(path, "*"))
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		if strings.Contains(string(raw), `"alice/`) || strings.Contains(string(raw), "sk-") {
+			t.Errorf("%s after adoption: %s", f, raw)
+		}
 	}
 }
 
@@ -120,5 +140,35 @@ func TestAccountReuse(t *testing.T) {
 	}
 	if _, err := s.Purge(Daemon); err == nil {
 		t.Error("Purge(Daemon) accepted")
+	}
+}
+
+// TestImportAfterCrash: an import cut short (new files written, old file
+// not yet removed) runs again; a key set since then is not overwritten;
+// an unreadable old file is an error and stays where it is.
+func TestImportAfterCrash(t *testing.T) {
+	state := t.TempDir()
+	legacy := filepath.Join(state, "credentials.json")
+	dir := filepath.Join(state, "credentials")
+	s := open(t, dir, key(1))
+	must(t, s.Set(alice, "K", "old"))
+	s.mu.Lock()
+	b, _ := json.Marshal(s.items)
+	s.mu.Unlock()
+	must(t, os.WriteFile(legacy, b, 0o600))
+	must(t, s.Set(alice, "K", "new")) // after the crash, before the restart
+	s = open(t, dir, key(1))
+	if _, err := s.Import(legacy); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := s.Get(alice, "K"); err != nil || k.Value != "new" {
+		t.Fatalf("after the second import: %+v %v", k, err)
+	}
+	must(t, os.WriteFile(legacy, []byte("{not json"), 0o600))
+	if _, err := s.Import(legacy); err == nil {
+		t.Fatal("a corrupt old file imported")
+	}
+	if _, err := os.Stat(legacy); err != nil {
+		t.Fatalf("the corrupt old file was removed: %v", err)
 	}
 }

@@ -86,11 +86,12 @@ func New(o Options) (d *Daemon, err error) {
 	}
 	undo = append(undo, d.closeBE)
 	state := o.Config.Daemon.StateDir
-	creds, err := credstore.Open(filepath.Join(state, "credentials.json"), o.MasterKey)
+	creds, err := openCreds(state, o.MasterKey, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	if d.audit, err = audit.Open(audit.Options{Path: filepath.Join(state, "audit.jsonl"), Log: o.Log}); err != nil {
+	if d.audit, err = audit.Open(audit.Options{Path: filepath.Join(state, "audit.jsonl"), Log: o.Log,
+		MaxBytes: o.Config.Retention.AuditMaxBytes, MaxAge: config.Days(o.Config.Retention.AuditMaxAgeDays)}); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { _ = d.audit.Close() })
@@ -105,6 +106,23 @@ func New(o Options) (d *Daemon, err error) {
 	}
 	d.build(creds)
 	return d, nil
+}
+
+// openCreds opens the key store (one file per owner in
+// state/credentials) and moves in the previous version's single file.
+func openCreds(state string, key []byte, log *slog.Logger) (*credstore.Store, error) {
+	creds, err := credstore.Open(filepath.Join(state, "credentials"), key)
+	if err != nil {
+		return nil, err
+	}
+	n, err := creds.Import(filepath.Join(state, "credentials.json"))
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		log.Info("credentials moved to one file per owner", "keys", n, "dir", filepath.Join(state, "credentials"))
+	}
+	return creds, nil
 }
 
 // openStore opens the store and marks the tasks a crash left running as
@@ -158,12 +176,16 @@ func (d *Daemon) build(creds *credstore.Store) {
 	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Watches: watches,
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
-	if e := d.cfg.Execution; !e.RunAsUnixUser {
+	d.srv.Quotas, d.srv.Retained = d.cfg.Quotas, &api.Retained{Size: d.store.Size}
+	e = d.cfg.Execution
+	if !e.RunAsUnixUser {
 		d.srv.SharedAccount = e.ExecutorUnixUser
-		d.srv.Allowed = func(ctx context.Context, person string) error {
-			_, err := personPolicy(e).Check(ctx, person)
-			return err
-		}
+	}
+	// The policy is asked before anything is stored for a person, not
+	// only when their executor starts.
+	d.srv.Allowed = func(ctx context.Context, person string) error {
+		_, err := personPolicy(e).Check(ctx, person)
+		return err
 	}
 	d.api = api.NewHTTPServer(d.srv.Handler())
 }
@@ -221,6 +243,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { d.pool.Reap(ctx); return nil })
 	g.Go(func() error { d.sweepTokens(ctx); return nil })
+	g.Go(func() error { d.sweep(ctx); return nil })
 	g.Go(func() error { sdnotify.Watchdog(ctx, d.log); return nil })
 	d.log.Info("serving", "socket", d.ln.Addr().String(), "backend", d.cfg.Execution.Backend, "version", version.Version)
 	sdnotify.Send(d.log, "READY=1\nSTATUS=serving")

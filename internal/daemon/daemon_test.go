@@ -207,8 +207,12 @@ func TestDaemonEndToEnd(t *testing.T) {
 		}
 	}
 	h.stop()
-	for _, f := range []string{"audit.jsonl", "credentials.json"} {
-		b, err := os.ReadFile(filepath.Join(h.state, f))
+	keys, _ := filepath.Glob(filepath.Join(h.state, "credentials", "*.json"))
+	if len(keys) == 0 {
+		t.Error("no credential file stored")
+	}
+	for _, f := range append([]string{filepath.Join(h.state, "audit.jsonl")}, keys...) {
+		b, err := os.ReadFile(f)
 		if err != nil || bytes.Contains(b, []byte(secret)) {
 			t.Errorf("%s: err %v, or it holds the key in clear", f, err)
 		}

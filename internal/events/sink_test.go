@@ -141,22 +141,43 @@ func TestSubscribers(t *testing.T) {
 		_, _ = s.Put(ev("t", q))
 	}
 	fast.Close()
+	<-fast.Ready()
+	evs, open := fast.Next()
 	var got []int64
-	for e := range fast.C {
+	for _, e := range evs {
 		got = append(got, e.Sequence)
 	}
-	if diff := cmp.Diff([]int64{0, 1, 2, 3, 4}, got); diff != "" {
-		t.Errorf("fast subscriber (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]int64{0, 1, 2, 3, 4}, got); diff != "" || open {
+		t.Errorf("fast subscriber, open=%v (-want +got):\n%s", open, diff)
 	}
-	n := 0
-	for range slow.C {
-		n++
-	}
-	if !slow.Lagged() || n != 2 {
-		t.Errorf("slow subscriber: lagged=%v after %d events, want cut off after 2", slow.Lagged(), n)
+	evs, open = slow.Next()
+	if !slow.Lagged() || len(evs) != 2 || open {
+		t.Errorf("slow subscriber: lagged=%v after %d events, open=%v; want cut off after 2", slow.Lagged(), len(evs), open)
 	}
 	s.End("u")
-	if _, open := <-other.C; open || other.Lagged() {
+	<-other.Ready()
+	if evs, open := other.Next(); open || len(evs) != 0 || other.Lagged() {
 		t.Error("End did not close the task's subscription cleanly")
+	}
+}
+
+// TestSubscriberQueueGrowsOnDemand: an idle follower holds no buffer;
+// one that falls behind holds what waits, up to its bound.
+func TestSubscriberQueueGrowsOnDemand(t *testing.T) {
+	s, _, _ := newSink()
+	sub := s.Subscribe("t", 4096)
+	defer sub.Close()
+	if cap(sub.queue) != 0 {
+		t.Fatalf("idle follower holds %d slots", cap(sub.queue))
+	}
+	for q := range int64(10) {
+		_, _ = s.Put(ev("t", q))
+	}
+	evs, open := sub.Next()
+	if len(evs) != 10 || !open || cap(evs) > 32 {
+		t.Fatalf("took %d events (cap %d), open=%v", len(evs), cap(evs), open)
+	}
+	if evs, _ := sub.Next(); len(evs) != 0 {
+		t.Fatalf("taken twice: %d", len(evs))
 	}
 }

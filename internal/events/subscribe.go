@@ -1,21 +1,24 @@
 package events
 
-// Subscription delivers a task's new events in the order stored.
+// Subscription delivers a task's new events in the order stored. Its
+// queue grows as events wait, up to the bound given to Subscribe: a
+// follower that keeps up holds a few events, not the bound's worth (a
+// 4096-slot channel per follower was ~300 KiB each, idle or not).
 type Subscription struct {
-	C      <-chan Event
-	c      chan Event
+	ready  chan struct{} // a token when events or the close wait
 	sink   *Sink
 	task   string
+	max    int
+	queue  []Event // guarded by sink.mu
 	lagged bool
 	closed bool
 }
 
-// Subscribe follows task's new events, buffering up to buf. A listener
+// Subscribe follows task's new events, queueing up to buf. A listener
 // that falls further behind is cut off (Lagged reports it) rather than
 // slowing the sink: it resumes from the store by sequence.
 func (s *Sink) Subscribe(task string, buf int) *Subscription {
-	c := make(chan Event, buf)
-	sub := &Subscription{C: c, c: c, sink: s, task: task}
+	sub := &Subscription{ready: make(chan struct{}, 1), sink: s, task: task, max: max(buf, 1)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.subs[task] == nil {
@@ -25,7 +28,20 @@ func (s *Sink) Subscribe(task string, buf int) *Subscription {
 	return sub
 }
 
-// Close stops the subscription; C is closed.
+// Ready is signalled when Next has something: events, or the end.
+func (sub *Subscription) Ready() <-chan struct{} { return sub.ready }
+
+// Next takes the events waiting, in order; open is false once the
+// subscription has ended (task ended, lagged or closed) and nothing more
+// will come.
+func (sub *Subscription) Next() (evs []Event, open bool) {
+	sub.sink.mu.Lock()
+	defer sub.sink.mu.Unlock()
+	evs, sub.queue = sub.queue, nil
+	return evs, !sub.closed
+}
+
+// Close stops the subscription; events already queued stay for Next.
 func (sub *Subscription) Close() {
 	sub.sink.mu.Lock()
 	defer sub.sink.mu.Unlock()
@@ -44,17 +60,25 @@ func (sub *Subscription) closeLocked(lagged bool) {
 		return
 	}
 	sub.closed, sub.lagged = true, lagged
-	close(sub.c)
 	delete(sub.sink.subs[sub.task], sub)
+	sub.wake()
+}
+
+func (sub *Subscription) wake() {
+	select {
+	case sub.ready <- struct{}{}:
+	default: // a token is waiting already
+	}
 }
 
 func (s *Sink) publishLocked(ev Event) {
 	for sub := range s.subs[ev.TaskID] {
-		select {
-		case sub.c <- ev:
-		default:
+		if len(sub.queue) >= sub.max {
 			sub.closeLocked(true)
+			continue
 		}
+		sub.queue = append(sub.queue, ev)
+		sub.wake()
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // BenchmarkAppend measures events committed per second through the single
@@ -58,4 +59,46 @@ func BenchmarkEvents(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(read)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkRetention loads 1,000,000 events (1,000 ended tasks of 1,000
+// small events, 900 of them past the age) and runs one sweep: the store's
+// size before and after and the sweep's time are printed.
+func BenchmarkRetention(b *testing.B) {
+	for range b.N {
+		db := openTest(b, "")
+		old, recent := now().Add(-40*24*time.Hour), now()
+		buf := evs("x", 0, 999)
+		for i := range 1000 {
+			ended := old
+			if i >= 900 {
+				ended = recent
+			}
+			sid, id := fmt.Sprintf("s%d", i), fmt.Sprintf("t%d", i)
+			if _, err := db.CreateSession(Session{ID: sid, UnixUser: "alice", UID: 1000, AgenticTool: "claude-code", Cwd: "/", UpdatedAt: recent}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := db.CreateTask(Task{ID: id, SessionID: sid, UnixUser: "alice", UID: 1000, Prompt: "p", Status: Completed, CreatedAt: ended, EndedAt: ended}); err != nil {
+				b.Fatal(err)
+			}
+			for j := range buf {
+				buf[j].TaskID = id
+			}
+			if _, err := db.AppendBatch(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := db.Vacuum(); err != nil {
+			b.Fatal(err)
+		}
+		month := 30 * 24 * time.Hour
+		sw, err := db.Sweep(Retention{EventMaxAge: month, TaskMaxAge: month})
+		if err != nil || sw.Events != 900_000 {
+			b.Fatalf("swept %+v: %v", sw, err)
+		}
+		b.ReportMetric(float64(sw.BytesBefore)/(1<<20), "MiB-before")
+		b.ReportMetric(float64(sw.BytesAfter)/(1<<20), "MiB-after")
+		b.ReportMetric(sw.Took.Seconds(), "s-sweep")
+		b.ReportMetric(float64(sw.Events)/sw.Took.Seconds(), "events-removed/s")
+	}
 }

@@ -75,6 +75,10 @@ var migrations = []string{
 	ALTER TABLE audit ADD COLUMN uid INTEGER;
 	CREATE INDEX sessions_by_owner ON sessions (unix_user, unix_uid);
 	CREATE INDEX tasks_by_owner ON tasks (unix_user, unix_uid);`,
+
+	// 4: retention finds ended tasks and stale sessions by age.
+	`CREATE INDEX tasks_by_ended ON tasks (ended_at, id) WHERE ended_at > 0;
+	CREATE INDEX sessions_by_updated ON sessions (updated_at);`,
 }
 
 // migrate applies the migrations the database has not seen yet.

@@ -58,8 +58,9 @@ const busyTimeout = 5 * time.Second
 
 // DB is the store. It is safe for concurrent use.
 type DB struct {
-	w *sql.DB // the single writer connection
-	r *sql.DB // query-only read pool
+	path string
+	w    *sql.DB // the single writer connection
+	r    *sql.DB // query-only read pool
 }
 
 // Open opens or creates the database at path and brings its schema up to
@@ -73,8 +74,12 @@ func Open(path string) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{w: w}
-	if err := db.migrate(); err != nil {
+	db := &DB{w: w, path: path}
+	err = db.migrate()
+	if err == nil {
+		err = db.incrementalVacuum()
+	}
+	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

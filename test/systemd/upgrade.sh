@@ -35,7 +35,15 @@ upgrade_from_previous() {
 	as alice agorctl prompt alice 'after the upgrade' --session "$sid" --mode bypassPermissions >/tmp/up2.out 2>&1 || { cat /tmp/up2.out; return 1; }
 	agorctl audit --user alice --action api_key_issued | tail -n 1 | grep user_credential >/dev/null
 	want "$(cat /home/alice/upgrade.txt | tr '\n' ' ')" "before after "
-	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential), the bearer token, and a follow-up in the same session all work"
+	# The keys moved from the one shared file to one file per owner: the
+	# old file is gone, alice's key (adopted to her uid) and the
+	# daemon-wide one each in their own 0600 file, readable as before.
+	test ! -e /var/lib/agor/credentials.json
+	want "$(stat -c '%U %a' "/var/lib/agor/credentials/$(id -u alice)-alice.json")" "agor 600"
+	want "$(stat -c '%U %a' /var/lib/agor/credentials/daemon.json)" "agor 600"
+	test ! -e /var/lib/agor/credentials/legacy-alice.json
+	journalctl -u agor-daemon -o cat | grep 'credentials moved to one file per owner' | tail -n 1
+	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential, now in her own file), the bearer token, and a follow-up in the same session all work"
 }
 name="upgrade from the previous release: sessions, events, keys and bearer tokens all still there and usable"
 if [ -f "$T/agor_prev.deb" ]; then

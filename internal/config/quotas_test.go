@@ -1,0 +1,29 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestQuotasAndRetention(t *testing.T) {
+	c, err := Parse(strings.NewReader("quotas:\n  max_sessions_per_user: 5\nretention:\n  event_max_age_days: 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Quotas.MaxSessionsPerUser != 5 || c.Quotas.MaxPromptBytes != 1<<20 || c.Retention.EventMaxAgeDays != 0 || c.Retention.TaskMaxAgeDays != 30 {
+		t.Fatalf("parsed %+v %+v", c.Quotas, c.Retention)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"quotas:\n  max_sessions_per_user: 0\n", "quotas.max_sessions_per_user: must be positive"},
+		{"quotas:\n  max_prompt_bytes: -1\n", "quotas.max_prompt_bytes: must be positive"},
+		{"quotas:\n  max_prompt_bytes: 2000000000\n", "quotas.max_prompt_bytes: at most 1 GiB"},
+		{"quotas:\n  max_event_streams: 3\n", "unknown key max_event_streams"},
+		{"retention:\n  store_max_bytes: -1\n", "retention.store_max_bytes: must be 0 (no bound) or positive"},
+		{"retention:\n  sweep_interval_s: 0\n", "retention.sweep_interval_s: must be positive"},
+	} {
+		_, err := Parse(strings.NewReader(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it to contain %q", tc.yaml, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+# Quotas and retention through the real daemon (sourced by checks.sh after
+# daemon; uses lib.sh). One person's flood stops at their quota with an
+# error naming it, another person is unaffected, keys sit in one file per
+# owner, and the retention sweep runs on its schedule and says so.
+
+quota_config() {
+	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_sessions_per_user: %s\n  max_credentials_per_user: %s\n  max_prompt_bytes: 4096\nretention:\n  sweep_interval_s: 1\n' "$1" "$2" >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+}
+sessions_of() { as "$1" agorctl sessions --json | { grep -o '"id":"[0-9a-f]*"' || true; } | wc -l; }
+keys_of() { # the keys in a person's own file (0: none)
+	local f
+	f=/var/lib/agor/credentials/$(id -u "$1")-$1.json
+	if [ -f "$f" ]; then { grep -o "\"$1:[0-9]*/[A-Z0-9_]*\"" "$f" || true; } | wc -l; else echo 0; fi
+}
+
+quota_sessions() {
+	local n0 out i
+	n0=$(sessions_of alice)
+	quota_config $((n0 + 2)) 64
+	for i in 1 2; do as alice agorctl prompt alice "hello $i" >/dev/null 2>&1 || true; done
+	for i in 1 2 3 4 5; do
+		if out=$(as alice agorctl prompt alice "one too many $i" 2>&1); then echo "a session past the quota: $out"; return 1; fi
+	done
+	echo "alice past her quota: $out"
+	echo "$out" | grep "quotas.max_sessions_per_user is $((n0 + 2))" >/dev/null
+	want "$(sessions_of alice)" $((n0 + 2))
+	local b0
+	b0=$(sessions_of bob)
+	out=$(as bob agorctl prompt bob 'hello from bob' 2>&1) || true
+	if echo "$out" | grep quotas >/dev/null; then echo "bob refused: $out"; return 1; fi
+	want "$(sessions_of bob)" $((b0 + 1))
+	out=$(as bob agorctl prompt bob "$(head -c 5000 /dev/zero | tr '\0' x)" 2>&1) && { echo "a 5000-byte prompt taken"; return 1; }
+	echo "bob's 5000-byte prompt: $out"
+	echo "$out" | grep "quotas.max_prompt_bytes is 4096" >/dev/null
+	want "$(sessions_of bob)" $((b0 + 1))
+}
+check "quotas: alice's prompts past max_sessions_per_user are refused naming the limit and nothing more is stored; bob still works; a prompt past max_prompt_bytes is refused" quota_sessions
+
+quota_credentials() {
+	local k0 out i before
+	k0=$(keys_of alice)
+	quota_config 1000 $((k0 + 3))
+	for i in 1 2 3; do printf 'sk-q-%s\n' "$i" | as alice agorctl creds set "QUOTA_KEY_$i" >/dev/null; done
+	if out=$(printf 'sk-q-4\n' | as alice agorctl creds set QUOTA_KEY_4 2>&1); then echo "a key past the quota: $out"; return 1; fi
+	echo "alice's fourth key: $out"
+	echo "$out" | grep "quotas.max_credentials_per_user is $((k0 + 3))" >/dev/null
+	want "$(keys_of alice)" $((k0 + 3))
+	printf 'sk-q-1b\n' | as alice agorctl creds set QUOTA_KEY_1 >/dev/null # replacing is not one more
+	local f=/var/lib/agor/credentials/$(id -u alice)-alice.json
+	want "$(stat -c '%U %a' "$f")" "agor 600"
+	before=$(stat -c %Y.%i "$f")
+	sleep 1.1
+	local b0
+	b0=$(keys_of bob)
+	for i in 1 2; do printf 'sk-bob-%s\n' "$i" | as bob agorctl creds set "BOB_KEY_$i" >/dev/null; done
+	want "$(stat -c %Y.%i "$f")" "$before" # bob's writes never touched alice's file
+	want "$(keys_of bob)" $((b0 + 2))
+	if grep -r sk-q- /var/lib/agor/credentials >/dev/null; then echo "a key in clear"; return 1; fi
+	for i in 1 2; do as bob agorctl creds delete "BOB_KEY_$i" >/dev/null; done
+	for i in 1 2 3; do as alice agorctl creds delete "QUOTA_KEY_$i" >/dev/null; done
+}
+check "quotas: alice's keys past max_credentials_per_user are refused naming the limit; each person's keys in their own 0600 file, bob's writes leave alice's untouched" quota_credentials
+
+retention_sweeps() {
+	local since
+	since=$(date '+%Y-%m-%d %H:%M:%S')
+	quota_config 1000 64
+	for _ in $(seq 50); do
+		journalctl -u agor-daemon --since "$since" -o cat | grep 'store swept' >/dev/null && break
+		sleep 0.2
+	done
+	# Each sweep is one journal entry with its numbers as fields.
+	journalctl -u agor-daemon --since "$since" MESSAGE='store swept' -o json --no-pager | tail -n 1 |
+		grep -o '"AGOR_[A-Z_]*":"[^"]*"' | paste -sd' '
+	test -n "$(journalctl -u agor-daemon --since "$since" MESSAGE='store swept' -o json --no-pager | grep '"AGOR_BYTES_AFTER":"[0-9]*"')"
+	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+}
+check "retention: the daemon sweeps the store on its schedule and logs what it removed and the store's size" retention_sweeps
