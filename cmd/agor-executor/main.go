@@ -162,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitFailure
 	}
-	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), ln, log)
+	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), task.WarmLimitsOf(policy.Agents), ln, log)
 }
 
 func openRoot(dir string) (*fsroot.Root, error) {
@@ -253,9 +253,9 @@ func listener(o *options) (*net.UnixListener, error) {
 	return executor.Activated(o.socketName)
 }
 
-func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, ln *net.UnixListener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, warm task.WarmLimits, ln *net.UnixListener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
-	closePrimitives := registerPrimitives(srv, root, agents, box, log)
+	closePrimitives := registerPrimitives(srv, root, agents, box, warm, log)
 	defer closePrimitives()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

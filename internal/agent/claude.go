@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/agor-sh/agor/internal/protocol"
 )
@@ -18,7 +21,7 @@ import (
 // control_responses, output lines normalised to events.
 type Claude struct{}
 
-var _ Adapter = Claude{}
+var _ Opener = Claude{}
 
 func init() { Register("claude-code", Claude{}) }
 
@@ -66,41 +69,141 @@ func claudeEnv(env []string) []string {
 	return append(out, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 }
 
-// Run runs one turn. A failure to start is returned as the *Error too;
-// a turn that ran and failed is a failed Result with a nil error; when
-// ctx ends first the Result is failed and the error is ctx's.
+// Run runs one turn (Open, without keeping the process). A failure to
+// start is returned as the *Error too; a turn that ran and failed is a
+// failed Result with a nil error; when ctx ends first the Result is
+// failed and the error is ctx's.
 func (c Claude) Run(ctx context.Context, req Request, host Host) (Result, error) {
+	return runOnce(ctx, c, req, host)
+}
+
+// Open runs one turn and keeps Claude Code for more: stream-json input
+// takes any number of user messages on one process, each answered by
+// its own result line.
+func (c Claude) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
 	args, err := claudeArgs(req)
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
 	req.Env = claudeEnv(req.Env)
-	p, err := Start(ctx, req, claudeInstall, args...)
+	// The process outlives the turn's ctx; a stopped turn is interrupted.
+	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
+	p, err := Start(pctx, req, claudeInstall, args...)
 	if err != nil {
+		kill()
 		var e *Error
 		if errors.As(err, &e) {
-			return Result{Status: "failed", Err: e}, err
+			return Result{Status: "failed", Err: e}, nil, err
 		}
-		return Result{}, fmt.Errorf("claude-code: %w", err)
+		return Result{}, nil, fmt.Errorf("claude-code: %w", err)
 	}
-	t := &claudeTurn{ctx: ctx, p: p, host: host, redact: claudeRedactor(req.Env, c.CredentialKey())}
+	l := &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey())}
+	res, err := l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
+	}
+	return res, l, err
+}
+
+// claudeLive is one Claude Code process across turns.
+type claudeLive struct {
+	p      *Proc
+	kill   context.CancelFunc // ends the process group
+	redact func([]byte) []byte
+	begun  bool // initialize was sent: later turns send only their message
+	broken bool // the process ended (finish waited for it)
+
+	mu    sync.Mutex
+	grace *time.Timer // kills the agent if an interrupt is not answered
+	once  sync.Once
+}
+
+var _ Live = (*claudeLive)(nil)
+
+func (l *claudeLive) Pid() int       { return l.p.Pid() }
+func (l *claudeLive) ModeLive() bool { return false }
+func (l *claudeLive) Usable() bool   { return !l.broken && l.p.Alive() }
+
+// Turn sends one user message and reads until its result line.
+func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
+	warm := l.begun
+	if l.broken || (warm && !l.p.Alive()) {
+		l.Close()
+		return Result{}, ErrGone
+	}
+	ch := &counting{Host: host}
+	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun}
+	l.begun = true
+	stop := context.AfterFunc(ctx, l.interrupt)
 	res := t.run(req.Prompt)
-	if !t.done && ctx.Err() != nil {
+	stop()
+	l.mu.Lock()
+	if l.grace != nil {
+		l.grace.Stop()
+	}
+	l.mu.Unlock()
+	if !t.done { // finish ran: the process is gone
+		l.broken = true
+		l.kill()
+		if warm && ch.silent() && ctx.Err() == nil {
+			return Result{}, ErrGone
+		}
+	}
+	if ctx.Err() != nil {
+		if t.done {
+			res.Status, res.Err = "failed", &Error{Code: "cancelled", Message: "claude-code turn interrupted: " + context.Cause(ctx).Error()}
+		}
 		return res, ctx.Err()
 	}
 	return res, nil
 }
 
-// claudeTurn is the state of one Run.
+// interrupt asks Claude Code to stop the turn (its result line follows),
+// and kills it if it has not ended the turn within interruptGrace.
+func (l *claudeLive) interrupt() {
+	b, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": "interrupt-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"request": map[string]any{"subtype": "interrupt"}})
+	l.mu.Lock()
+	l.grace = time.AfterFunc(interruptGrace, l.kill)
+	l.mu.Unlock()
+	if l.p.Send(b) != nil {
+		l.kill()
+	}
+}
+
+// Close closes Claude Code's input and waits for it to write its session
+// and exit (killed after acpExitGrace).
+func (l *claudeLive) Close() {
+	l.once.Do(func() {
+		if !l.broken {
+			timer := time.AfterFunc(acpExitGrace, l.kill)
+			_ = l.p.CloseInput()
+			for { // drain, so Wait does not race our reads
+				if _, err := l.p.Line(); err != nil {
+					break
+				}
+			}
+			_ = l.p.Wait()
+			timer.Stop()
+			l.broken = true
+		}
+		l.kill()
+	})
+}
+
+// claudeTurn is the state of one turn.
 type claudeTurn struct {
 	ctx    context.Context
 	p      *Proc
 	host   Host
 	redact func([]byte) []byte
+	init   bool // send initialize first (the process's first turn)
 	res    Result
 	done   bool // the result line came
 }
 
+// run sends the turn and reads until its result line; anything else ends
+// the process (finish).
 func (t *claudeTurn) run(prompt string) Result {
 	// EPIPE: the agent stopped reading before it had the turn (it is
 	// exiting); what it wrote, and how it exited, say why, so read on.
@@ -119,17 +222,17 @@ func (t *claudeTurn) run(prompt string) Result {
 			return t.finish(err)
 		}
 	}
-	return t.finish(nil)
+	return t.res
 }
 
-// start sends initialize and the user turn.
+// start sends initialize (on the first turn) and the user turn.
 func (t *claudeTurn) start(prompt string) error {
-	msgs := []any{
-		map[string]any{"type": "control_request", "request_id": "init-1", "request": map[string]any{"subtype": "initialize"}},
-		map[string]any{
-			"type": "user", "session_id": "", "parent_tool_use_id": nil,
-			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": prompt}}},
-		},
+	msgs := []any{map[string]any{
+		"type": "user", "session_id": "", "parent_tool_use_id": nil,
+		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": prompt}}},
+	}}
+	if t.init {
+		msgs = append([]any{map[string]any{"type": "control_request", "request_id": "init-1", "request": map[string]any{"subtype": "initialize"}}}, msgs...)
 	}
 	for _, m := range msgs {
 		if err := t.send(m); err != nil {

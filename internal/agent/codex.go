@@ -42,7 +42,7 @@ func init() { Register("codex", Codex{}) }
 //	                  offered a way to ask for more.
 type Codex struct{}
 
-var _ Adapter = Codex{}
+var _ Opener = Codex{}
 
 // CodexBaseURLEnv, when set in the agent's environment, is the base URL
 // (ending in /v1) of the Responses API Codex is configured to call.
@@ -61,39 +61,217 @@ const (
 // CredentialKey is the variable the configured provider reads its key from.
 func (Codex) CredentialKey() string { return "OPENAI_API_KEY" }
 
-// Run runs one turn. A failure to start is returned as the *Error too; a
-// turn that ran and failed is a failed Result with a nil error; when ctx
-// ends first the Result is failed and the error is ctx's.
+// Run runs one turn (Open, without keeping the process). A failure to
+// start is returned as the *Error too; a turn that ran and failed is a
+// failed Result with a nil error; when ctx ends first the Result is
+// failed and the error is ctx's.
 func (c Codex) Run(ctx context.Context, req Request, host Host) (Result, error) {
+	return runOnce(ctx, c, req, host)
+}
+
+// Open runs one turn and keeps codex app-server for more: a thread takes
+// any number of turn/start calls.
+func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
 	policy, sandbox, err := codexMode(req.PermissionMode)
 	if err != nil {
-		return Result{Status: "failed", Err: &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}}, err
+		return Result{Status: "failed", Err: &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}}, nil, err
 	}
 	if _, err := os.Stat(req.Binary); err == nil { // missing binary: Start says so
 		if err := codexConfigure(req.Env, c.CredentialKey()); err != nil {
-			return Result{}, fmt.Errorf("codex: %w", err)
+			return Result{}, nil, fmt.Errorf("codex: %w", err)
 		}
 	}
-	pctx, kill := context.WithCancel(ctx)
-	defer kill()
+	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	p, err := Start(pctx, req, codexInstall, "app-server")
 	if err != nil {
+		kill()
 		var e *Error
 		if errors.As(err, &e) {
-			return Result{Status: "failed", Err: e}, err
+			return Result{Status: "failed", Err: e}, nil, err
 		}
-		return Result{}, fmt.Errorf("codex: %w", err)
+		return Result{}, nil, fmt.Errorf("codex: %w", err)
 	}
-	t := &codexTurn{
-		ctx: ctx, host: host, req: req, policy: policy, sandbox: sandbox,
-		redact: keyRedactor(req.Env, c.CredentialKey()), finished: make(chan struct{}),
+	l := &codexLive{p: p, kill: kill, policy: policy, sandbox: sandbox, redact: keyRedactor(req.Env, c.CredentialKey()), task: req.TaskID}
+	l.conn, l.served = p.ServeRPC(pctx, rpc.HandlerFunc(l.handle), rpc.Options{
+		Bare:   true,
+		OnLine: l.line,
+		Logger: slog.Default().With("agent", "codex", "task", req.TaskID),
+	})
+	stopWatch := context.AfterFunc(ctx, kill) // cancelled while starting: kill at once
+	err = l.open(ctx, req)
+	stopWatch()
+	if err != nil {
+		t := l.newTurn(ctx, host, req)
+		waitErr := l.close()
+		res := t.finish(err, waitErr, p.Stderr())
+		return res, nil, ctx.Err()
+	}
+	res, err := l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
+	}
+	return res, l, err
+}
+
+// codexLive is one codex app-server process and its thread, across turns.
+// Its connection's handler passes codex's messages to the current turn.
+type codexLive struct {
+	p               *Proc
+	kill            context.CancelFunc
+	conn            *rpc.Conn
+	served          <-chan struct{}
+	policy, sandbox string
+	redact          func([]byte) []byte
+	threadID        string
+	turns           int
+	once            sync.Once
+	closed          bool
+
+	mu   sync.Mutex
+	task string     // the current turn's task, for traces
+	turn *codexTurn // the current turn (nil between turns)
+}
+
+var _ Live = (*codexLive)(nil)
+
+func (l *codexLive) Pid() int       { return l.p.Pid() }
+func (l *codexLive) ModeLive() bool { return false }
+
+func (l *codexLive) Usable() bool {
+	select {
+	case <-l.conn.Done():
+		return false
+	default:
+	}
+	return !l.closed && l.p.Alive()
+}
+
+func (l *codexLive) current() *codexTurn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.turn
+}
+
+func (l *codexLive) setTurn(t *codexTurn, task string) {
+	l.mu.Lock()
+	l.turn, l.task = t, task
+	l.mu.Unlock()
+}
+
+// line sees each line codex writes: the key is redacted before anything
+// (events' Raw, traces) keeps it.
+func (l *codexLive) line(line []byte) []byte {
+	line = l.redact(line)
+	if codexTrace != nil {
+		l.mu.Lock()
+		task := l.task
+		l.mu.Unlock()
+		codexTrace(task, line)
+	}
+	return line
+}
+
+// handle serves codex's notifications and requests, for the current turn.
+func (l *codexLive) handle(ctx context.Context, r *rpc.Request) (any, error) {
+	t := l.current()
+	switch {
+	case t == nil && r.Notification:
+		return nil, nil // between turns (thread start, a stopped turn's tail)
+	case t == nil:
+		return nil, &rpc.Error{Code: rpc.CodeMethodNotFound, Message: "no turn is running for " + r.Method}
+	case r.Notification:
+		t.notification(r.Method, r.Params, r.Raw)
+		return nil, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(t.ctx, cancel)() // a stopped turn cancels its approvals
+	return t.serverRequest(ctx, r)
+}
+
+func (l *codexLive) newTurn(ctx context.Context, host Host, req Request) *codexTurn {
+	return &codexTurn{
+		ctx: ctx, conn: l.conn, host: host, req: req, policy: l.policy, sandbox: l.sandbox,
+		redact: l.redact, finished: make(chan struct{}), threadID: l.threadID,
+		res:     Result{AgentSession: l.threadID},
 		started: map[string]bool{}, deltas: map[string]bool{},
 	}
-	res := t.run(p, kill)
+}
+
+// Turn starts one turn on the thread and waits for turn/completed. When
+// ctx ends, turn/interrupt stops it; codex is killed if the turn has not
+// completed within interruptGrace.
+func (l *codexLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
+	warm := l.turns > 0
+	l.turns++
+	if !l.Usable() {
+		l.Close()
+		return Result{}, ErrGone
+	}
+	ch := &counting{Host: host}
+	t := l.newTurn(ctx, ch, req)
+	l.setTurn(t, req.TaskID)
+	err := t.start()
+	if err == nil {
+		select {
+		case <-t.finished:
+		case <-l.conn.Done(): // codex exited; finish says how
+		case <-ctx.Done():
+			l.interrupt(t)
+		}
+	}
+	l.setTurn(nil, "")
+	if t.isDone() && l.Usable() {
+		res := t.finish(nil, nil, "")
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, nil
+	}
+	waitErr := l.close()
+	if warm && ch.silent() && ctx.Err() == nil {
+		return Result{}, ErrGone
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	res := t.finish(err, waitErr, l.p.Stderr())
 	if res.Status == "completed" {
 		return res, nil
 	}
 	return res, ctx.Err()
+}
+
+// interrupt asks codex to stop the turn and waits for its turn/completed,
+// killing codex if it does not come within interruptGrace.
+func (l *codexLive) interrupt(t *codexTurn) {
+	ctx, cancel := context.WithTimeout(context.Background(), interruptGrace)
+	defer cancel()
+	t.mu.Lock()
+	turnID := t.turnID
+	t.mu.Unlock()
+	if call(ctx, l.conn, "turn/interrupt", map[string]any{"threadId": l.threadID, "turnId": turnID}, nil) == nil {
+		select {
+		case <-t.finished:
+			return
+		case <-l.conn.Done():
+		case <-ctx.Done():
+		}
+	}
+	l.kill()
+}
+
+// Close closes codex's input and waits for it to exit.
+func (l *codexLive) Close() { _ = l.close() }
+
+func (l *codexLive) close() error {
+	var err error
+	l.once.Do(func() {
+		l.closed = true
+		err = l.p.CloseRPC(l.conn, l.served, codexExitWait, l.kill)
+		l.kill()
+	})
+	return err
 }
 
 // codexMode maps a permission mode onto an approval policy and a sandbox.
@@ -206,79 +384,47 @@ type codexTurn struct {
 	usageSet bool
 }
 
-// run speaks to codex until the turn completes, codex exits or ctx ends.
-func (t *codexTurn) run(p *Proc, kill context.CancelFunc) Result {
-	var served <-chan struct{}
-	t.conn, served = p.ServeRPC(t.ctx, rpc.HandlerFunc(t.handle), rpc.Options{
-		Bare:   true,
-		OnLine: t.line,
-		Logger: slog.Default().With("agent", "codex", "task", t.req.TaskID),
-	})
-	err := t.start()
-	if err == nil {
-		select {
-		case <-t.finished:
-		case <-t.conn.Done(): // codex exited; finish says how
-		case <-t.ctx.Done():
-			err = t.ctx.Err()
-		}
-	}
-	waitErr := p.CloseRPC(t.conn, served, codexExitWait, kill)
-	return t.finish(err, waitErr, p.Stderr())
+func (t *codexTurn) isDone() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
 }
 
-// line sees each line codex writes: the key is redacted before anything
-// (events' Raw, traces) keeps it.
-func (t *codexTurn) line(line []byte) []byte {
-	line = t.redact(line)
-	if codexTrace != nil {
-		codexTrace(t.req.TaskID, line)
-	}
-	return line
-}
-
-// handle serves codex's notifications and requests.
-func (t *codexTurn) handle(ctx context.Context, r *rpc.Request) (any, error) {
-	if r.Notification {
-		t.notification(r.Method, r.Params, r.Raw)
-		return nil, nil
-	}
-	return t.serverRequest(ctx, r)
-}
-
-// start initialises the connection, starts or resumes the thread and
-// starts the turn.
-func (t *codexTurn) start() error {
-	if err := call(t.ctx, t.conn, "initialize", map[string]any{
+// open initialises the connection and starts or resumes the thread.
+func (l *codexLive) open(ctx context.Context, req Request) error {
+	if err := call(ctx, l.conn, "initialize", map[string]any{
 		"clientInfo": map[string]any{"name": "agor", "title": "agor", "version": "1"},
 	}, nil); err != nil {
 		return err
 	}
-	if err := t.conn.Notify("initialized", nil); err != nil {
+	if err := l.conn.Notify("initialized", nil); err != nil {
 		return err
 	}
-	thread := map[string]any{"cwd": t.req.Cwd, "approvalPolicy": t.policy, "sandbox": t.sandbox}
-	if t.req.Model != "" {
-		thread["model"] = t.req.Model
+	thread := map[string]any{"cwd": req.Cwd, "approvalPolicy": l.policy, "sandbox": l.sandbox}
+	if req.Model != "" {
+		thread["model"] = req.Model
 	}
 	method := "thread/start"
-	if t.req.Resume != "" {
-		method, thread["threadId"] = "thread/resume", t.req.Resume
+	if req.Resume != "" {
+		method, thread["threadId"] = "thread/resume", req.Resume
 	}
 	var th struct {
 		Thread struct {
 			ID string `json:"id"`
 		} `json:"thread"`
 	}
-	if err := call(t.ctx, t.conn, method, thread, &th); err != nil {
+	if err := call(ctx, l.conn, method, thread, &th); err != nil {
 		return err
 	}
 	if th.Thread.ID == "" {
 		return fmt.Errorf("%s: no thread id in its result", method)
 	}
-	t.mu.Lock()
-	t.threadID, t.res.AgentSession = th.Thread.ID, th.Thread.ID
-	t.mu.Unlock()
+	l.threadID = th.Thread.ID
+	return nil
+}
+
+// start starts the turn on the thread.
+func (t *codexTurn) start() error {
 	var turn struct {
 		Turn struct {
 			ID string `json:"id"`

@@ -23,6 +23,7 @@ type Config struct {
 	Sandbox   Sandbox   `yaml:"sandbox"`
 	API       API       `yaml:"api"`
 	Daemon    Daemon    `yaml:"daemon"`
+	Agents    Agents    `yaml:"agents"` // warm agents, read by the executor (agents.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -101,7 +102,8 @@ func Default() Config {
 	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens",
 		MaxFileBytes: 1 << 30, MaxWatchStreams: 8, MaxConnsPerUID: 64},
 		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
-		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100}}
+		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
+		Agents:  DefaultAgents()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.
