@@ -134,8 +134,11 @@ type codexLive struct {
 
 var _ Live = (*codexLive)(nil)
 
-func (l *codexLive) Pid() int       { return l.p.Pid() }
-func (l *codexLive) ModeLive() bool { return false }
+func (l *codexLive) Pid() int { return l.p.Pid() }
+
+// ModeLive: each turn/start carries the mode's approval and sandbox
+// policies (they hold for the thread's later turns too).
+func (l *codexLive) ModeLive() bool { return true }
 
 func (l *codexLive) Usable() bool {
 	select {
@@ -191,7 +194,7 @@ func (l *codexLive) handle(ctx context.Context, r *rpc.Request) (any, error) {
 
 func (l *codexLive) newTurn(ctx context.Context, host Host, req Request) *codexTurn {
 	return &codexTurn{
-		ctx: ctx, conn: l.conn, host: host, req: req, policy: l.policy, sandbox: l.sandbox,
+		ctx: ctx, conn: l.conn, host: host, req: req,
 		redact: l.redact, finished: make(chan struct{}), threadID: l.threadID,
 		res:     Result{AgentSession: l.threadID},
 		started: map[string]bool{}, deltas: map[string]bool{},
@@ -360,18 +363,17 @@ unbounded_connection_retries = false
 // codexTrace, when set (by tests), sees every line codex writes.
 var codexTrace func(task string, line []byte)
 
-// codexTurn is the state of one Run. Codex's notifications are handled on
+// codexTurn is the state of one turn. Codex's notifications are handled on
 // the connection's read loop, in the order sent; its approval requests on
 // goroutines of their own (see codex_events.go). mu keeps the state they
 // share, and the order of the events they emit, consistent.
 type codexTurn struct {
-	ctx             context.Context
-	conn            *rpc.Conn
-	host            Host
-	req             Request
-	policy, sandbox string
-	redact          func([]byte) []byte
-	finished        chan struct{} // closed at this turn's turn/completed
+	ctx      context.Context
+	conn     *rpc.Conn
+	host     Host
+	req      Request
+	redact   func([]byte) []byte
+	finished chan struct{} // closed at this turn's turn/completed
 
 	mu       sync.Mutex
 	threadID string
@@ -423,16 +425,29 @@ func (l *codexLive) open(ctx context.Context, req Request) error {
 	return nil
 }
 
-// start starts the turn on the thread.
+// codexSandboxPolicy is turn/start's form of a sandbox mode.
+var codexSandboxPolicy = map[string]string{
+	"workspace-write": "workspaceWrite", "read-only": "readOnly", "danger-full-access": "dangerFullAccess",
+}
+
+// start starts the turn on the thread, in the turn's permission mode: a
+// resumed thread otherwise keeps the policies it was created with, and a
+// warm one those of its first turn.
 func (t *codexTurn) start() error {
+	policy, sandbox, err := codexMode(t.req.PermissionMode)
+	if err != nil {
+		return err
+	}
 	var turn struct {
 		Turn struct {
 			ID string `json:"id"`
 		} `json:"turn"`
 	}
 	if err := call(t.ctx, t.conn, "turn/start", map[string]any{
-		"threadId": t.threadID,
-		"input":    []any{map[string]any{"type": "text", "text": t.req.Prompt}},
+		"threadId":       t.threadID,
+		"input":          []any{map[string]any{"type": "text", "text": t.req.Prompt}},
+		"approvalPolicy": policy,
+		"sandboxPolicy":  map[string]string{"type": codexSandboxPolicy[sandbox]},
 	}, &turn); err != nil {
 		return err
 	}
