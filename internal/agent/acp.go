@@ -141,6 +141,7 @@ func (l *acpLive) Turn(ctx context.Context, req Request, host Host) (Result, err
 	})
 	res, err := l.c.prompt(ctx, l.sid, req, ch)
 	stop()
+	l.p.ReapStrays()
 	gmu.Lock()
 	if grace != nil {
 		grace.Stop()

@@ -137,6 +137,7 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 	stop := context.AfterFunc(ctx, l.interrupt)
 	res := t.run(req.Prompt)
 	stop()
+	l.p.ReapStrays()
 	l.mu.Lock()
 	if l.grace != nil {
 		l.grace.Stop()

@@ -224,6 +224,7 @@ func (l *codexLive) Turn(ctx context.Context, req Request, host Host) (Result, e
 		}
 	}
 	l.setTurn(nil, "")
+	l.p.ReapStrays()
 	if t.isDone() && l.Usable() {
 		res := t.finish(nil, nil, "")
 		if ctx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -67,6 +68,20 @@ func (p *Proc) Alive() bool {
 	// pid (comm) STATE ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// ReapStrays kills what the agent's tools left running after a turn
+// (background jobs, or a command of a stopped turn): every process that
+// carries this run's tag outside the agent's own process group (the
+// CLIs run their tools in sessions of their own). A process that ends
+// with its turn would be reaped by Wait; a warm one needs this instead.
+func (p *Proc) ReapStrays() {
+	pgid := p.Pid()
+	for _, pid := range tagged([]byte(p.tag + "\x00")) {
+		if g, err := syscall.Getpgid(pid); err == nil && g != pgid {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // Pid is the agent's process id.

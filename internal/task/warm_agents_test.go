@@ -130,10 +130,14 @@ func TestWarmRealAgents(t *testing.T) {
 			r.prompt("s1", "which word did I give you?", "default", true)
 			r.sawTogether("pelican-7", "which word did I give you?")
 
-			pid := r.warmPid("s1")
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			pid := r.warmPid("s1") // a crash: the agent's whole process group dies
+			if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
+			waitFor(t, "the agent died", func() bool {
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				return err != nil || strings.Contains(string(b), ") Z ")
+			})
 			r.prompt("s1", "and remember teal-3", "default", false)
 			r.sawTogether("pelican-7", "and remember teal-3")
 
@@ -168,9 +172,9 @@ func TestWarmRealAgentsStop(t *testing.T) {
 	for _, c := range agenttest.CasesScripted(t, home, command, modeltest.AnthTurn{Text: "ready"},
 		modeltest.AnthTurn{Text: "done", Bash: command}, modeltest.AnthTurn{Text: "hello"}) {
 		t.Run(c.Tool, func(t *testing.T) {
-			r := newRealRig(t, c, true)
-			r.prompt("s1", "get ready", "bypassPermissions", false)
-			p := r.params("s1", c.ToolPrompt, "bypassPermissions")
+			r := newRealRig(t, c, true) // default mode, every question approved (Claude Code refuses bypassPermissions as root)
+			r.prompt("s1", "get ready", "default", false)
+			p := r.params("s1", c.ToolPrompt, "default")
 			task := p["task_id"].(string)
 			done := make(chan protocol.ExecutePromptResult, 1)
 			go func() { done <- r.call(p) }()
@@ -192,11 +196,27 @@ func TestWarmRealAgentsStop(t *testing.T) {
 				t.Fatalf("stopped turn: %+v", res)
 			}
 			t.Logf("stopped after %v", time.Since(stopped))
-			next := r.call(r.params("s1", c.Plain, "bypassPermissions"))
+			next := r.call(r.params("s1", c.Plain, "default"))
 			if next.Status != "completed" {
 				t.Fatalf("after the stop: %+v", next)
 			}
-			t.Logf("%s: the prompt after the stop ran warm=%v", c.Tool, next.Warm)
+			t.Logf("%s: the prompt after the stop ran warm=%v; %d %q left running", c.Tool, next.Warm, countCmdline("sleep\x0060\x00"), command)
+			begin := time.Now()
+			r.svc.Close()
+			t.Logf("warm agents closed in %v", time.Since(begin))
 		})
 	}
+}
+
+// countCmdline counts the processes whose command line is cmdline.
+func countCmdline(cmdline string) int {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && string(b) == cmdline {
+			n++
+		}
+	}
+	return n
 }
