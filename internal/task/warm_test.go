@@ -67,16 +67,18 @@ func init() { agent.Register("fakewarm", warmFake{}) }
 
 // warmRig runs prompts of the fakewarm agent against a Service with limits.
 type warmRig struct {
-	t   *testing.T
-	d   *daemonSide
-	svc *Service
-	run func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string)
+	t     *testing.T
+	d     *daemonSide
+	svc   *Service
+	holds *countHolder
+	run   func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string)
 }
 
 func newWarmRig(t *testing.T, l WarmLimits) *warmRig {
 	d := &daemonSide{key: "k"}
-	conn, _, svc := setupService(t, d, func(s *Service) { s.Warm = l })
-	r := &warmRig{t: t, d: d, svc: svc}
+	holds := &countHolder{}
+	conn, _, svc := setupService(t, d, func(s *Service) { s.Warm, s.Hold = l, holds })
+	r := &warmRig{t: t, d: d, svc: svc, holds: holds}
 	n := 0
 	r.run = func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string) {
 		t.Helper()
@@ -149,11 +151,16 @@ func TestWarmGoneFallsBack(t *testing.T) {
 	}
 }
 
-// Idle agents are stopped after Idle; the next prompt starts cold.
+// Idle agents are stopped after Idle; the next prompt starts cold. The
+// executor counts a warm agent as work (a hold) until then, no longer.
 func TestWarmIdleStop(t *testing.T) {
 	r := newWarmRig(t, WarmLimits{Idle: 150 * time.Millisecond, PerUser: 4})
 	_, first := r.run("s1", "default", nil)
+	if n := r.holds.n.Load(); n != 1 {
+		t.Fatalf("%d holds on the executor with one warm agent", n)
+	}
 	waitFor(t, "the idle agent stopped", r.live(first).isClosed)
+	waitFor(t, "the executor let go", func() bool { return r.holds.n.Load() == 0 })
 	if n := r.svc.pool().len(); n != 0 {
 		t.Fatalf("%d warm agents after the idle stop", n)
 	}
@@ -219,4 +226,13 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// countHolder counts the holds on the executor.
+type countHolder struct{ n atomic.Int64 }
+
+func (h *countHolder) Hold() func() {
+	h.n.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { h.n.Add(-1) }) }
 }
