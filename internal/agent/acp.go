@@ -131,22 +131,28 @@ func (l *acpLive) Turn(ctx context.Context, req Request, host Host) (Result, err
 		return Result{}, ErrGone
 	}
 	ch := &counting{Host: host}
-	var grace *time.Timer
-	var gmu sync.Mutex
+	var (
+		gmu   sync.Mutex
+		grace *time.Timer
+		over  bool // the turn ended: a late cancel is not for it
+	)
 	stop := context.AfterFunc(ctx, func() {
 		gmu.Lock()
-		grace = time.AfterFunc(interruptGrace, l.kill)
-		gmu.Unlock()
-		_ = l.c.conn.Notify("session/cancel", map[string]string{"sessionId": l.sid})
+		defer gmu.Unlock()
+		if !over {
+			grace = time.AfterFunc(interruptGrace, l.kill)
+			_ = l.c.conn.Notify("session/cancel", map[string]string{"sessionId": l.sid})
+		}
 	})
 	res, err := l.c.prompt(ctx, l.sid, req, ch)
 	stop()
-	l.p.ReapStrays()
 	gmu.Lock()
+	over = true
 	if grace != nil {
 		grace.Stop()
 	}
 	gmu.Unlock()
+	l.p.ReapStrays()
 	if err != nil && warm && ch.silent() && ctx.Err() == nil && !l.Usable() {
 		l.Close()
 		return Result{}, ErrGone

@@ -113,9 +113,22 @@ type claudeLive struct {
 	begun  bool // initialize was sent: later turns send only their message
 	broken bool // the process ended (finish waited for it)
 
-	mu    sync.Mutex
-	grace *time.Timer // kills the agent if an interrupt is not answered
-	once  sync.Once
+	mu     sync.Mutex
+	active bool        // a turn is running: an interrupt is for it
+	grace  *time.Timer // kills the agent if an interrupt is not answered
+	once   sync.Once
+}
+
+// setActive marks the turn running, or over (its interrupt's kill
+// timer, if any, is then stopped).
+func (l *claudeLive) setActive(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active = on
+	if !on && l.grace != nil {
+		l.grace.Stop()
+		l.grace = nil
+	}
 }
 
 var _ Live = (*claudeLive)(nil)
@@ -134,15 +147,12 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 	ch := &counting{Host: host}
 	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun}
 	l.begun = true
+	l.setActive(true)
 	stop := context.AfterFunc(ctx, l.interrupt)
 	res := t.run(req.Prompt)
 	stop()
+	l.setActive(false)
 	l.p.ReapStrays()
-	l.mu.Lock()
-	if l.grace != nil {
-		l.grace.Stop()
-	}
-	l.mu.Unlock()
 	if !t.done { // finish ran: the process is gone
 		l.broken = true
 		l.kill()
@@ -165,8 +175,11 @@ func (l *claudeLive) interrupt() {
 	b, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": "interrupt-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		"request": map[string]any{"subtype": "interrupt"}})
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.active {
+		return // the turn ended meanwhile
+	}
 	l.grace = time.AfterFunc(interruptGrace, l.kill)
-	l.mu.Unlock()
 	if l.p.Send(b) != nil {
 		l.kill()
 	}

@@ -123,6 +123,7 @@ type codexLive struct {
 	policy, sandbox string
 	redact          func([]byte) []byte
 	threadID        string
+	mode            string // the thread's policies after the last turn/start ("" unknown: resumed)
 	turns           int
 	once            sync.Once
 	closed          bool
@@ -194,7 +195,7 @@ func (l *codexLive) handle(ctx context.Context, r *rpc.Request) (any, error) {
 
 func (l *codexLive) newTurn(ctx context.Context, host Host, req Request) *codexTurn {
 	return &codexTurn{
-		ctx: ctx, conn: l.conn, host: host, req: req,
+		ctx: ctx, conn: l.conn, host: host, req: req, threadMode: l.mode,
 		redact: l.redact, finished: make(chan struct{}), threadID: l.threadID,
 		res:     Result{AgentSession: l.threadID},
 		started: map[string]bool{}, deltas: map[string]bool{},
@@ -215,6 +216,10 @@ func (l *codexLive) Turn(ctx context.Context, req Request, host Host) (Result, e
 	t := l.newTurn(ctx, ch, req)
 	l.setTurn(t, req.TaskID)
 	err := t.start()
+	if err == nil {
+		p, s, _ := codexMode(req.PermissionMode)
+		l.mode = p + "/" + s
+	}
 	if err == nil {
 		select {
 		case <-t.finished:
@@ -369,12 +374,13 @@ var codexTrace func(task string, line []byte)
 // goroutines of their own (see codex_events.go). mu keeps the state they
 // share, and the order of the events they emit, consistent.
 type codexTurn struct {
-	ctx      context.Context
-	conn     *rpc.Conn
-	host     Host
-	req      Request
-	redact   func([]byte) []byte
-	finished chan struct{} // closed at this turn's turn/completed
+	ctx        context.Context
+	conn       *rpc.Conn
+	host       Host
+	req        Request
+	threadMode string // the thread's policies, "policy/sandbox", when known
+	redact     func([]byte) []byte
+	finished   chan struct{} // closed at this turn's turn/completed
 
 	mu       sync.Mutex
 	threadID string
@@ -423,6 +429,9 @@ func (l *codexLive) open(ctx context.Context, req Request) error {
 		return fmt.Errorf("%s: no thread id in its result", method)
 	}
 	l.threadID = th.Thread.ID
+	if method == "thread/start" {
+		l.mode = l.policy + "/" + l.sandbox
+	}
 	return nil
 }
 
@@ -444,12 +453,16 @@ func (t *codexTurn) start() error {
 			ID string `json:"id"`
 		} `json:"turn"`
 	}
-	if err := call(t.ctx, t.conn, "turn/start", map[string]any{
-		"threadId":       t.threadID,
-		"input":          []any{map[string]any{"type": "text", "text": t.req.Prompt}},
-		"approvalPolicy": policy,
-		"sandboxPolicy":  map[string]string{"type": codexSandboxPolicy[sandbox]},
-	}, &turn); err != nil {
+	params := map[string]any{
+		"threadId": t.threadID,
+		"input":    []any{map[string]any{"type": "text", "text": t.req.Prompt}},
+	}
+	// Overrides cost codex ~10 ms a turn: sent when the thread's
+	// policies are not known to be the mode's already.
+	if mode := policy + "/" + sandbox; mode != t.threadMode {
+		params["approvalPolicy"], params["sandboxPolicy"] = policy, map[string]string{"type": codexSandboxPolicy[sandbox]}
+	}
+	if err := call(t.ctx, t.conn, "turn/start", params, &turn); err != nil {
 		return err
 	}
 	t.mu.Lock()
