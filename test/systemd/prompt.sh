@@ -142,9 +142,15 @@ warm_followup() {
 	grep '"warm":true' /tmp/timed.out >/dev/null || { echo "the follow-up did not run warm"; tail -n 2 /tmp/timed.out; return 1; }
 	echo "claude-code as alice, first event / whole turn: cold prompt ${cold% *} ms / ${cold#* } ms; warm follow-up ${warm% *} ms / ${warm#* } ms"
 	[ "${warm% *}" -lt "${cold% *}" ] || { echo "the warm follow-up was not faster"; return 1; }
-	# one warm claude process in alice's executor, running as alice
-	local pid
+	# the warm Claude Code process is the executor's child, running as alice
+	local pid kids k n=0
 	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
-	want "$(ps -o user= --ppid "$pid" | sort -u | tr -d ' ')" alice
+	kids=$(awk -v p="$pid" '$4 == p {print $1}' /proc/[0-9]*/stat 2>/dev/null)
+	for k in $kids; do
+		want "$(stat -c %U "/proc/$k")" alice
+		n=$((n + 1))
+	done
+	[ "$n" -ge 1 ] || { echo "no warm process under alice's executor (pid $pid)"; return 1; }
+	echo "alice's executor (pid $pid) keeps $n warm agent process(es), as alice"
 }
 check "a follow-up prompt on a warm session as alice runs on the kept Claude Code process, visibly faster (times printed)" warm_followup
