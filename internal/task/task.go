@@ -107,7 +107,9 @@ func (s *Service) start(ctx context.Context, p protocol.ExecutePromptParams) (co
 func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePromptParams, a agent.Adapter, cwd string) protocol.ExecutePromptResult {
 	h := &host{conn: conn, token: p.SessionToken, task: p.TaskID, log: s.log()}
 	// The key is fetched for a warm turn too: the daemon's answer is its
-	// check of the task's token, and a rotated key restarts the agent.
+	// check of the task's token, and a rotated key restarts the agent. A
+	// warm process keeps the key it was started with in its own
+	// environment, as it would for a long turn: never in the executor's.
 	key, err := h.apiKey(ctx, a.CredentialKey())
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
