@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitFailure
 	}
-	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), ln, log)
+	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), task.WarmLimitsOf(policy.Agents), ln, log)
 }
 
 func openRoot(dir string) (*fsroot.Root, error) {
@@ -273,9 +273,9 @@ func listener(o *options) (executor.Listener, error) {
 	return executor.Activated(o.socketName)
 }
 
-func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, ln executor.Listener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, warm task.WarmLimits, ln executor.Listener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
-	closePrimitives := registerPrimitives(srv, root, agents, box, log)
+	closePrimitives := registerPrimitives(srv, root, agents, box, warm, log)
 	registerJobs(srv) // after: submissions need no root directory
 	defer closePrimitives()
 	ctx, cancel := context.WithCancel(ctx)

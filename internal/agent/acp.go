@@ -40,7 +40,7 @@ type ACP struct {
 	Setup func(req *Request) ([]string, error)
 }
 
-var _ Adapter = (*ACP)(nil)
+var _ Opener = (*ACP)(nil)
 
 // CredentialKey implements Adapter.
 func (a *ACP) CredentialKey() string { return a.Key }
@@ -49,40 +49,162 @@ func (a *ACP) CredentialKey() string { return a.Key }
 // (it may still be writing its session to disk) before it is killed.
 const acpExitGrace = 3 * time.Second
 
-// Run implements Adapter.
+// Run implements Adapter: Open, without keeping the process.
 func (a *ACP) Run(ctx context.Context, req Request, host Host) (Result, error) {
+	return runOnce(ctx, a, req, host)
+}
+
+// Open implements Opener: an ACP session takes any number of
+// session/prompt calls on one process.
+func (a *ACP) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
 	args, err := a.Setup(&req)
 	if err != nil {
-		return acpFailed(&Error{Code: protocol.TaskAgentCrashed, Message: "prepare agent: " + err.Error()})
+		res, err := acpFailed(&Error{Code: protocol.TaskAgentCrashed, Message: "prepare agent: " + err.Error()})
+		return res, nil, err
 	}
+	// The process and its connection outlive the turn's ctx: a stopped
+	// turn is cancelled with session/cancel.
 	procCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
-	defer kill()
 	p, err := Start(procCtx, req, a.Install, args...)
 	if err != nil {
-		return acpFailed(err)
+		kill()
+		res, err := acpFailed(err)
+		return res, nil, err
 	}
-	c := &acpClient{host: host}
-	var served <-chan struct{}
-	c.conn, served = p.ServeRPC(ctx, rpc.HandlerFunc(c.handle), rpc.Options{
+	l := &acpLive{p: p, kill: kill, c: &acpClient{}}
+	l.c.conn, l.served = p.ServeRPC(procCtx, rpc.HandlerFunc(l.c.handle), rpc.Options{
 		OnLine: keyRedactor(req.Env, a.Key),
 		Logger: slog.Default().With("agent", filepath.Base(req.Binary), "task", req.TaskID),
 	})
-	stopWatch := context.AfterFunc(ctx, kill) // cancellation kills the group at once
-	defer stopWatch()
-	res, runErr := c.turn(ctx, req)
-	waitErr := p.CloseRPC(c.conn, served, acpExitGrace, kill)
-	if ctx.Err() != nil {
+	stopWatch := context.AfterFunc(ctx, kill) // cancelled while starting: kill at once
+	sid, err := l.c.open(ctx, req)
+	stopWatch()
+	if err != nil {
+		res := Result{AgentSession: req.Resume}
+		l.sid = req.Resume
+		return l.end(ctx, res, err)
+	}
+	l.sid = sid
+	res, err := l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
+	}
+	return res, l, err
+}
+
+// acpLive is one ACP agent process and its session, across turns.
+type acpLive struct {
+	p      *Proc
+	kill   context.CancelFunc
+	c      *acpClient
+	served <-chan struct{}
+	sid    string
+	turns  int
+	closed bool
+	once   sync.Once
+}
+
+var _ Live = (*acpLive)(nil)
+
+func (l *acpLive) Pid() int { return l.p.Pid() }
+
+// ModeLive: this client applies the permission mode itself, per turn.
+func (l *acpLive) ModeLive() bool { return true }
+
+func (l *acpLive) Usable() bool {
+	select {
+	case <-l.c.conn.Done():
+		return false
+	default:
+	}
+	return !l.closed && l.p.Alive()
+}
+
+// Turn sends one session/prompt. When ctx ends, session/cancel asks the
+// agent to end the turn; it is killed if it has not within
+// interruptGrace.
+func (l *acpLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
+	warm := l.turns > 0
+	l.turns++
+	if !l.Usable() {
+		l.Close()
+		return Result{}, ErrGone
+	}
+	ch := &counting{Host: host}
+	var (
+		gmu   sync.Mutex
+		grace *time.Timer
+		over  bool // the turn ended: a late cancel is not for it
+	)
+	stop := context.AfterFunc(ctx, func() {
+		gmu.Lock()
+		defer gmu.Unlock()
+		if !over {
+			grace = time.AfterFunc(interruptGrace, l.kill)
+			_ = l.c.conn.Notify("session/cancel", map[string]string{"sessionId": l.sid})
+		}
+	})
+	res, err := l.c.prompt(ctx, l.sid, req, ch)
+	stop()
+	gmu.Lock()
+	over = true
+	if grace != nil {
+		grace.Stop()
+	}
+	gmu.Unlock()
+	l.p.ReapStrays()
+	if err != nil && warm && ch.silent() && ctx.Err() == nil && !l.Usable() {
+		l.Close()
+		return Result{}, ErrGone
+	}
+	if ctx.Err() != nil || !l.Usable() {
+		if !l.Usable() {
+			res, _, err := l.end(ctx, res, err)
+			return res, err
+		}
 		return Result{Status: "failed", AgentSession: res.AgentSession, MessageCount: res.MessageCount,
 			Err: &Error{Code: "cancelled", Message: context.Cause(ctx).Error()}}, ctx.Err()
 	}
-	if runErr != nil {
+	if err != nil {
 		if res.Err == nil {
-			res.Err = acpCrashErr(runErr, waitErr, p)
+			res.Err = acpCrashErr(err, nil, l.p)
 		}
 		res.Status = "failed"
 		return res, res.Err
 	}
 	return res, nil
+}
+
+// end closes the process after a turn that could not go on, and settles
+// the Result as Run always has.
+func (l *acpLive) end(ctx context.Context, res Result, runErr error) (Result, Live, error) {
+	waitErr := l.close()
+	if ctx.Err() != nil {
+		return Result{Status: "failed", AgentSession: res.AgentSession, MessageCount: res.MessageCount,
+			Err: &Error{Code: "cancelled", Message: context.Cause(ctx).Error()}}, nil, ctx.Err()
+	}
+	if runErr != nil {
+		if res.Err == nil {
+			res.Err = acpCrashErr(runErr, waitErr, l.p)
+		}
+		res.Status = "failed"
+		return res, nil, res.Err
+	}
+	return res, nil, nil
+}
+
+// Close closes the agent's stdin and waits for it to exit (killed after
+// acpExitGrace).
+func (l *acpLive) Close() { _ = l.close() }
+
+func (l *acpLive) close() error {
+	var err error
+	l.once.Do(func() {
+		l.closed = true
+		err = l.p.CloseRPC(l.c.conn, l.served, acpExitGrace, l.kill)
+		l.kill()
+	})
+	return err
 }
 
 func acpFailed(err error) (Result, error) {
@@ -115,7 +237,6 @@ func acpCrashErr(runErr, waitErr error, p *Proc) *Error {
 // the reading (acpTurn serialises the two).
 type acpClient struct {
 	conn *rpc.Conn
-	host Host
 
 	mu     sync.Mutex
 	active *acpTurn // the turn whose updates are being reported
@@ -131,6 +252,9 @@ func (c *acpClient) handle(ctx context.Context, r *rpc.Request) (any, error) {
 		}
 		return nil, nil
 	case t != nil && r.Method == "session/request_permission":
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(t.ctx, cancel)() // a stopped turn answers "cancelled"
 		return t.permission(ctx, r.Params, r.Raw), nil
 	}
 	return nil, &rpc.Error{Code: rpc.CodeMethodNotFound, Message: "method not supported by this client: " + r.Method}

@@ -16,6 +16,7 @@ import (
 // goroutines of their own: mu keeps its state, and the order of what it
 // emits, consistent (it is not held while the daemon decides).
 type acpTurn struct {
+	ctx  context.Context // the turn's: ends when it is stopped
 	host Host
 	mode string
 

@@ -38,8 +38,8 @@ type (
 	}
 )
 
-// turn runs initialize, the session and one prompt.
-func (c *acpClient) turn(ctx context.Context, req Request) (Result, error) {
+// open runs initialize and starts or continues the session.
+func (c *acpClient) open(ctx context.Context, req Request) (string, error) {
 	var init acpInitResult
 	err := call(ctx, c.conn, "initialize", map[string]any{
 		"protocolVersion":    1,
@@ -47,22 +47,22 @@ func (c *acpClient) turn(ctx context.Context, req Request) (Result, error) {
 		"clientInfo":         map[string]string{"name": "agor", "version": "1"},
 	}, &init)
 	if err != nil {
-		return Result{}, err
+		return "", err
 	}
-	sid, err := c.session(ctx, req, init)
-	if err != nil {
-		return Result{AgentSession: req.Resume}, err
-	}
-	t := &acpTurn{host: c.host, mode: req.PermissionMode}
+	return c.session(ctx, req, init)
+}
+
+// prompt runs one session/prompt, its updates and questions going to
+// host. The call outlasts ctx (the caller cancels the turn through the
+// protocol); the turn's permission questions do not.
+func (c *acpClient) prompt(ctx context.Context, sid string, req Request, host Host) (Result, error) {
+	t := &acpTurn{ctx: ctx, host: host, mode: req.PermissionMode}
 	c.setTurn(t)
 	var pr acpPromptResult
-	err = call(ctx, c.conn, "session/prompt", map[string]any{
+	err := call(context.WithoutCancel(ctx), c.conn, "session/prompt", map[string]any{
 		"sessionId": sid,
 		"prompt":    []any{map[string]string{"type": "text", "text": req.Prompt}},
 	}, &pr)
-	if ctx.Err() != nil {
-		_ = c.conn.Notify("session/cancel", map[string]string{"sessionId": sid})
-	}
 	c.setTurn(nil)
 	return t.result(sid, pr, err)
 }

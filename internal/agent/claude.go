@@ -18,7 +18,7 @@ import (
 // control_responses, output lines normalised to events.
 type Claude struct{}
 
-var _ Adapter = Claude{}
+var _ Opener = Claude{}
 
 func init() { Register("claude-code", Claude{}) }
 
@@ -66,41 +66,55 @@ func claudeEnv(env []string) []string {
 	return append(out, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 }
 
-// Run runs one turn. A failure to start is returned as the *Error too;
-// a turn that ran and failed is a failed Result with a nil error; when
-// ctx ends first the Result is failed and the error is ctx's.
+// Run runs one turn (Open, without keeping the process). A failure to
+// start is returned as the *Error too; a turn that ran and failed is a
+// failed Result with a nil error; when ctx ends first the Result is
+// failed and the error is ctx's.
 func (c Claude) Run(ctx context.Context, req Request, host Host) (Result, error) {
-	args, err := claudeArgs(req)
-	if err != nil {
-		return Result{}, err
-	}
-	req.Env = claudeEnv(req.Env)
-	p, err := Start(ctx, req, claudeInstall, args...)
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			return Result{Status: "failed", Err: e}, err
-		}
-		return Result{}, fmt.Errorf("claude-code: %w", err)
-	}
-	t := &claudeTurn{ctx: ctx, p: p, host: host, redact: claudeRedactor(req.Env, c.CredentialKey())}
-	res := t.run(req.Prompt)
-	if !t.done && ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return runOnce(ctx, c, req, host)
 }
 
-// claudeTurn is the state of one Run.
+// Open runs one turn and keeps Claude Code for more: stream-json input
+// takes any number of user messages on one process, each answered by
+// its own result line.
+func (c Claude) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
+	args, err := claudeArgs(req)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	req.Env = claudeEnv(req.Env)
+	// The process outlives the turn's ctx; a stopped turn is interrupted.
+	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
+	p, err := Start(pctx, req, claudeInstall, args...)
+	if err != nil {
+		kill()
+		var e *Error
+		if errors.As(err, &e) {
+			return Result{Status: "failed", Err: e}, nil, err
+		}
+		return Result{}, nil, fmt.Errorf("claude-code: %w", err)
+	}
+	l := &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey())}
+	res, err := l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
+	}
+	return res, l, err
+}
+
+// claudeTurn is the state of one turn.
 type claudeTurn struct {
 	ctx    context.Context
 	p      *Proc
 	host   Host
 	redact func([]byte) []byte
+	init   bool // send initialize first (the process's first turn)
 	res    Result
 	done   bool // the result line came
 }
 
+// run sends the turn and reads until its result line; anything else ends
+// the process (finish).
 func (t *claudeTurn) run(prompt string) Result {
 	// EPIPE: the agent stopped reading before it had the turn (it is
 	// exiting); what it wrote, and how it exited, say why, so read on.
@@ -119,17 +133,17 @@ func (t *claudeTurn) run(prompt string) Result {
 			return t.finish(err)
 		}
 	}
-	return t.finish(nil)
+	return t.res
 }
 
-// start sends initialize and the user turn.
+// start sends initialize (on the first turn) and the user turn.
 func (t *claudeTurn) start(prompt string) error {
-	msgs := []any{
-		map[string]any{"type": "control_request", "request_id": "init-1", "request": map[string]any{"subtype": "initialize"}},
-		map[string]any{
-			"type": "user", "session_id": "", "parent_tool_use_id": nil,
-			"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": prompt}}},
-		},
+	msgs := []any{map[string]any{
+		"type": "user", "session_id": "", "parent_tool_use_id": nil,
+		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": prompt}}},
+	}}
+	if t.init {
+		msgs = append([]any{map[string]any{"type": "control_request", "request_id": "init-1", "request": map[string]any{"subtype": "initialize"}}}, msgs...)
 	}
 	for _, m := range msgs {
 		if err := t.send(m); err != nil {

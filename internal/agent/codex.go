@@ -42,7 +42,7 @@ func init() { Register("codex", Codex{}) }
 //	                  offered a way to ask for more.
 type Codex struct{}
 
-var _ Adapter = Codex{}
+var _ Opener = Codex{}
 
 // CodexBaseURLEnv, when set in the agent's environment, is the base URL
 // (ending in /v1) of the Responses API Codex is configured to call.
@@ -61,39 +61,56 @@ const (
 // CredentialKey is the variable the configured provider reads its key from.
 func (Codex) CredentialKey() string { return "OPENAI_API_KEY" }
 
-// Run runs one turn. A failure to start is returned as the *Error too; a
-// turn that ran and failed is a failed Result with a nil error; when ctx
-// ends first the Result is failed and the error is ctx's.
+// Run runs one turn (Open, without keeping the process). A failure to
+// start is returned as the *Error too; a turn that ran and failed is a
+// failed Result with a nil error; when ctx ends first the Result is
+// failed and the error is ctx's.
 func (c Codex) Run(ctx context.Context, req Request, host Host) (Result, error) {
+	return runOnce(ctx, c, req, host)
+}
+
+// Open runs one turn and keeps codex app-server for more: a thread takes
+// any number of turn/start calls.
+func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
 	policy, sandbox, err := codexMode(req.PermissionMode)
 	if err != nil {
-		return Result{Status: "failed", Err: &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}}, err
+		return Result{Status: "failed", Err: &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}}, nil, err
 	}
 	if _, err := os.Stat(req.Binary); err == nil { // missing binary: Start says so
 		if err := codexConfigure(req.Env, c.CredentialKey()); err != nil {
-			return Result{}, fmt.Errorf("codex: %w", err)
+			return Result{}, nil, fmt.Errorf("codex: %w", err)
 		}
 	}
-	pctx, kill := context.WithCancel(ctx)
-	defer kill()
+	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	p, err := Start(pctx, req, codexInstall, "app-server")
 	if err != nil {
+		kill()
 		var e *Error
 		if errors.As(err, &e) {
-			return Result{Status: "failed", Err: e}, err
+			return Result{Status: "failed", Err: e}, nil, err
 		}
-		return Result{}, fmt.Errorf("codex: %w", err)
+		return Result{}, nil, fmt.Errorf("codex: %w", err)
 	}
-	t := &codexTurn{
-		ctx: ctx, host: host, req: req, policy: policy, sandbox: sandbox,
-		redact: keyRedactor(req.Env, c.CredentialKey()), finished: make(chan struct{}),
-		started: map[string]bool{}, deltas: map[string]bool{},
+	l := &codexLive{p: p, kill: kill, policy: policy, sandbox: sandbox, redact: keyRedactor(req.Env, c.CredentialKey()), task: req.TaskID}
+	l.conn, l.served = p.ServeRPC(pctx, rpc.HandlerFunc(l.handle), rpc.Options{
+		Bare:   true,
+		OnLine: l.line,
+		Logger: slog.Default().With("agent", "codex", "task", req.TaskID),
+	})
+	stopWatch := context.AfterFunc(ctx, kill) // cancelled while starting: kill at once
+	err = l.open(ctx, req)
+	stopWatch()
+	if err != nil {
+		t := l.newTurn(ctx, host, req)
+		waitErr := l.close()
+		res := t.finish(err, waitErr, p.Stderr())
+		return res, nil, ctx.Err()
 	}
-	res := t.run(p, kill)
-	if res.Status == "completed" {
-		return res, nil
+	res, err := l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
 	}
-	return res, ctx.Err()
+	return res, l, err
 }
 
 // codexMode maps a permission mode onto an approval policy and a sandbox.
@@ -182,18 +199,18 @@ unbounded_connection_retries = false
 // codexTrace, when set (by tests), sees every line codex writes.
 var codexTrace func(task string, line []byte)
 
-// codexTurn is the state of one Run. Codex's notifications are handled on
+// codexTurn is the state of one turn. Codex's notifications are handled on
 // the connection's read loop, in the order sent; its approval requests on
 // goroutines of their own (see codex_events.go). mu keeps the state they
 // share, and the order of the events they emit, consistent.
 type codexTurn struct {
-	ctx             context.Context
-	conn            *rpc.Conn
-	host            Host
-	req             Request
-	policy, sandbox string
-	redact          func([]byte) []byte
-	finished        chan struct{} // closed at this turn's turn/completed
+	ctx        context.Context
+	conn       *rpc.Conn
+	host       Host
+	req        Request
+	threadMode string // the thread's policies, "policy/sandbox", when known
+	redact     func([]byte) []byte
+	finished   chan struct{} // closed at this turn's turn/completed
 
 	mu       sync.Mutex
 	threadID string
@@ -206,88 +223,40 @@ type codexTurn struct {
 	usageSet bool
 }
 
-// run speaks to codex until the turn completes, codex exits or ctx ends.
-func (t *codexTurn) run(p *Proc, kill context.CancelFunc) Result {
-	var served <-chan struct{}
-	t.conn, served = p.ServeRPC(t.ctx, rpc.HandlerFunc(t.handle), rpc.Options{
-		Bare:   true,
-		OnLine: t.line,
-		Logger: slog.Default().With("agent", "codex", "task", t.req.TaskID),
-	})
-	err := t.start()
-	if err == nil {
-		select {
-		case <-t.finished:
-		case <-t.conn.Done(): // codex exited; finish says how
-		case <-t.ctx.Done():
-			err = t.ctx.Err()
-		}
-	}
-	waitErr := p.CloseRPC(t.conn, served, codexExitWait, kill)
-	return t.finish(err, waitErr, p.Stderr())
-}
-
-// line sees each line codex writes: the key is redacted before anything
-// (events' Raw, traces) keeps it.
-func (t *codexTurn) line(line []byte) []byte {
-	line = t.redact(line)
-	if codexTrace != nil {
-		codexTrace(t.req.TaskID, line)
-	}
-	return line
-}
-
-// handle serves codex's notifications and requests.
-func (t *codexTurn) handle(ctx context.Context, r *rpc.Request) (any, error) {
-	if r.Notification {
-		t.notification(r.Method, r.Params, r.Raw)
-		return nil, nil
-	}
-	return t.serverRequest(ctx, r)
-}
-
-// start initialises the connection, starts or resumes the thread and
-// starts the turn.
-func (t *codexTurn) start() error {
-	if err := call(t.ctx, t.conn, "initialize", map[string]any{
-		"clientInfo": map[string]any{"name": "agor", "title": "agor", "version": "1"},
-	}, nil); err != nil {
-		return err
-	}
-	if err := t.conn.Notify("initialized", nil); err != nil {
-		return err
-	}
-	thread := map[string]any{"cwd": t.req.Cwd, "approvalPolicy": t.policy, "sandbox": t.sandbox}
-	if t.req.Model != "" {
-		thread["model"] = t.req.Model
-	}
-	method := "thread/start"
-	if t.req.Resume != "" {
-		method, thread["threadId"] = "thread/resume", t.req.Resume
-	}
-	var th struct {
-		Thread struct {
-			ID string `json:"id"`
-		} `json:"thread"`
-	}
-	if err := call(t.ctx, t.conn, method, thread, &th); err != nil {
-		return err
-	}
-	if th.Thread.ID == "" {
-		return fmt.Errorf("%s: no thread id in its result", method)
-	}
+func (t *codexTurn) isDone() bool {
 	t.mu.Lock()
-	t.threadID, t.res.AgentSession = th.Thread.ID, th.Thread.ID
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	return t.done
+}
+
+// codexSandboxPolicy is turn/start's form of a sandbox mode.
+var codexSandboxPolicy = map[string]string{
+	"workspace-write": "workspaceWrite", "read-only": "readOnly", "danger-full-access": "dangerFullAccess",
+}
+
+// start starts the turn on the thread, in the turn's permission mode: a
+// resumed thread otherwise keeps the policies it was created with, and a
+// warm one those of its first turn.
+func (t *codexTurn) start() error {
+	policy, sandbox, err := codexMode(t.req.PermissionMode)
+	if err != nil {
+		return err
+	}
 	var turn struct {
 		Turn struct {
 			ID string `json:"id"`
 		} `json:"turn"`
 	}
-	if err := call(t.ctx, t.conn, "turn/start", map[string]any{
+	params := map[string]any{
 		"threadId": t.threadID,
 		"input":    []any{map[string]any{"type": "text", "text": t.req.Prompt}},
-	}, &turn); err != nil {
+	}
+	// Overrides cost codex ~10 ms a turn: sent when the thread's
+	// policies are not known to be the mode's already.
+	if mode := policy + "/" + sandbox; mode != t.threadMode {
+		params["approvalPolicy"], params["sandboxPolicy"] = policy, map[string]string{"type": codexSandboxPolicy[sandbox]}
+	}
+	if err := call(t.ctx, t.conn, "turn/start", params, &turn); err != nil {
 		return err
 	}
 	t.mu.Lock()

@@ -26,6 +26,9 @@ type Case struct {
 	// the shell tool with Command first.
 	Plain, ToolPrompt string
 	Requests          func() int // model requests seen so far
+	// Bodies are the model requests seen so far, as sent: what context
+	// (earlier turns) the agent gave the model.
+	Bodies func() []string
 }
 
 // Cases starts the four stand-ins (closed when tb ends) and returns the
@@ -43,6 +46,12 @@ func CasesRunning(tb testing.TB, home string, plainTurns int, command string) []
 	for range plainTurns {
 		script = append(script, modeltest.AnthTurn{Text: "hello"})
 	}
+	return CasesScripted(tb, home, command, script...)
+}
+
+// CasesScripted is CasesRunning with Claude's stand-in playing script
+// (one AnthTurn per user turn); the other stand-ins answer by the prompt.
+func CasesScripted(tb testing.TB, home, command string, script ...modeltest.AnthTurn) []Case {
 	anth := modeltest.NewAnthropic(tb, script...)
 	oair := modeltest.NewOpenAIResponses(tb, modeltest.OpenAIResponsesScript{Text: "done", Command: command})
 	gem := modeltest.NewGemini(tb)
@@ -52,16 +61,25 @@ func CasesRunning(tb testing.TB, home string, plainTurns int, command string) []
 		Env:   map[string]string{"ANTHROPIC_BASE_URL": anth.URL, "HOME": home, "CLAUDE_CODE_MAX_RETRIES": "0"},
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(anth.Requests()) },
+		Bodies: func() []string {
+			return bodies(anth.Requests(), func(r modeltest.AnthRequest) []byte { return r.Body })
+		},
 	}, {
 		Tool: "codex", Cred: "OPENAI_API_KEY", Binary: Binary(tb, "codex"),
 		Env:   map[string]string{"AGOR_CODEX_BASE_URL": oair.URL, "HOME": home, "CODEX_HOME": filepath.Join(home, ".codex")},
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(oair.Requests()) },
+		Bodies: func() []string {
+			return bodies(oair.Requests(), func(r modeltest.OpenAIRequest) []byte { return r.Body })
+		},
 	}, {
 		Tool: "gemini", Cred: "GEMINI_API_KEY", Binary: Binary(tb, "gemini"),
 		Env:   map[string]string{"GOOGLE_GEMINI_BASE_URL": gem.URL, "HOME": home},
 		Plain: "say hello", ToolPrompt: modeltest.GeminiCommandMarker + command,
 		Requests: func() int { return len(gem.Requests()) },
+		Bodies: func() []string {
+			return bodies(gem.Requests(), func(r modeltest.GeminiRequest) []byte { return r.Body })
+		},
 	}, {
 		Tool: "opencode", Cred: "OPENAI_API_KEY", Binary: Binary(tb, "opencode"),
 		// opencode runs commands with $SHELL, which the executor takes
@@ -69,7 +87,18 @@ func CasesRunning(tb testing.TB, home string, plainTurns int, command string) []
 		Env:   map[string]string{"AGOR_OPENCODE_BASE_URL": oaic.URL, "HOME": home, "SHELL": "/bin/sh"},
 		Plain: "say hello", ToolPrompt: modeltest.OpenAIChatCommandMarker + command,
 		Requests: func() int { return len(oaic.Requests()) },
+		Bodies: func() []string {
+			return bodies(oaic.Requests(), func(r modeltest.OpenAIChatRequest) []byte { return r.Body })
+		},
 	}}
+}
+
+func bodies[R any](reqs []R, body func(R) []byte) []string {
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = string(body(r))
+	}
+	return out
 }
 
 // clis are each agentic tool's command, as npm installs it.

@@ -27,6 +27,7 @@ type Config struct {
 	Slurm     Slurm     `yaml:"slurm"`     // the slurm backend (slurm.go)
 	Quotas    Quotas    `yaml:"quotas"`    // quotas.go
 	Retention Retention `yaml:"retention"` // quotas.go
+	Agents    Agents    `yaml:"agents"`    // warm agents, read by the executor (agents.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -107,7 +108,8 @@ func Default() Config {
 		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
 		Slurm:   DefaultSlurm(),
-		Quotas:  DefaultQuotas(), Retention: DefaultRetention()}
+		Quotas:  DefaultQuotas(), Retention: DefaultRetention(),
+		Agents: DefaultAgents()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

@@ -53,7 +53,7 @@ var catalog = []message{
 		Status: protocol.StatusFailed, MessageCount: 3, AgentSessionID: "agent-7",
 		Usage:   protocol.TokenUsage{InputTokens: 120, OutputTokens: 40, CacheReadTokens: 10, CacheWriteTokens: 5},
 		Error:   &protocol.TaskError{Code: protocol.TaskModelAPI, Message: "the model refused"},
-		Sandbox: &protocol.SandboxInfo{Level: protocol.SandboxWorkspace, ABI: 7, Enforced: true}}},
+		Sandbox: &protocol.SandboxInfo{Level: protocol.SandboxWorkspace, ABI: 7, Enforced: true}, Warm: true}},
 	{protocol.MethodStopTask, "params", protocol.StopTaskParams{TaskID: "t1", Reason: "stopped through the API"}},
 	{protocol.MethodStopTask, "result", protocol.StopTaskResult{Stopped: true}},
 

@@ -87,6 +87,9 @@ type ExecutePromptResult struct {
 	AgentSessionID string       `json:"agent_session_id,omitempty"`
 	Error          *TaskError   `json:"error,omitempty"`
 	Sandbox        *SandboxInfo `json:"sandbox,omitempty"`
+	// Warm says the turn ran on the session's agent process kept from
+	// its previous turn, rather than a new process resuming the session.
+	Warm bool `json:"warm,omitempty"`
 }
 
 // TokenUsage is token usage from the agent's own final figures.

@@ -69,10 +69,15 @@ func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h 
 		req.Wrap = spec.Command
 		req.Env = spec.Env(req.Env)
 	}
+	h.Emit(sandboxEvent(applied))
+	return spec, &applied, nil
+}
+
+// sandboxEvent is a task's first event when its agent is confined.
+func sandboxEvent(applied protocol.SandboxInfo) agent.Event {
 	data := map[string]any{"level": applied.Level, "abi": applied.ABI, "enforced": applied.Enforced}
 	if applied.Warning != "" {
 		data["warning"] = applied.Warning
 	}
-	h.Emit(agent.Event{Type: protocol.EventSandbox, Data: data})
-	return spec, &applied, nil
+	return agent.Event{Type: protocol.EventSandbox, Data: data}
 }

@@ -33,7 +33,12 @@ type Service struct {
 	Log    *slog.Logger
 	// Sandbox confines agents whose task asks for it (nil: only "off").
 	Sandbox *sandbox.Policy
+	// Warm bounds the agent processes kept for their session's next
+	// prompt (zero: none is kept, every prompt starts its agent).
+	Warm WarmLimits
 
+	warmOnce sync.Once
+	warm     *warmPool
 	mu       sync.Mutex
 	running  map[string]context.CancelCauseFunc // by task_id
 	sessions map[string]string                  // session_id + tool → the agent's own session id
@@ -101,6 +106,10 @@ func (s *Service) start(ctx context.Context, p protocol.ExecutePromptParams) (co
 
 func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePromptParams, a agent.Adapter, cwd string) protocol.ExecutePromptResult {
 	h := &host{conn: conn, token: p.SessionToken, task: p.TaskID, log: s.log()}
+	// The key is fetched for a warm turn too: the daemon's answer is its
+	// check of the task's token, and a rotated key restarts the agent. A
+	// warm process keeps the key it was started with in its own
+	// environment, as it would for a long turn: never in the executor's.
 	key, err := h.apiKey(ctx, a.CredentialKey())
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
@@ -113,21 +122,82 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
 	}
 	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key)
+	settings, noMode := settingsOf(p, req)
+	if w := s.pool().take(warmKey(p), settings, noMode); w != nil {
+		if out, ok := s.runWarm(ctx, p, req, h, w); ok {
+			return out
+		}
+	}
 	spec, box, err := s.confine(p, &req, h)
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
 	}
-	defer spec.Cleanup()
-	res, err := a.Run(ctx, req, h)
+	res, live, err := s.open(ctx, a, req, h)
 	out := s.result(ctx, res, err)
 	out.Sandbox = box
 	if res.AgentSession != "" {
 		s.remember(p, res.AgentSession)
 		out.AgentSessionID = res.AgentSession
 	}
-	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount)
+	if live != nil {
+		s.pool().put(&warmAgent{key: warmKey(p), settings: settings, noMode: noMode, live: live,
+			agentSession: res.AgentSession, box: box, cleanup: spec.Cleanup})
+	} else {
+		spec.Cleanup()
+	}
+	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "warm", false)
 	return out
 }
+
+// open runs the turn on a new agent process, kept afterwards when warm
+// agents are on and the adapter can keep it.
+func (s *Service) open(ctx context.Context, a agent.Adapter, req agent.Request, h *host) (agent.Result, agent.Live, error) {
+	if o, ok := a.(agent.Opener); ok && s.Warm.on() {
+		return o.Open(ctx, req, h)
+	}
+	res, err := a.Run(ctx, req, h)
+	return res, nil, err
+}
+
+// runWarm runs the turn on the session's warm agent; false when its
+// process turned out to be gone before the turn began (nothing was
+// reported: the caller runs the turn cold, resuming the session).
+func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, req agent.Request, h *host, w *warmAgent) (protocol.ExecutePromptResult, bool) {
+	if !w.live.Usable() {
+		s.pool().stopLater(w)
+		return protocol.ExecutePromptResult{}, false
+	}
+	if w.box != nil {
+		h.Emit(sandboxEvent(*w.box))
+	}
+	res, err := w.live.Turn(ctx, req, h)
+	if errors.Is(err, agent.ErrGone) {
+		s.log().Info("warm agent gone; resuming cold", "task", p.TaskID, "agentic_tool", p.Tool)
+		s.pool().stopLater(w)
+		return protocol.ExecutePromptResult{}, false
+	}
+	out := s.result(ctx, res, err)
+	out.Sandbox, out.Warm = w.box, true
+	if res.AgentSession != "" {
+		w.agentSession = res.AgentSession
+	}
+	if w.agentSession != "" {
+		s.remember(p, w.agentSession)
+		out.AgentSessionID = w.agentSession
+	}
+	s.pool().put(w)
+	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "warm", true)
+	return out, true
+}
+
+// pool is the warm agents, made on first use.
+func (s *Service) pool() *warmPool {
+	s.warmOnce.Do(func() { s.warm = newWarmPool(s.Warm, s.Hold, s.log()) })
+	return s.warm
+}
+
+// Close stops the warm agents (the executor is exiting).
+func (s *Service) Close() { s.pool().close() }
 
 // result adds timeout and cancellation to the adapter's outcome.
 func (s *Service) result(ctx context.Context, res agent.Result, err error) protocol.ExecutePromptResult {

@@ -101,6 +101,13 @@ func setup(t testing.TB, d *daemonSide) (*rpc.Conn, string) {
 // setupWith is setup with the executor's agent settings.
 func setupWith(t testing.TB, d *daemonSide, agents Agents) (*rpc.Conn, string) {
 	t.Helper()
+	c, cwd, _ := setupService(t, d, func(s *Service) { s.Agents = agents })
+	return c, cwd
+}
+
+// setupService is setup with the Service as configure leaves it.
+func setupService(t testing.TB, d *daemonSide, configure func(*Service)) (*rpc.Conn, string, *Service) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "work"), 0o755); err != nil {
 		t.Fatal(err)
@@ -109,7 +116,8 @@ func setupWith(t testing.TB, d *daemonSide, agents Agents) (*rpc.Conn, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &Service{Root: root, Agents: agents}
+	svc := &Service{Root: root}
+	configure(svc)
 	if _, bench := t.(*testing.B); bench {
 		svc.Log = slog.New(slog.DiscardHandler) // keep the numbers readable
 	}
@@ -131,9 +139,9 @@ func setupWith(t testing.TB, d *daemonSide, agents Agents) (*rpc.Conn, string) {
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = ex.Serve(context.Background()) }()
 	go func() { defer wg.Done(); _ = dm.Serve(context.Background()) }()
-	t.Cleanup(func() { dm.Close(); ex.Close(); wg.Wait(); root.Close() })
+	t.Cleanup(func() { dm.Close(); ex.Close(); wg.Wait(); svc.Close(); root.Close() })
 	real, _ := filepath.EvalSymlinks(filepath.Join(dir, "work"))
-	return dm, real
+	return dm, real, svc
 }
 
 func prompt(id, text string) map[string]any {

@@ -111,3 +111,46 @@ crash_mid_task() {
 	echo "kill -9 of agor-daemon (pid $pid) mid-task: systemd restarted it, the task is interrupted, $before events stored before the kill, $after after"
 }
 check "kill -9 of the daemon mid-task: after restart the task is interrupted and its events are all there" crash_mid_task
+
+# timed_prompt ARGS...: runs agorctl prompt --json as alice; prints "FIRST_MS TOTAL_MS" (to the
+# first event, to the end) and leaves the stream in /tmp/timed.out.
+timed_prompt() {
+	local t0 first="" line now
+	t0=$(date +%s%N)
+	: >/tmp/timed.out
+	while IFS= read -r line; do
+		printf '%s\n' "$line" >>/tmp/timed.out
+		if [ -z "$first" ] && [[ $line == *'"event"'* ]]; then
+			now=$(date +%s%N)
+			first=$(((now - t0) / 1000000))
+		fi
+	done < <(as alice agorctl prompt alice --json --mode bypassPermissions "$@" 2>&1)
+	now=$(date +%s%N)
+	echo "${first:-none} $(((now - t0) / 1000000))"
+}
+warm_followup() {
+	setup_agents
+	start_model -bash 'true' -text 'Ran it.' -plain 2
+	local cold warm s
+	cold=$(timed_prompt 'remember the word pelican-7')
+	grep '"status":"completed"' /tmp/timed.out >/dev/null
+	if grep '"warm":true' /tmp/timed.out >/dev/null; then echo "the first prompt ran warm"; return 1; fi
+	s=$(grep -o '"session_id":"[0-9a-f]*"' /tmp/timed.out | head -n 1 | cut -d'"' -f4)
+	test -n "$s"
+	warm=$(timed_prompt --session "$s" 'which word did I give you?')
+	grep '"status":"completed"' /tmp/timed.out >/dev/null
+	grep '"warm":true' /tmp/timed.out >/dev/null || { echo "the follow-up did not run warm"; tail -n 2 /tmp/timed.out; return 1; }
+	echo "claude-code as alice, first event / whole turn: cold prompt ${cold% *} ms / ${cold#* } ms; warm follow-up ${warm% *} ms / ${warm#* } ms"
+	[ "${warm% *}" -lt "${cold% *}" ] || { echo "the warm follow-up was not faster"; return 1; }
+	# the warm Claude Code process is the executor's child, running as alice
+	local pid kids k n=0
+	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	kids=$(awk -v p="$pid" '$4 == p {print $1}' /proc/[0-9]*/stat 2>/dev/null)
+	for k in $kids; do
+		want "$(stat -c %U "/proc/$k")" alice
+		n=$((n + 1))
+	done
+	[ "$n" -ge 1 ] || { echo "no warm process under alice's executor (pid $pid)"; return 1; }
+	echo "alice's executor (pid $pid) keeps $n warm agent process(es), as alice"
+}
+check "a follow-up prompt on a warm session as alice runs on the kept Claude Code process, visibly faster (times printed)" warm_followup

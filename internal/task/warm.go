@@ -1,0 +1,250 @@
+package task
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agor-sh/agor/internal/agent"
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/protocol"
+)
+
+// WarmLimits bound the warm agents of this executor: agent processes kept
+// after a turn for their session's next prompt (see config.Agents).
+type WarmLimits struct {
+	Idle        time.Duration // stopped after this long unused
+	PerUser     int           // at most this many (this executor serves one user); least recently used go first
+	MemoryBytes int64         // their resident memory together (0: unbounded)
+	// HostMinAvailable: none is kept while the host's MemAvailable is
+	// below it (0: off). The host-wide bound every executor sees alike.
+	HostMinAvailable int64
+}
+
+// WarmLimitsOf is the configuration's agents section as limits.
+func WarmLimitsOf(c config.Agents) WarmLimits {
+	return WarmLimits{Idle: time.Duration(c.WarmIdleMS) * time.Millisecond, PerUser: c.WarmPerUser,
+		MemoryBytes: c.WarmMemoryBytes, HostMinAvailable: c.WarmHostMinAvailableBytes}
+}
+
+func (l WarmLimits) on() bool { return l.Idle > 0 && l.PerUser > 0 }
+
+// warmAgent is one kept process, with what it was started with.
+type warmAgent struct {
+	key              string // session and tool
+	settings, noMode string // hashes of what it was started with, with and without the permission mode
+	live             agent.Live
+	agentSession     string
+	box              *protocol.SandboxInfo
+	cleanup          func() // the sandbox spec's, once the process is gone
+	release          func() // the executor hold, while it is kept
+	used             time.Time
+	idle             *time.Timer
+}
+
+// stop ends the process and what it held.
+func (a *warmAgent) stop() {
+	a.live.Close()
+	a.cleanup()
+	if a.release != nil {
+		a.release()
+	}
+}
+
+// warmPool holds the warm agents by session. An agent running a turn is
+// not in the pool: the task owns it, and gives it back with put.
+type warmPool struct {
+	limits    WarmLimits
+	hold      Holder
+	log       *slog.Logger
+	rss       func(pid int) int64 // agent.GroupRSS
+	available func() int64        // the host's MemAvailable
+
+	mu       sync.Mutex
+	agents   map[string]*warmAgent
+	closed   bool
+	stopping sync.WaitGroup
+}
+
+func newWarmPool(l WarmLimits, hold Holder, log *slog.Logger) *warmPool {
+	return &warmPool{limits: l, hold: hold, log: log, rss: agent.GroupRSS, available: memAvailable, agents: map[string]*warmAgent{}}
+}
+
+// warmKey is the pool's key: one warm agent per session and tool.
+func warmKey(p protocol.ExecutePromptParams) string { return p.SessionID + "\x00" + p.Tool }
+
+// settingsOf hashes what an agent process is started with: a prompt that
+// asks for anything else (cwd, model, sandbox, binary, environment - the
+// API key too, so a rotated key restarts the agent) cannot use it. noMode
+// leaves out the permission mode, for agents that change it live.
+func settingsOf(p protocol.ExecutePromptParams, req agent.Request) (all, noMode string) {
+	h := sha256.New()
+	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, req.Model, p.Sandbox}, req.Env...) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	noMode = hex.EncodeToString(h.Sum(nil))
+	h.Write([]byte(req.PermissionMode))
+	return hex.EncodeToString(h.Sum(nil)), noMode
+}
+
+// take removes the session's warm agent from the pool for a turn when it
+// fits the settings; one that does not is stopped (the turn starts cold
+// and resumes the session).
+func (w *warmPool) take(key, settings, noMode string) *warmAgent {
+	w.mu.Lock()
+	a := w.agents[key]
+	if a != nil {
+		delete(w.agents, key)
+		a.idle.Stop()
+	}
+	w.mu.Unlock()
+	switch {
+	case a == nil:
+		return nil
+	case a.settings == settings || (a.noMode == noMode && a.live.ModeLive()):
+		return a
+	}
+	w.log.Info("warm agent restarted: the prompt changed its settings", "session_key", strings.ReplaceAll(key, "\x00", "/"))
+	w.stopLater(a)
+	return nil
+}
+
+// put keeps a after its turn, then stops what the limits no longer allow.
+func (w *warmPool) put(a *warmAgent) {
+	if !a.live.Usable() {
+		w.stopLater(a)
+		return
+	}
+	w.mu.Lock()
+	if w.closed || !w.limits.on() {
+		w.mu.Unlock()
+		w.stopLater(a)
+		return
+	}
+	var out []*warmAgent
+	if old := w.agents[a.key]; old != nil { // a concurrent prompt of the session ran cold
+		old.idle.Stop()
+		out = append(out, old)
+	}
+	if a.release == nil && w.hold != nil {
+		a.release = w.hold.Hold() // keeps the executor, within Idle
+	}
+	a.used = time.Now()
+	a.idle = time.AfterFunc(w.limits.Idle, func() { w.expire(a, "idle") })
+	w.agents[a.key] = a
+	out = append(out, w.overLocked()...)
+	w.mu.Unlock()
+	for _, v := range out {
+		w.stopLater(v)
+	}
+}
+
+// overLocked removes, least recently used first, the agents beyond the
+// count, the memory budget and the host's available memory.
+func (w *warmPool) overLocked() []*warmAgent {
+	lru := make([]*warmAgent, 0, len(w.agents))
+	for _, a := range w.agents {
+		lru = append(lru, a)
+	}
+	slices.SortFunc(lru, func(x, y *warmAgent) int { return x.used.Compare(y.used) })
+	var out []*warmAgent
+	for len(lru) > w.limits.PerUser {
+		out, lru = append(out, lru[0]), lru[1:]
+	}
+	if w.limits.MemoryBytes > 0 {
+		sizes := make([]int64, len(lru))
+		var total int64
+		for i, a := range lru {
+			sizes[i] = w.rss(a.live.Pid())
+			total += sizes[i]
+		}
+		for len(lru) > 0 && total > w.limits.MemoryBytes {
+			total -= sizes[0]
+			out, lru, sizes = append(out, lru[0]), lru[1:], sizes[1:]
+		}
+	}
+	if w.limits.HostMinAvailable > 0 && len(lru) > 0 {
+		if avail := w.available(); avail >= 0 && avail < w.limits.HostMinAvailable {
+			out = append(out, lru...)
+		}
+	}
+	for _, a := range out {
+		a.idle.Stop()
+		delete(w.agents, a.key)
+	}
+	return out
+}
+
+// expire stops a when it is still the session's warm agent.
+func (w *warmPool) expire(a *warmAgent, why string) {
+	w.mu.Lock()
+	mine := w.agents[a.key] == a
+	if mine {
+		delete(w.agents, a.key)
+	}
+	w.mu.Unlock()
+	if mine {
+		w.log.Info("warm agent stopped", "reason", why, "pid", a.live.Pid())
+		w.stopLater(a)
+	}
+}
+
+// stopLater stops a on a goroutine of its own: an agent may take seconds
+// to write its session and exit, which no prompt should wait for.
+func (w *warmPool) stopLater(a *warmAgent) {
+	w.stopping.Add(1)
+	go func() {
+		defer w.stopping.Done()
+		a.stop()
+	}()
+}
+
+// len is how many agents are warm.
+func (w *warmPool) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.agents)
+}
+
+// close stops every warm agent and waits for them.
+func (w *warmPool) close() {
+	w.mu.Lock()
+	w.closed = true
+	all := w.agents
+	w.agents = map[string]*warmAgent{}
+	w.mu.Unlock()
+	for _, a := range all {
+		a.idle.Stop()
+		w.stopLater(a)
+	}
+	w.stopping.Wait()
+}
+
+// memAvailable is the host's MemAvailable in bytes (-1: unknown, which
+// keeps the host-wide bound from evicting anything).
+func memAvailable() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("MemAvailable:")); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(string(rest), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
+}

@@ -1,0 +1,238 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/agent"
+	"github.com/agor-sh/agor/internal/protocol"
+)
+
+// warmFake is an Opener whose "process" is a fakeLive: it shows which
+// turns ran on which process, and when a process was stopped.
+type warmFake struct{}
+
+var fakePids atomic.Int64
+
+func (warmFake) CredentialKey() string { return "FAKE_API_KEY" }
+
+func (f warmFake) Run(ctx context.Context, req agent.Request, h agent.Host) (agent.Result, error) {
+	res, l, err := f.Open(ctx, req, h)
+	if l != nil {
+		l.Close()
+	}
+	return res, err
+}
+
+func (warmFake) Open(ctx context.Context, req agent.Request, h agent.Host) (agent.Result, agent.Live, error) {
+	l := &fakeLive{pid: int(fakePids.Add(1)), modeLive: req.Model == "mode-live"}
+	fakeLives.Store(l.pid, l)
+	res, err := l.Turn(ctx, req, h)
+	return res, l, err
+}
+
+var fakeLives sync.Map // pid → *fakeLive
+
+type fakeLive struct {
+	pid      int
+	modeLive bool
+	mu       sync.Mutex
+	turns    int
+	closed   bool
+}
+
+func (l *fakeLive) Turn(_ context.Context, req agent.Request, h agent.Host) (agent.Result, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return agent.Result{}, agent.ErrGone
+	}
+	l.turns++
+	h.Emit(agent.Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": fmt.Sprintf("pid=%d turn=%d mode=%s", l.pid, l.turns, req.PermissionMode)}})
+	return agent.Result{Status: "completed", MessageCount: 1, AgentSession: fmt.Sprint("agent-", l.pid)}, nil
+}
+
+func (l *fakeLive) Usable() bool   { l.mu.Lock(); defer l.mu.Unlock(); return !l.closed }
+func (l *fakeLive) ModeLive() bool { return l.modeLive }
+func (l *fakeLive) Pid() int       { return l.pid }
+func (l *fakeLive) Close()         { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
+
+func (l *fakeLive) isClosed() bool { return !l.Usable() }
+
+func init() { agent.Register("fakewarm", warmFake{}) }
+
+// warmRig runs prompts of the fakewarm agent against a Service with limits.
+type warmRig struct {
+	t     *testing.T
+	d     *daemonSide
+	svc   *Service
+	holds *countHolder
+	run   func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string)
+}
+
+func newWarmRig(t *testing.T, l WarmLimits) *warmRig {
+	d := &daemonSide{key: "k"}
+	holds := &countHolder{}
+	conn, _, svc := setupService(t, d, func(s *Service) { s.Warm, s.Hold = l, holds })
+	r := &warmRig{t: t, d: d, svc: svc, holds: holds}
+	n := 0
+	r.run = func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string) {
+		t.Helper()
+		n++
+		p := prompt(fmt.Sprint("t", n), "hi")
+		p["agentic_tool"], p["session_id"], p["permission_mode"] = "fakewarm", session, mode
+		for k, v := range extra {
+			p[k] = v
+		}
+		var res protocol.ExecutePromptResult
+		if err := conn.Call(context.Background(), protocol.MethodExecutePrompt, p, &res); err != nil || res.Status != "completed" {
+			t.Fatalf("execute_prompt: %v %+v", err, res)
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return res, d.events[len(d.events)-1].Event.Data["text"].(string)
+	}
+	return r
+}
+
+func (r *warmRig) live(text string) *fakeLive {
+	var pid int
+	_, _ = fmt.Sscanf(text, "pid=%d", &pid)
+	l, ok := fakeLives.Load(pid)
+	if !ok {
+		r.t.Fatalf("no process in %q", text)
+	}
+	return l.(*fakeLive)
+}
+
+var roomy = WarmLimits{Idle: time.Minute, PerUser: 4}
+
+// A session's second prompt runs on the process of its first; a change
+// of what the process was started with (cwd, permission mode for an
+// agent that cannot change it live) restarts it.
+func TestWarmReuseAndSettings(t *testing.T) {
+	r := newWarmRig(t, roomy)
+	res, first := r.run("s1", "default", nil)
+	if res.Warm {
+		t.Fatalf("first prompt ran warm: %+v", res)
+	}
+	res, second := r.run("s1", "default", nil)
+	if !res.Warm || r.live(second) != r.live(first) || res.AgentSessionID != "agent-"+fmt.Sprint(r.live(first).pid) {
+		t.Fatalf("second prompt: %+v %q (first %q)", res, second, first)
+	}
+	res, third := r.run("s1", "bypassPermissions", nil)
+	if res.Warm || r.live(third) == r.live(first) {
+		t.Fatalf("mode change kept the process: %+v %q", res, third)
+	}
+	waitFor(t, "the old process stopped", r.live(first).isClosed)
+	// An agent that changes its mode live keeps its process.
+	res, a := r.run("s2", "default", map[string]any{"model": "mode-live"})
+	res2, b := r.run("s2", "plan", map[string]any{"model": "mode-live"})
+	if res.Warm || !res2.Warm || r.live(a) != r.live(b) || b != fmt.Sprintf("pid=%d turn=2 mode=plan", r.live(a).pid) {
+		t.Fatalf("live mode change: %q then %q, warm %v", a, b, res2.Warm)
+	}
+}
+
+// A warm process found gone at the next prompt: the prompt runs cold.
+func TestWarmGoneFallsBack(t *testing.T) {
+	r := newWarmRig(t, roomy)
+	_, first := r.run("s1", "default", nil)
+	r.live(first).Close() // as if it had crashed between turns
+	res, second := r.run("s1", "default", nil)
+	if res.Warm || r.live(second) == r.live(first) {
+		t.Fatalf("after a crash: %+v %q", res, second)
+	}
+	if got := r.svc.pool().len(); got != 1 {
+		t.Fatalf("%d warm agents, want 1", got)
+	}
+}
+
+// Idle agents are stopped after Idle; the next prompt starts cold. The
+// executor counts a warm agent as work (a hold) until then, no longer.
+func TestWarmIdleStop(t *testing.T) {
+	r := newWarmRig(t, WarmLimits{Idle: 150 * time.Millisecond, PerUser: 4})
+	_, first := r.run("s1", "default", nil)
+	if n := r.holds.n.Load(); n != 1 {
+		t.Fatalf("%d holds on the executor with one warm agent", n)
+	}
+	waitFor(t, "the idle agent stopped", r.live(first).isClosed)
+	waitFor(t, "the executor let go", func() bool { return r.holds.n.Load() == 0 })
+	if n := r.svc.pool().len(); n != 0 {
+		t.Fatalf("%d warm agents after the idle stop", n)
+	}
+	if res, _ := r.run("s1", "default", nil); res.Warm {
+		t.Fatal("ran warm after the idle stop")
+	}
+}
+
+// Beyond PerUser the least recently used agent goes first.
+func TestWarmPerUserCap(t *testing.T) {
+	r := newWarmRig(t, WarmLimits{Idle: time.Minute, PerUser: 2})
+	_, a := r.run("s1", "default", nil)
+	_, b := r.run("s2", "default", nil)
+	if res, _ := r.run("s1", "default", nil); !res.Warm { // s1 is now the most recent
+		t.Fatal("s1 not warm")
+	}
+	_, c := r.run("s3", "default", nil)
+	waitFor(t, "s2, the least recently used, stopped", r.live(b).isClosed)
+	if r.live(a).isClosed() || r.live(c).isClosed() {
+		t.Fatal("a more recently used agent was stopped")
+	}
+	if n := r.svc.pool().len(); n != 2 {
+		t.Fatalf("%d warm agents, want 2", n)
+	}
+}
+
+// Beyond the memory budget the least recently used agents go.
+func TestWarmMemoryBudget(t *testing.T) {
+	r := newWarmRig(t, WarmLimits{Idle: time.Minute, PerUser: 10, MemoryBytes: 250})
+	r.svc.pool().rss = func(int) int64 { return 100 }
+	_, a := r.run("s1", "default", nil)
+	_, b := r.run("s2", "default", nil)
+	_, c := r.run("s3", "default", nil)
+	waitFor(t, "s1 stopped", r.live(a).isClosed)
+	if r.live(b).isClosed() || r.live(c).isClosed() {
+		t.Fatal("an agent within the budget was stopped")
+	}
+	r.svc.pool().available = func() int64 { return 1 }
+	r.svc.pool().limits.HostMinAvailable = 2
+	_, d := r.run("s4", "default", nil)
+	waitFor(t, "every agent stopped when the host is short of memory", func() bool {
+		return r.live(b).isClosed() && r.live(c).isClosed() && r.live(d).isClosed()
+	})
+}
+
+// With no limits set nothing is kept.
+func TestWarmOff(t *testing.T) {
+	r := newWarmRig(t, WarmLimits{})
+	_, a := r.run("s1", "default", nil)
+	if !r.live(a).isClosed() {
+		t.Fatal("kept with warm agents off")
+	}
+	if res, _ := r.run("s1", "default", nil); res.Warm {
+		t.Fatal("ran warm with warm agents off")
+	}
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// countHolder counts the holds on the executor.
+type countHolder struct{ n atomic.Int64 }
+
+func (h *countHolder) Hold() func() {
+	h.n.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { h.n.Add(-1) }) }
+}
