@@ -62,11 +62,24 @@ func (l loggedMux) Handle(ctx context.Context, r *rpc.Request) (any, error) {
 	return l.HandlerFunc(ctx, r)
 }
 
+// windDown are the methods a stopping executor still serves: they end
+// work, they do not start it.
+var windDown = map[string]bool{
+	protocol.MethodPing: true, protocol.MethodShutdown: true, protocol.MethodStopTask: true,
+	protocol.MethodTerminateTerminal: true, protocol.MethodResizeTerminal: true, protocol.MethodUnwatch: true,
+	protocol.MethodCancelJob: true,
+}
+
 // logged wraps the mux so every request leaves a journal line with its
 // method (ping only at debug level: the daemon pings often).
 func (s *Server) logged(log *slog.Logger) rpc.Handler {
 	return loggedMux{Mux: s.mux, HandlerFunc: func(ctx context.Context, r *rpc.Request) (any, error) {
 		start := time.Now()
+		if !r.Notification && !windDown[r.Method] && s.isStopping() {
+			// Said plainly, so the daemon starts a new executor for the
+			// request rather than report the work cancelled.
+			return nil, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonShuttingDown, "the executor is shutting down; no new work")
+		}
 		res, err := s.mux.Handle(ctx, r)
 		level := slog.LevelInfo
 		if r.Method == protocol.MethodPing || r.Notification {

@@ -301,3 +301,26 @@ func TestListenPathRefusesLiveSocket(t *testing.T) {
 		t.Fatalf("ListenPath over a live socket = %v", err)
 	}
 }
+
+// A stopping executor takes no new work and says so (shutting_down), so
+// the daemon asks a new one; what winds work down is still served.
+func TestStoppingRefusesNewWork(t *testing.T) {
+	f := start(t, Config{Policy: self(), StopTimeout: 5 * time.Second})
+	f.srv.Mux().Register("work", func(context.Context, *rpc.Request) (any, error) { return "done", nil })
+	c := dial(t, f.path)
+	if err := c.Call(context.Background(), "work", nil, nil); err != nil { // admitted
+		t.Fatal(err)
+	}
+	release := f.srv.Hold() // running work: Stop waits for it, connections stay
+	defer release()
+	f.srv.Stop("test")
+	err := c.Call(context.Background(), "work", nil, nil)
+	var e *rpc.Error
+	if !errors.As(err, &e) || e.Code != protocol.CodeExecutorUnavailable || e.Reason() != protocol.ReasonShuttingDown {
+		t.Fatalf("new work while stopping: %v, want shutting_down", err)
+	}
+	var ping protocol.PingResult
+	if err := c.Call(context.Background(), protocol.MethodPing, nil, &ping); err != nil || !ping.Pong {
+		t.Fatalf("ping while stopping: %+v %v", ping, err)
+	}
+}

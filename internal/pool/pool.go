@@ -158,12 +158,41 @@ func (p *Pool) Call(ctx context.Context, user, method string, params, result any
 	if err != nil {
 		return err
 	}
+	err = p.call(ctx, user, c, method, params, result)
+	if shuttingDown(err) {
+		// The executor is on its way out (stopped, idle, its job ending):
+		// let it go and ask a new one, once.
+		p.forget(user, c)
+		if c, _, err = p.Get(ctx, user); err != nil {
+			return err
+		}
+		err = p.call(ctx, user, c, method, params, result)
+	}
+	return err
+}
+
+func (p *Pool) call(ctx context.Context, user string, c *rpc.Client, method string, params, result any) error {
 	defer p.hold(user, c)()
-	err = c.Call(ctx, method, params, result)
+	err := c.Call(ctx, method, params, result)
 	if errors.Is(err, rpc.ErrClosed) {
 		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonExecutorCrashed, "executor of %s ended during %s: %v", user, method, err)
 	}
 	return err
+}
+
+func shuttingDown(err error) bool {
+	var e *rpc.Error
+	return errors.As(err, &e) && e.Code == protocol.CodeExecutorUnavailable && e.Reason() == protocol.ReasonShuttingDown
+}
+
+// forget drops c as user's connection (if it still is) and closes it.
+func (p *Pool) forget(user string, c *rpc.Client) {
+	p.mu.Lock()
+	if e := p.conns[user]; e != nil && e.client == c {
+		delete(p.conns, user)
+	}
+	p.mu.Unlock()
+	go c.Close()
 }
 
 // ForgetDead closes user's connection when its executor process is gone,
