@@ -20,8 +20,12 @@ want() { # PATTERN CMD...: CMD's output matches PATTERN (extended regexp)
 	out=$("$@" 2>&1) || { printf '%s\n' "$out"; return 1; }
 	grep -E -- "$pat" >/dev/null <<<"$out" || { printf 'wanted /%s/ in:\n%s\n' "$pat" "$out"; return 1; }
 }
+hello() { # TOKEN USER JOB: one dial-back hello over TLS to the daemon, from node2
+	inside node2 sh -c "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"hello\",\"params\":{\"token\":\"$1\",\"user\":\"$2\",\"job_id\":\"$3\"}}' |
+		timeout 10 openssl s_client -quiet -verify_return_error -CAfile /etc/agor/dialback-ca.pem -connect 10.213.0.10:7443 2>/dev/null" || true
+}
 export work
-export -f inside as want
+export -f inside as want hello
 order="cluster install executor prompt terminal security lifecycle timelimit bench"
 for c in $order; do
 	[ -z "${AGOR_SLURM_ONLY:-}" ] || [[ " $AGOR_SLURM_ONLY " == *" $c "* ]] || continue

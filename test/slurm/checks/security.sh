@@ -1,10 +1,5 @@
 # What a compute node's neighbours cannot do: reach an executor (it never
 # listens), or dial in with a forged token or as someone else.
-hello() { # TOKEN USER JOB: one hello over TLS to the daemon, from node2
-	inside node2 sh -c "printf '%s\n' '{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"hello\",\"params\":{\"token\":\"$1\",\"user\":\"$2\",\"job_id\":\"$3\"}}' |
-		timeout 10 openssl s_client -quiet -verify_return_error -CAfile /etc/agor/dialback-ca.pem -connect 10.213.0.10:7443 2>/dev/null" || true
-}
-export -f hello
 check "the executor listens on no TCP port on its node" bash -c '
 	node=$(inside login squeue -h -u alice -o %N | head -n1)
 	! inside "$node" ss -Htlnp | grep agor-executor'
