@@ -105,15 +105,7 @@ cluster_slurm_conf() {
 cluster_boot() {
 	local n=$1 cg=agor-slurm-$$-$1
 	(
-		for h in /sys/fs/cgroup/*/; do
-			[ -w "$h" ] || continue
-			mkdir -p "$h$cg"
-			if [ -f "${h}cpuset.cpus" ]; then
-				cat "${h}cpuset.cpus" >"$h$cg/cpuset.cpus"
-				cat "${h}cpuset.mems" >"$h$cg/cpuset.mems"
-			fi
-			echo "$BASHPID" >"$h$cg/cgroup.procs"
-		done
+		join_cgroup "$cg" "$BASHPID"
 		exec systemd-nspawn --quiet -D "$work/$n" -M "agor-$n" --boot \
 			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
 			--register=no --keep-unit --network-zone="$cluster_zone" --console=read-only \
@@ -187,9 +179,7 @@ cluster_teardown() {
 		kill -9 "${cluster_leader[$n]:-0}" 2>/dev/null
 	done
 	for n in $cluster_nodes; do
-		for h in /sys/fs/cgroup/*/; do
-			[ -d "${h}agor-slurm-$$-$n" ] && find "${h}agor-slurm-$$-$n" -depth -type d -exec rmdir {} \; 2>/dev/null
-		done
+		leave_cgroup "agor-slurm-$$-$n"
 		umount "$work/$n" 2>/dev/null
 	done
 	ip link del "vz-$cluster_zone" 2>/dev/null

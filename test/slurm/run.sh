@@ -15,15 +15,8 @@ start=$(date +%s)
 . test/slurm/cluster.sh
 
 # --- host tools and what goes into the containers ------------------------------
-need=()
-for t in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd; do
-	command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	echo "== installing ${need[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. test/nspawn.sh
+host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd openssl:openssl
 echo "== building the package"
 make -s deb PKG_VERSION=0.1.1 >/dev/null
 mkdir -p test/.cache

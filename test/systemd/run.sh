@@ -11,15 +11,8 @@ cd "$top"
 start=$(date +%s)
 
 # --- host tools -------------------------------------------------------------
-need=()
-for t in systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd lintian:lintian rpmlint:rpmlint rpm:rpm; do
-	command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	echo "== installing ${need[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+. test/nspawn.sh
+host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd lintian:lintian rpmlint:rpmlint rpm:rpm
 
 # --- packages -----------------------------------------------------------------
 echo "== building packages"
@@ -88,10 +81,7 @@ teardown() {
 		kill -9 "$nspawn_pid" 2>/dev/null
 		wait "$nspawn_pid" 2>/dev/null
 	fi
-	for h in /sys/fs/cgroup/*/; do
-		[ -d "$h$cg" ] || continue
-		find "$h$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
-	done
+	leave_cgroup "$cg"
 	umount "$work/root" 2>/dev/null
 	rm -rf "$work"
 }
@@ -116,19 +106,8 @@ systemctl --root="$root" mask console-getty.service apt-daily.timer apt-daily-up
 
 # --- boot ---------------------------------------------------------------------
 echo "== booting systemd in systemd-nspawn"
-join_cgroup() {
-	for h in /sys/fs/cgroup/*/; do
-		[ -w "$h" ] || continue
-		mkdir -p "$h$cg"
-		if [ -f "${h}cpuset.cpus" ]; then
-			cat "${h}cpuset.cpus" >"$h$cg/cpuset.cpus"
-			cat "${h}cpuset.mems" >"$h$cg/cpuset.mems"
-		fi
-		echo "$1" >"$h$cg/cgroup.procs"
-	done
-}
 (
-	join_cgroup "$BASHPID"
+	join_cgroup "$cg" "$BASHPID"
 	# nspawn's own seccomp filter (systemd 252) leaves out the landlock
 	# system calls, which the executor's task sandbox needs: let them in,
 	# as a host does (the executor unit's filter still has its say).
