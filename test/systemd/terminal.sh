@@ -9,9 +9,17 @@ wait_pane() {
 # in_tmux CMD: runs CMD (an agorctl terminal) in a fresh 100x30 tmux
 # session, which prints agorctl's exit status when it ends.
 in_tmux() {
+	# The previous session's server exits after kill-server returns: a
+	# new session made meanwhile can reach the dying one ("server exited
+	# unexpectedly"). Wait for its socket to go, and try again if it did.
 	tmux kill-server 2>/dev/null || true
-	TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
-		"$1; echo agorctl-exit=\$?; sleep 600"
+	local _
+	for _ in $(seq 50); do [ -S "/tmp/tmux-$(id -u)/default" ] || break; sleep 0.1; done
+	for _ in 1 2 3; do
+		TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
+			"$1; echo agorctl-exit=\$?; sleep 600" && break
+		sleep 0.2
+	done
 	tmux set-option -t agorterm status off
 }
 terminal_tmux() {
