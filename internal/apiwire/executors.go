@@ -32,6 +32,6 @@ type ExecutorUsage struct {
 	Tasks        *uint64  `json:"tasks"`
 	IOReadBytes  *uint64  `json:"io_read_bytes"`
 	IOWriteBytes *uint64  `json:"io_write_bytes"`
-	Source       string   `json:"source"` // "systemd" or "proc"
+	Source       string   `json:"source"` // "systemd", "proc", "systemd+proc" (memory and tasks from the process tree where systemd has no counter) or "slurm"
 	Unavailable  []string `json:"unavailable,omitempty"`
 }

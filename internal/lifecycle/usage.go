@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"math"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -39,6 +40,7 @@ func (s *Systemd) Usage(ctx context.Context, users []string) (map[string]Usage, 
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.usageWorkers())
 	vals := make([][]*uint64, len(users))
+	mains := make([]uint32, len(users))
 	for i, user := range users {
 		vals[i] = make([]*uint64, len(usageProps))
 		for j, p := range usageProps {
@@ -53,10 +55,19 @@ func (s *Systemd) Usage(ctx context.Context, users []string) (map[string]Usage, 
 				return nil
 			})
 		}
+		g.Go(func() error {
+			prop, err := conn.GetServicePropertyContext(gctx, unitName(user, "service"), "MainPID")
+			if err != nil {
+				return s.dbusErr("usage of "+user, err)
+			}
+			mains[i], _ = prop.Value.Value().(uint32)
+			return nil
+		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	var procs map[int]procStat // read once, only if a counter is missing
 	for i, user := range users {
 		u := Usage{Source: "systemd"}
 		for j, p := range usageProps {
@@ -65,9 +76,35 @@ func (s *Systemd) Usage(ctx context.Context, users []string) (map[string]Usage, 
 				u.Unavailable = append(u.Unavailable, p.why)
 			}
 		}
+		if (u.MemoryBytes == nil || u.Tasks == nil) && mains[i] > 0 {
+			if procs == nil {
+				procs = readProcs("/proc")
+			}
+			u = fromProcTree(u, treeUsage(procs, int(mains[i])))
+		}
 		out[user] = u
 	}
 	return out, nil
+}
+
+// fromProcTree fills what systemd could not count (no memory or pids
+// controller for the unit, as on hosts that do not delegate them) from
+// the executor's process tree in /proc, and says so.
+func fromProcTree(u, tree Usage) Usage {
+	var still []string
+	for _, why := range u.Unavailable {
+		switch {
+		case strings.HasPrefix(why, "memory:") && u.MemoryBytes == nil:
+			u.MemoryBytes = tree.MemoryBytes
+		case strings.HasPrefix(why, "tasks:") && u.Tasks == nil:
+			u.Tasks = tree.Tasks
+		default:
+			still = append(still, why)
+		}
+	}
+	u.Unavailable = still
+	u.Source = "systemd+proc"
+	return u
 }
 
 func (s *Systemd) usageWorkers() int {

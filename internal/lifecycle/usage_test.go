@@ -102,3 +102,17 @@ func TestBusProperties(t *testing.T) {
 		}
 	}
 }
+
+// What systemd could not count comes from the executor's process tree,
+// and only that: CPU stays systemd's, IO stays unknown with its reason.
+func TestFromProcTree(t *testing.T) {
+	cpu, mem, tasks, treeCPU := uint64(5), uint64(4096), uint64(3), uint64(99)
+	u := Usage{CPUNSec: &cpu, Source: "systemd", Unavailable: []string{"memory: none", "tasks: none", "io_read: off"}}
+	got := fromProcTree(u, Usage{CPUNSec: &treeCPU, MemoryBytes: &mem, Tasks: &tasks})
+	if *got.CPUNSec != 5 || *got.MemoryBytes != 4096 || *got.Tasks != 3 || got.Source != "systemd+proc" {
+		t.Errorf("%+v", got)
+	}
+	if len(got.Unavailable) != 1 || got.Unavailable[0] != "io_read: off" {
+		t.Errorf("unavailable %v", got.Unavailable)
+	}
+}
