@@ -54,6 +54,7 @@ bench: build
 	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon
 	$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon
 	$(GO) test -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
+	$(GO) test -run '^$$' -bench Usage100 -benchtime 11x ./internal/lifecycle
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/terminal
 	$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon
 	$(GO) test -run '^$$' -bench . ./internal/broker ./internal/store
