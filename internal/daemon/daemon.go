@@ -173,6 +173,9 @@ func (d *Daemon) build(creds *credstore.Store) {
 		// daemon's connection alone would keep it running.
 		IdleClose: ms(e.IdleTimeoutMS) / 2,
 	}
+	if sl, ok := d.backend.(*lifecycle.Slurm); ok { // its Stop asks over the pool's connection first
+		sl.Shutdown = func(ctx context.Context, user string) error { return d.pool.Shutdown(ctx, user, "stopped") }
+	}
 	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Watches: watches,
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}

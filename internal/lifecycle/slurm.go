@@ -36,7 +36,10 @@ type Slurm struct {
 	// this long (its pool let it go) is told to shut down, which ends
 	// the job.
 	IdleTimeout time.Duration
-	Log         *slog.Logger
+	// Shutdown asks user's executor to shut down over the daemon's own
+	// connection, if it has one (the pool's); nil error: asked.
+	Shutdown func(ctx context.Context, user string) error
+	Log      *slog.Logger
 
 	mu      sync.Mutex
 	users   map[string]*remote
@@ -242,19 +245,30 @@ func (s *Slurm) take(ctx context.Context, user string, uid uint32) (net.Conn, er
 	}
 }
 
-// Stop ends user's job gracefully: SIGTERM to the executor (it lets
-// running work finish, as under systemd), then scancel if it is still
-// there after the grace.
+// Stop ends user's job gracefully: shutdown over JSON-RPC on the
+// executor's connection (the daemon's, through Shutdown, or one waiting
+// to be taken), which lets running work finish; a running job with no
+// connection gets SIGTERM (scancel --batch), the same graceful stop.
+// Whatever is still there after the grace, or still queued, is cancelled.
 func (s *Slurm) Stop(ctx context.Context, user string) error {
 	s.mu.Lock()
 	r := s.remoteLocked(user)
-	job, live := r.jobID, r.live()
+	job, live, running, parked := r.jobID, r.live(), r.state == "RUNNING", r.parked
+	r.parked = nil
 	s.mu.Unlock()
 	if !live {
 		return nil
 	}
-	if err := s.callLocal(ctx, user, protocol.MethodCancelJob, protocol.CancelJobParams{JobID: job, Signal: "TERM"}, nil); err != nil {
-		s.log().Warn("graceful stop of the job failed; cancelling it", "user", user, "job", job, "err", err)
+	switch {
+	case parked != nil:
+		s.shutdownOn(ctx, parked, "stopped")
+	case s.Shutdown != nil && s.Shutdown(ctx, user) == nil:
+	case running:
+		if err := s.callLocal(ctx, user, protocol.MethodCancelJob, protocol.CancelJobParams{JobID: job, Signal: "TERM"}, nil); err != nil {
+			s.log().Warn("graceful stop of the job failed; cancelling it", "user", user, "job", job, "err", err)
+		}
+	default: // queued: nothing runs to let finish
+		return s.callLocal(ctx, user, protocol.MethodCancelJob, protocol.CancelJobParams{JobID: job}, nil)
 	}
 	grace, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -262,6 +276,15 @@ func (s *Slurm) Stop(ctx context.Context, user string) error {
 		return nil
 	}
 	return s.callLocal(ctx, user, protocol.MethodCancelJob, protocol.CancelJobParams{JobID: job}, nil)
+}
+
+// shutdownOn asks the executor on c to shut down, and closes c.
+func (s *Slurm) shutdownOn(ctx context.Context, c net.Conn, reason string) {
+	cl := rpc.NewClient(c, nil, rpc.Options{Logger: s.log()})
+	defer cl.Close()
+	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_ = cl.Call(sctx, protocol.MethodShutdown, protocol.ShutdownParams{Reason: reason, TimeoutMS: 10_000}, nil)
 }
 
 func (s *Slurm) waitEnded(ctx context.Context, user, job string) bool {
@@ -426,13 +449,7 @@ func (s *Slurm) shutdownIdle(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	for _, c := range idle {
-		go func() {
-			cl := rpc.NewClient(c, nil, rpc.Options{Logger: s.log()})
-			defer cl.Close()
-			sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			defer cancel()
-			_ = cl.Call(sctx, protocol.MethodShutdown, protocol.ShutdownParams{Reason: "idle", TimeoutMS: 10_000}, nil)
-		}()
+		go s.shutdownOn(ctx, c, "idle")
 	}
 }
 

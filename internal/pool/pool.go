@@ -195,6 +195,18 @@ func (p *Pool) forget(user string, c *rpc.Client) {
 	go c.Close()
 }
 
+// Shutdown asks user's executor to shut down over the open connection,
+// if there is one; it never starts an executor.
+func (p *Pool) Shutdown(ctx context.Context, user, reason string) error {
+	p.mu.Lock()
+	e := p.conns[user]
+	p.mu.Unlock()
+	if e == nil || !e.connected() || e.client.Err() != nil {
+		return errors.New("no connection to " + user + "'s executor")
+	}
+	return e.client.Call(ctx, protocol.MethodShutdown, protocol.ShutdownParams{Reason: reason, TimeoutMS: 10_000}, nil)
+}
+
 // ForgetDead closes user's connection when its executor process is gone,
 // failing the calls in flight on it at once. The backend saw an executor
 // end; the connection may already be to the next one, which is kept.
