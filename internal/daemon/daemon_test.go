@@ -4,19 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
 	"github.com/agor-sh/agor/internal/exectest"
 
 	"github.com/agor-sh/agor/internal/config"
@@ -401,9 +396,9 @@ func TestDaemonTCPNeedsTLS(t *testing.T) {
 	}
 	name, _ := target(t)
 	dir := t.TempDir()
-	certPEM, keyPEM := selfSigned(t)
+	p := dialbacktest.New(t)
 	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if os.WriteFile(cert, certPEM, 0o644) != nil || os.WriteFile(key, keyPEM, 0o600) != nil {
+	if os.WriteFile(cert, p.CertPEM, 0o644) != nil || os.WriteFile(key, p.KeyPEM, 0o600) != nil {
 		t.Fatal("write the certificate")
 	}
 	tokens := filepath.Join(dir, "api-tokens")
@@ -417,7 +412,7 @@ func TestDaemonTCPNeedsTLS(t *testing.T) {
 	})
 	_, port, _ := net.SplitHostPort(h.d.tcp.Addr().String())
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
+	pool.AppendCertsFromPEM(p.CAPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	req, _ := http.NewRequest("GET", "https://127.0.0.1:"+port+"/v1/health", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
@@ -429,25 +424,4 @@ func TestDaemonTCPNeedsTLS(t *testing.T) {
 	if resp, err := http.Get("http://127.0.0.1:" + port + "/v1/health"); err == nil && resp.StatusCode == 200 {
 		t.Fatal("plain HTTP answered on the TLS port")
 	}
-}
-
-// selfSigned makes a certificate for 127.0.0.1, PEM encoded.
-func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agor test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }

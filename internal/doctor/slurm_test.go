@@ -2,10 +2,7 @@ package doctor
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -20,12 +17,8 @@ import (
 func TestDoctorSlurm(t *testing.T) {
 	d, ran := fixture(t)
 	p := dialbacktest.New(t)
-	keyDER, err := x509.MarshalECPrivateKey(p.Cert.PrivateKey.(*ecdsa.PrivateKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(d.root, "/etc/agor/dialback.pem"), 0o644, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Cert.Certificate[0]})))
-	write(t, filepath.Join(d.root, "/etc/agor/dialback.key"), 0o600, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	write(t, filepath.Join(d.root, "/etc/agor/dialback.pem"), 0o644, string(p.CertPEM))
+	write(t, filepath.Join(d.root, "/etc/agor/dialback.key"), 0o600, string(p.KeyPEM))
 	write(t, filepath.Join(d.root, "/etc/agor/dialback-ca.pem"), 0o644, string(p.CAPEM))
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{p.Cert}})
 	if err != nil {

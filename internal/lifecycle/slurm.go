@@ -137,8 +137,8 @@ func (s *Slurm) submit(ctx context.Context, user string, uid uint32) error {
 func (s *Slurm) jobParams(ctx context.Context, user, token string) protocol.SubmitJobParams {
 	c := s.Config
 	js := c.Job
-	for _, g := range c.Groups {
-		if u, err := s.Policy.accounts().LookupName(ctx, user); err == nil {
+	if u, err := s.Policy.accounts().LookupName(ctx, user); err == nil && len(c.Groups) > 0 {
+		for _, g := range c.Groups {
 			if in, err := s.Policy.accounts().InGroup(ctx, u, g.Group); err == nil && in {
 				js = js.Over(g.JobSettings)
 			}

@@ -16,11 +16,13 @@ import (
 	"time"
 )
 
-// PKI is a CA and a server certificate for 127.0.0.1 and localhost.
+// PKI is a CA and a server certificate for 127.0.0.1 and localhost, as
+// Go values and as the PEM files a configuration names.
 type PKI struct {
-	CAPEM []byte
-	Pool  *x509.CertPool
-	Cert  tls.Certificate
+	CAPEM           []byte
+	CertPEM, KeyPEM []byte
+	Pool            *x509.CertPool
+	Cert            tls.Certificate
 }
 
 // New makes a PKI valid for an hour.
@@ -52,11 +54,17 @@ func New(t testing.TB) PKI {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	return PKI{
-		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		Pool:  pool,
-		Cert:  tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		CAPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		Pool:    pool,
+		Cert:    tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
 	}
 }
