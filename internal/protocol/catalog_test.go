@@ -109,6 +109,12 @@ var catalog = []message{
 	{protocol.MethodReportMessage, "params", protocol.ReportMessage{SessionToken: "tok-abc", TaskID: "t1", Sequence: 3,
 		Timestamp: 1763900000123, EventType: protocol.EventToolCall,
 		EventData: json.RawMessage(`{"type":"tool_call","data":{"tool_input":{"command":"ls"},"tool_name":"Bash","tool_use_id":"u1"}}`)}},
+	{protocol.MethodWarmAgents, "params", protocol.WarmAgentsParams{Agents: []protocol.WarmAgent{
+		{SessionID: "s1", Tool: protocol.ToolClaudeCode, LastUsedMS: 1763900000123},
+		{SessionID: "s2", Tool: protocol.ToolCodex, LastUsedMS: 1763900004567}}}},
+	{protocol.MethodReleaseWarmAgent, "params", protocol.ReleaseWarmAgentParams{SessionID: "s1", Tool: protocol.ToolClaudeCode,
+		LastUsedMS: 1763900000123, Reason: "host cap"}},
+	{protocol.MethodReleaseWarmAgent, "result", protocol.ReleaseWarmAgentResult{Released: true}},
 }
 
 // TestGolden checks each message both ways: the Go value encodes to its
@@ -154,7 +160,7 @@ func TestCatalogComplete(t *testing.T) {
 	for _, m := range catalog {
 		have[m.method+"."+m.kind] = true
 	}
-	notifications := []string{protocol.MethodTerminalInput, protocol.MethodReportMessage}
+	notifications := []string{protocol.MethodTerminalInput, protocol.MethodReportMessage, protocol.MethodWarmAgents}
 	noParams := []string{protocol.MethodPing, protocol.MethodListTerminals}
 	for _, method := range slices.Concat(protocol.ExecutorMethods, protocol.DaemonMethods) {
 		if !slices.Contains(noParams, method) && !have[method+".params"] {
@@ -239,6 +245,11 @@ func TestValidation(t *testing.T) {
 		{protocol.SubmitJobParams{Script: "#!/bin/sh\n"}, "job_name"},
 		{protocol.CancelJobParams{JobID: "1; rm -rf /"}, "job_id"},
 		{protocol.CancelJobParams{JobID: "12", Signal: "-9 13"}, "signal"},
+		{protocol.WarmAgentsParams{Agents: []protocol.WarmAgent{{SessionID: "s", Tool: "codex", LastUsedMS: 1}, {Tool: "codex", LastUsedMS: 1}}}, "agents[1].session_id"},
+		{protocol.WarmAgentsParams{Agents: []protocol.WarmAgent{{SessionID: "s", Tool: "codex"}}}, "agents[0].last_used_ms"},
+		{protocol.WarmAgentsParams{Agents: make([]protocol.WarmAgent, protocol.MaxWarmAgents+1)}, "agents"},
+		{protocol.ReleaseWarmAgentParams{SessionID: "s"}, "agentic_tool"},
+		{protocol.ReleaseWarmAgentParams{SessionID: "s", Tool: "codex", LastUsedMS: -1}, "last_used_ms"},
 	}
 	for _, c := range cases {
 		err := c.v.Validate()

@@ -52,11 +52,12 @@ var ExecutorMethods = []string{
 	MethodSpawnTerminal, MethodAttachTerminal, MethodResizeTerminal, MethodTerminateTerminal,
 	MethodListTerminals, MethodTerminalInput, MethodAttachTerminalRaw,
 	MethodSubmitJob, MethodCancelJob,
+	MethodReleaseWarmAgent,
 }
 
 // DaemonMethods lists what the daemon serves on an executor connection.
 // (MethodHello only on the dial-back listener, as a connection's first line.)
-var DaemonMethods = []string{MethodGetAPIKey, MethodRequestPermission, MethodReportMessage, MethodHello}
+var DaemonMethods = []string{MethodGetAPIKey, MethodRequestPermission, MethodReportMessage, MethodHello, MethodWarmAgents}
 
 // StreamNotifications lists what the executor streams back to a caller.
 var StreamNotifications = []string{MethodExecOutput, MethodFileEvent, MethodTerminalOutput, MethodTerminalExit}
