@@ -67,7 +67,7 @@ func (l loggedMux) Handle(ctx context.Context, r *rpc.Request) (any, error) {
 var windDown = map[string]bool{
 	protocol.MethodPing: true, protocol.MethodShutdown: true, protocol.MethodStopTask: true,
 	protocol.MethodTerminateTerminal: true, protocol.MethodResizeTerminal: true, protocol.MethodUnwatch: true,
-	protocol.MethodCancelJob: true,
+	protocol.MethodCancelJob: true, protocol.MethodReleaseWarmAgent: true,
 }
 
 // logged wraps the mux so every request leaves a journal line with its

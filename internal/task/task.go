@@ -48,6 +48,7 @@ type Service struct {
 func (s *Service) Register(m *rpc.Mux) {
 	m.Register(protocol.MethodExecutePrompt, s.execute)
 	m.Register(protocol.MethodStopTask, rpc.Method(s.stop))
+	m.Register(protocol.MethodReleaseWarmAgent, rpc.Method(s.releaseWarm))
 }
 
 // errStopped is the cause of a task ended by stop_task.
@@ -71,6 +72,7 @@ func (s *Service) execute(ctx context.Context, r *rpc.Request) (any, error) {
 		return nil, err
 	}
 	defer cancel(nil)
+	s.pool().report.to(r.Conn) // prompts come from the daemon: so do releases
 	if s.Hold != nil {
 		defer s.Hold.Hold()()
 	}
@@ -221,6 +223,16 @@ func (s *Service) result(ctx context.Context, res agent.Result, err error) proto
 
 func failed(code, msg string) protocol.ExecutePromptResult {
 	return protocol.ExecutePromptResult{Status: "failed", Error: &agent.Error{Code: code, Message: msg}}
+}
+
+// releaseWarm stops a warm agent the daemon asks back for the host's cap
+// of warm agents; a session with none (or running a turn) is no error.
+func (s *Service) releaseWarm(_ context.Context, p protocol.ReleaseWarmAgentParams) (protocol.ReleaseWarmAgentResult, error) {
+	why := p.Reason
+	if why == "" {
+		why = "host cap"
+	}
+	return protocol.ReleaseWarmAgentResult{Released: s.pool().release(keyOf(p.SessionID, p.Tool), p.LastUsedMS, why)}, nil
 }
 
 func (s *Service) stop(_ context.Context, p protocol.StopTaskParams) (protocol.StopTaskResult, error) {

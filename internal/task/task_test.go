@@ -65,7 +65,8 @@ type daemonSide struct {
 	events  []message
 	key     string
 	approve bool
-	onEvent func(message) // called with mu held, as each event arrives
+	onEvent func(message)          // called with mu held, as each event arrives
+	warm    [][]protocol.WarmAgent // each warm_agents report, in order
 }
 
 func (d *daemonSide) mux() *rpc.Mux {
@@ -91,6 +92,12 @@ func (d *daemonSide) mux() *rpc.Mux {
 		d.mu.Unlock()
 		return nil, nil
 	})
+	m.Register(protocol.MethodWarmAgents, rpc.Method(func(_ context.Context, p protocol.WarmAgentsParams) (any, error) {
+		d.mu.Lock()
+		d.warm = append(d.warm, p.Agents)
+		d.mu.Unlock()
+		return nil, nil
+	}))
 	return m
 }
 

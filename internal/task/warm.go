@@ -3,6 +3,7 @@ package task
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -67,6 +68,7 @@ type warmPool struct {
 	log       *slog.Logger
 	rss       func(pid int) int64 // agent.GroupRSS
 	available func() int64        // the host's MemAvailable
+	report    *warmReport         // the set, to the daemon for the host's cap
 
 	mu       sync.Mutex
 	agents   map[string]*warmAgent
@@ -75,11 +77,14 @@ type warmPool struct {
 }
 
 func newWarmPool(l WarmLimits, hold Holder, log *slog.Logger) *warmPool {
-	return &warmPool{limits: l, hold: hold, log: log, rss: agent.GroupRSS, available: memAvailable, agents: map[string]*warmAgent{}}
+	return &warmPool{limits: l, hold: hold, log: log, rss: agent.GroupRSS, available: memAvailable,
+		report: &warmReport{log: log}, agents: map[string]*warmAgent{}}
 }
 
 // warmKey is the pool's key: one warm agent per session and tool.
-func warmKey(p protocol.ExecutePromptParams) string { return p.SessionID + "\x00" + p.Tool }
+func warmKey(p protocol.ExecutePromptParams) string { return keyOf(p.SessionID, p.Tool) }
+
+func keyOf(session, tool string) string { return session + "\x00" + tool }
 
 // settingsOf hashes what an agent process is started with: a prompt that
 // asks for anything else (cwd, model, sandbox, binary, environment - the
@@ -105,6 +110,7 @@ func (w *warmPool) take(key, settings, noMode string) *warmAgent {
 	if a != nil {
 		delete(w.agents, key)
 		a.idle.Stop()
+		w.changedLocked() // running a turn, it is no longer warm
 	}
 	w.mu.Unlock()
 	switch {
@@ -142,6 +148,7 @@ func (w *warmPool) put(a *warmAgent) {
 	a.idle = time.AfterFunc(w.limits.Idle, func() { w.expire(a, "idle") })
 	w.agents[a.key] = a
 	out = append(out, w.overLocked()...)
+	w.changedLocked()
 	w.mu.Unlock()
 	for _, v := range out {
 		w.stopLater(v)
@@ -190,12 +197,45 @@ func (w *warmPool) expire(a *warmAgent, why string) {
 	mine := w.agents[a.key] == a
 	if mine {
 		delete(w.agents, a.key)
+		w.changedLocked()
 	}
 	w.mu.Unlock()
 	if mine {
 		w.log.Info("warm agent stopped", "reason", why, "pid", a.live.Pid())
 		w.stopLater(a)
 	}
+}
+
+// release stops the session's warm agent for the daemon's host cap. One
+// running a turn is not in the pool, and is not stopped; nor is one used
+// after the use the daemon saw (usedMS, 0: any), whose view was stale.
+func (w *warmPool) release(key string, usedMS int64, why string) bool {
+	w.mu.Lock()
+	a := w.agents[key]
+	ok := a != nil && (usedMS == 0 || a.used.UnixMilli() <= usedMS)
+	if ok {
+		a.idle.Stop()
+		delete(w.agents, a.key)
+		w.changedLocked()
+	}
+	w.mu.Unlock()
+	if ok {
+		w.log.Info("warm agent stopped", "reason", why, "pid", a.live.Pid())
+		w.stopLater(a)
+	}
+	return ok
+}
+
+// changedLocked hands the reporter the set as it is now. Called with
+// w.mu held, so that the reports follow the changes in order.
+func (w *warmPool) changedLocked() {
+	set := make([]protocol.WarmAgent, 0, len(w.agents))
+	for _, a := range w.agents {
+		session, tool, _ := strings.Cut(a.key, "\x00")
+		set = append(set, protocol.WarmAgent{SessionID: session, Tool: tool, LastUsedMS: a.used.UnixMilli()})
+	}
+	slices.SortFunc(set, func(x, y protocol.WarmAgent) int { return cmp.Compare(x.LastUsedMS, y.LastUsedMS) })
+	w.report.set(set)
 }
 
 // stopLater stops a on a goroutine of its own: an agent may take seconds
@@ -221,12 +261,16 @@ func (w *warmPool) close() {
 	w.closed = true
 	all := w.agents
 	w.agents = map[string]*warmAgent{}
+	if len(all) > 0 {
+		w.changedLocked()
+	}
 	w.mu.Unlock()
 	for _, a := range all {
 		a.idle.Stop()
 		w.stopLater(a)
 	}
 	w.stopping.Wait()
+	w.report.wait()
 }
 
 // memAvailable is the host's MemAvailable in bytes (-1: unknown, which

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/agent"
 	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/rpc"
 )
 
 // warmFake is an Opener whose "process" is a fakeLive: it shows which
@@ -37,6 +38,9 @@ func (warmFake) Open(ctx context.Context, req agent.Request, h agent.Host) (agen
 
 var fakeLives sync.Map // pid → *fakeLive
 
+// fakeGates holds a turn whose prompt names a gate until it is closed.
+var fakeGates sync.Map // prompt → chan struct{}
+
 type fakeLive struct {
 	pid      int
 	modeLive bool
@@ -46,6 +50,9 @@ type fakeLive struct {
 }
 
 func (l *fakeLive) Turn(_ context.Context, req agent.Request, h agent.Host) (agent.Result, error) {
+	if gate, ok := fakeGates.Load(req.Prompt); ok { // a test holds the turn open
+		<-gate.(chan struct{})
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -70,6 +77,7 @@ type warmRig struct {
 	t     *testing.T
 	d     *daemonSide
 	svc   *Service
+	conn  *rpc.Conn // the daemon's end
 	holds *countHolder
 	run   func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string)
 }
@@ -78,7 +86,7 @@ func newWarmRig(t *testing.T, l WarmLimits) *warmRig {
 	d := &daemonSide{key: "k"}
 	holds := &countHolder{}
 	conn, _, svc := setupService(t, d, func(s *Service) { s.Warm, s.Hold = l, holds })
-	r := &warmRig{t: t, d: d, svc: svc, holds: holds}
+	r := &warmRig{t: t, d: d, svc: svc, conn: conn, holds: holds}
 	n := 0
 	r.run = func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string) {
 		t.Helper()
