@@ -8,7 +8,8 @@ import "fmt"
 // the least recently used beyond WarmPerUser, or the warm agents' memory
 // (resident, whole process groups) passes WarmMemoryBytes. Read by the
 // executor; one executor serves one user, so the per-user figures are
-// the executor's own.
+// the executor's own. WarmPerHost is the daemon's, which hears from every
+// executor on the host.
 type Agents struct {
 	WarmIdleMS      int64 `yaml:"warm_idle_ms"`      // 0: no warm agents
 	WarmPerUser     int   `yaml:"warm_per_user"`     // 0: no warm agents
@@ -16,12 +17,15 @@ type Agents struct {
 	// WarmHostMinAvailableBytes is the host-wide bound: an executor keeps
 	// no warm agent while the host's MemAvailable is below it (0: off).
 	WarmHostMinAvailableBytes int64 `yaml:"warm_host_min_available_bytes"`
+	// WarmPerHost bounds every user's warm agents together: beyond it the
+	// daemon asks for the least recently used back (0: no host cap).
+	WarmPerHost int `yaml:"warm_per_host"`
 }
 
 // DefaultAgents are the warm-agent bounds a file leaves out; see
 // packaging/config.yaml for the measurements behind them.
 func DefaultAgents() Agents {
-	return Agents{WarmIdleMS: 300_000, WarmPerUser: 4, WarmMemoryBytes: 2 << 30, WarmHostMinAvailableBytes: 1 << 30}
+	return Agents{WarmIdleMS: 300_000, WarmPerUser: 4, WarmMemoryBytes: 2 << 30, WarmHostMinAvailableBytes: 1 << 30, WarmPerHost: 16}
 }
 
 func (a Agents) validate() error {
@@ -34,6 +38,8 @@ func (a Agents) validate() error {
 		return fmt.Errorf("agents.warm_memory_bytes: must not be negative")
 	case a.WarmHostMinAvailableBytes < 0:
 		return fmt.Errorf("agents.warm_host_min_available_bytes: must not be negative")
+	case a.WarmPerHost < 0:
+		return fmt.Errorf("agents.warm_per_host: must not be negative")
 	}
 	return nil
 }
