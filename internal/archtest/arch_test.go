@@ -19,7 +19,7 @@ var sides = map[string][]string{
 	// The per-user executor and what it runs as the user.
 	"executor": {"executor", "task", "agent", "terminal", "procexec", "files", "watch", "fsroot", "childenv"},
 	// The daemon: lifecycle, pool, broker, store, audit, API.
-	"daemon": {"daemon", "api", "broker", "pool", "lifecycle", "store", "audit", "events", "credstore", "token"},
+	"daemon": {"daemon", "api", "broker", "pool", "lifecycle", "store", "audit", "events", "credstore", "token", "warmcap"},
 	// Small leaves either side may use: they know nothing of the other.
 	"shared": {"dialback", "slurm", "peer", "logging", "flagenv", "version", "unixsock", "sdnotify", "account", "identity", "sandbox", "config", "doctor", "apiclient"},
 	// Test helpers, imported by tests only.

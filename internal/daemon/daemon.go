@@ -33,6 +33,7 @@ import (
 	"github.com/agor-sh/agor/internal/store"
 	"github.com/agor-sh/agor/internal/token"
 	"github.com/agor-sh/agor/internal/version"
+	"github.com/agor-sh/agor/internal/warmcap"
 )
 
 // Options are what main hands the daemon.
@@ -64,6 +65,7 @@ type Daemon struct {
 	api     *http.Server
 	tcp     net.Listener // the API on TCP (bearer tokens), when configured
 	srv     *api.Server
+	warm    *warmcap.Cap // warm agents across the host
 }
 
 // New builds the daemon; nothing runs until Run.
@@ -161,11 +163,13 @@ func (d *Daemon) build(creds *credstore.Store) {
 		},
 	})
 	outputs, terms, watches := &api.Outputs{}, &api.Terminals{}, &api.Watches{}
+	d.warm = &warmcap.Cap{Max: d.cfg.Agents.WarmPerHost, Log: d.log}
 	d.pool = &pool.Pool{
 		Backend: d.backend,
 		Handler: func(user string) rpc.Handler {
-			return terms.Handler(user, outputs.Handler(watches.Handler(user, d.broker.Handler(user))))
+			return d.warm.Handler(user, terms.Handler(user, outputs.Handler(watches.Handler(user, d.broker.Handler(user)))))
 		},
+		Keep:    d.warm.Keep,
 		Log:     d.log,
 		Max:     e.MaxExecutors,
 		Timeout: ms(e.ConnectionTimeoutMS),
@@ -298,6 +302,7 @@ func serveHTTP(ctx context.Context, srv *http.Server, ln net.Listener) error {
 func (d *Daemon) close() {
 	d.srv.Wait() // tasks end with the daemon; the store marks them interrupted at the next start
 	d.pool.Close()
+	d.warm.Wait() // its releases end with their connections
 	d.closeBE()
 	if err := d.audit.Close(); err != nil {
 		d.log.Warn("audit trail: close", "err", err)

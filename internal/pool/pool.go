@@ -32,6 +32,10 @@ type Pool struct {
 	// IdleClose lets go of a connection unused this long, so that its
 	// executor can exit when idle; 0 keeps connections open.
 	IdleClose time.Duration
+	// Keep says a connection stays open though unused: its executor keeps
+	// warm agents that the host's cap may ask back over it (and that keep
+	// the executor up anyway). Called with the pool's lock held.
+	Keep func(user string) bool
 
 	mu      sync.Mutex
 	conns   map[string]*entry
@@ -283,7 +287,7 @@ func (p *Pool) idle(before time.Time) []*rpc.Client {
 	defer p.mu.Unlock()
 	var out []*rpc.Client
 	for user, e := range p.conns {
-		if e.connected() && e.busy == 0 && e.used.Before(before) {
+		if e.connected() && e.busy == 0 && e.used.Before(before) && (p.Keep == nil || !p.Keep(user)) {
 			delete(p.conns, user)
 			out = append(out, e.client)
 		}
