@@ -174,6 +174,18 @@ func (c *Cap) Keep(user string) bool {
 	return ok && h.ex.Err() == nil
 }
 
+// Of is user's warm agents as their executor last reported them (none
+// once it has gone).
+func (c *Cap) Of(user string) []protocol.WarmAgent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.users[user]
+	if !ok || h.ex.Err() != nil {
+		return nil
+	}
+	return slices.Clone(h.agents)
+}
+
 // Held is how many warm agents the host holds, as reported.
 func (c *Cap) Held() int {
 	c.mu.Lock()
