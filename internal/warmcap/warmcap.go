@@ -83,23 +83,29 @@ func (c *Cap) Update(user string, ex Executor, agents []protocol.WarmAgent) {
 	}
 	out := c.overLocked()
 	c.mu.Unlock()
-	for _, v := range out {
-		c.release(v)
+	for _, a := range out {
+		c.release(a)
 	}
+}
+
+// ask is a release to make, and the connection to make it on.
+type ask struct {
+	v  victim
+	ex Executor
 }
 
 // overLocked lists the least recently used beyond the cap that are not
 // being asked back already, and marks them asked.
-func (c *Cap) overLocked() []victim {
+func (c *Cap) overLocked() []ask {
 	all := c.liveLocked()
 	if c.Max <= 0 || len(all) <= c.Max {
 		return nil
 	}
-	var out []victim
+	var out []ask
 	for _, v := range all[:len(all)-c.Max] {
 		if !c.asked[v] {
 			c.asked[v] = true
-			out = append(out, v)
+			out = append(out, ask{v: v, ex: c.users[v.user].ex})
 		}
 	}
 	return out
@@ -131,10 +137,8 @@ func (c *Cap) liveLocked() []victim {
 
 // release asks v's executor, on a goroutine of its own: the report came
 // on that connection's read loop, which the answer needs.
-func (c *Cap) release(v victim) {
-	c.mu.Lock()
-	ex := c.users[v.user].ex
-	c.mu.Unlock()
+func (c *Cap) release(a ask) {
+	v := a.v
 	c.calls.Add(1)
 	go func() {
 		defer c.calls.Done()
@@ -142,7 +146,7 @@ func (c *Cap) release(v victim) {
 		defer cancel()
 		p := protocol.ReleaseWarmAgentParams{SessionID: v.agent.SessionID, Tool: v.agent.Tool, LastUsedMS: v.agent.LastUsedMS, Reason: "host cap"}
 		var res protocol.ReleaseWarmAgentResult
-		err := ex.Call(ctx, protocol.MethodReleaseWarmAgent, p, &res)
+		err := a.ex.Call(ctx, protocol.MethodReleaseWarmAgent, p, &res)
 		c.mu.Lock()
 		delete(c.asked, v)
 		c.mu.Unlock()
