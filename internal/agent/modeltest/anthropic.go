@@ -47,6 +47,7 @@ type AnthRequest struct {
 
 // Anthropic is a stand-in of the Anthropic Messages API.
 type Anthropic struct {
+	Arrivals
 	*httptest.Server
 	t      testing.TB
 	mu     sync.Mutex
@@ -61,7 +62,7 @@ type Anthropic struct {
 // do not advance the script.
 func NewAnthropic(t testing.TB, script ...AnthTurn) *Anthropic {
 	a := &Anthropic{t: t, script: script}
-	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	a.Server = httptest.NewServer(a.Arrivals.wrap(a.serve))
 	t.Cleanup(a.Close)
 	return a
 }
@@ -70,7 +71,7 @@ func NewAnthropic(t testing.TB, script ...AnthTurn) *Anthropic {
 // surprises are logged, and the caller closes it.
 func ServeAnthropic(script ...AnthTurn) *Anthropic {
 	a := &Anthropic{script: script}
-	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	a.Server = httptest.NewServer(a.Arrivals.wrap(a.serve))
 	return a
 }
 
