@@ -127,10 +127,24 @@ func TestWarmRealAgents(t *testing.T) {
 		t.Run(c.Tool, func(t *testing.T) {
 			r := newRealRig(t, c, true) // every question asked is approved
 			r.prompt("s1", "remember the word pelican-7", "default", false)
-			r.prompt("s1", "which word did I give you?", "default", true)
+			second := r.prompt("s1", "which word did I give you?", "default", true)
 			r.sawTogether("pelican-7", "which word did I give you?")
 
-			pid := r.warmPid("s1") // a crash: the agent's whole process group dies
+			// A crash: the agent's whole process group dies, once what a
+			// resume needs is on disk (Claude Code writes its transcript
+			// up to a second after the turn's result).
+			if c.Tool == "claude-code" {
+				waitFor(t, "Claude Code wrote the turn", func() bool {
+					files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", second.AgentSessionID+".jsonl"))
+					for _, f := range files {
+						if b, _ := os.ReadFile(f); strings.Contains(string(b), "It was pelican-7.") {
+							return true
+						}
+					}
+					return false
+				})
+			}
+			pid := r.warmPid("s1")
 			if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
