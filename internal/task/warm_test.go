@@ -56,10 +56,15 @@ func (l *fakeLive) Turn(_ context.Context, req agent.Request, h agent.Host) (age
 	return agent.Result{Status: "completed", MessageCount: 1, AgentSession: fmt.Sprint("agent-", l.pid)}, nil
 }
 
-func (l *fakeLive) Usable() bool   { l.mu.Lock(); defer l.mu.Unlock(); return !l.closed }
-func (l *fakeLive) ModeLive() bool { return l.modeLive }
-func (l *fakeLive) Pid() int       { return l.pid }
-func (l *fakeLive) Close()         { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
+func (l *fakeLive) Usable() bool { l.mu.Lock(); defer l.mu.Unlock(); return !l.closed }
+
+// CanSwitchMode: a mode-live fake switches to any mode but
+// bypassPermissions (as Claude Code started in another mode does).
+func (l *fakeLive) CanSwitchMode(mode string) bool {
+	return l.modeLive && mode != "bypassPermissions"
+}
+func (l *fakeLive) Pid() int { return l.pid }
+func (l *fakeLive) Close()   { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
 
 func (l *fakeLive) isClosed() bool { return !l.Usable() }
 
@@ -113,7 +118,7 @@ var roomy = WarmLimits{Idle: time.Minute, PerUser: 4}
 
 // A session's second prompt runs on the process of its first; a change
 // of what the process was started with (cwd, permission mode for an
-// agent that cannot change it live) restarts it.
+// agent that cannot switch to it live) restarts it.
 func TestWarmReuseAndSettings(t *testing.T) {
 	r := newWarmRig(t, roomy)
 	res, first := r.run("s1", "default", nil)
@@ -129,11 +134,16 @@ func TestWarmReuseAndSettings(t *testing.T) {
 		t.Fatalf("mode change kept the process: %+v %q", res, third)
 	}
 	waitFor(t, "the old process stopped", r.live(first).isClosed)
-	// An agent that changes its mode live keeps its process.
+	// An agent that changes its mode live keeps its process, unless it
+	// cannot switch to the mode asked for.
 	res, a := r.run("s2", "default", map[string]any{"model": "mode-live"})
 	res2, b := r.run("s2", "plan", map[string]any{"model": "mode-live"})
 	if res.Warm || !res2.Warm || r.live(a) != r.live(b) || b != fmt.Sprintf("pid=%d turn=2 mode=plan", r.live(a).pid) {
 		t.Fatalf("live mode change: %q then %q, warm %v", a, b, res2.Warm)
+	}
+	res3, c := r.run("s2", "bypassPermissions", map[string]any{"model": "mode-live"})
+	if res3.Warm || r.live(c) == r.live(a) {
+		t.Fatalf("a mode it cannot switch to kept the process: %+v %q", res3, c)
 	}
 }
 
