@@ -172,7 +172,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 	}
 	res, err := w.live.Turn(ctx, req, h)
 	if errors.Is(err, agent.ErrGone) {
-		s.log().Info("warm agent gone; resuming cold", "task", p.TaskID, "agentic_tool", p.Tool, "err", err)
+		s.log().Info("warm agent cannot run the turn; resuming cold", "task", p.TaskID, "agentic_tool", p.Tool, "err", err)
 		s.pool().stopLater(w)
 		return protocol.ExecutePromptResult{}, false
 	}

@@ -3,6 +3,9 @@ package task
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,4 +248,70 @@ func (h *countHolder) Hold() func() {
 	h.n.Add(1)
 	var once sync.Once
 	return func() { once.Do(func() { h.n.Add(-1) }) }
+}
+
+// A warm Claude Code that refuses the switch to the prompt's mode: the
+// prompt runs cold in that mode on a resume of the session, reported
+// once, nothing of it lost (a stand-in CLI logs its command lines and the
+// prompts it got).
+func TestWarmClaudeModeRefused(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	bin := filepath.Join(dir, "claude")
+	script := `#!/bin/sh
+echo "args $*" >>"$FAKE_LOG"
+while read -r line; do
+	case "$line" in
+	*set_permission_mode*)
+		id=$(echo "$line" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+		echo '{"type":"control_response","response":{"subtype":"error","request_id":"'"$id"'","error":"not on this process"}}';;
+	*'"type":"user"'*)
+		echo "prompt $$ $line" >>"$FAKE_LOG"
+		echo '{"type":"system","subtype":"init","session_id":"fake-1"}'
+		echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"from '$$'"}]}}'
+		echo '{"type":"result","subtype":"success","session_id":"fake-1","usage":{}}';;
+	esac
+done
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonSide{key: "k"}
+	conn, _, _ := setupService(t, d, func(s *Service) {
+		s.Agents = Agents{"claude-code": {Binary: bin, Env: map[string]string{"FAKE_LOG": log}}}
+		s.Warm = roomy
+	})
+	run := func(task, text, mode string) protocol.ExecutePromptResult {
+		p := prompt(task, text)
+		p["agentic_tool"], p["permission_mode"] = "claude-code", mode
+		var res protocol.ExecutePromptResult
+		if err := conn.Call(context.Background(), protocol.MethodExecutePrompt, p, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run("t1", "first", "default"); res.Status != "completed" || res.Warm {
+		t.Fatalf("first prompt: %+v", res)
+	}
+	res := run("t2", "second", "plan")
+	if res.Status != "completed" || res.Warm || res.AgentSessionID != "fake-1" {
+		t.Fatalf("prompt after the refused switch: %+v, want completed cold on fake-1", res)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "--permission-mode default") || strings.Contains(lines[0], "--resume") ||
+		!strings.Contains(lines[2], "--permission-mode plan --resume fake-1") || !strings.Contains(lines[3], `"text":"second"`) {
+		t.Fatalf("the CLI's log:\n%s\nwant a start, the first prompt, a start in plan resuming fake-1, the second prompt", b)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var texts []string
+	for _, m := range d.events {
+		if m.TaskID == "t2" && m.EventType == protocol.EventTextDelta {
+			texts = append(texts, m.Event.Data["text"].(string))
+		}
+	}
+	if len(texts) != 1 || !strings.Contains(lines[3], "prompt "+strings.TrimPrefix(texts[0], "from ")+" ") {
+		t.Fatalf("t2's text %q, want the one answer of the new process", texts)
+	}
 }
