@@ -202,6 +202,58 @@ func TestWarmRealAgents(t *testing.T) {
 	}
 }
 
+// Claude Code through execute_prompt: a session's prompts in acceptEdits,
+// default and plan run on its one warm process, each mode in effect
+// (acceptEdits runs the command unasked, default asks, plan's model is
+// told plan mode is active). Logs the plan prompt's time beside a restart
+// (a rotated key: spawn and resume, what a mode change used to cost).
+func TestWarmRealClaudeModeLive(t *testing.T) {
+	home := agentHome(t)
+	var c agenttest.Case
+	for _, k := range agenttest.CasesScripted(t, home, agenttest.Command, modeltest.AnthTurn{Text: "ready"},
+		modeltest.AnthTurn{Bash: agenttest.Command, Text: "done"}, modeltest.AnthTurn{Bash: agenttest.Command, Text: "done"},
+		modeltest.AnthTurn{Text: "planned"}, modeltest.AnthTurn{Text: "restarted"}) {
+		if k.Tool == "claude-code" {
+			c = k
+		}
+	}
+	r := newRealRig(t, c, true)
+	r.prompt("s1", "get ready", "default", false)
+	pid := r.warmPid("s1")
+	made := filepath.Join(r.cwd, "made-by-agent")
+	for _, step := range []struct {
+		mode string
+		asks int
+	}{{"acceptEdits", 0}, {"default", 1}} {
+		_ = os.Remove(made)
+		p := r.params("s1", c.ToolPrompt, step.mode)
+		if res := r.call(p); res.Status != "completed" || !res.Warm || r.warmPid("s1") != pid {
+			t.Fatalf("%s: %+v on process %d, want completed, warm, on %d", step.mode, res, r.warmPid("s1"), pid)
+		}
+		asks := 0
+		for _, m := range r.events(p["task_id"].(string)) {
+			if m.EventType == protocol.EventPermissionAsked {
+				asks++
+			}
+		}
+		if _, err := os.Stat(made); err != nil || asks != step.asks {
+			t.Fatalf("%s: %d questions, made: %v; want %d, made", step.mode, asks, err, step.asks)
+		}
+	}
+	begin := time.Now()
+	r.prompt("s1", "plan it", "plan", true)
+	live := time.Since(begin)
+	if r.warmPid("s1") != pid || r.planned() == 0 {
+		t.Fatalf("plan: process %d (was %d), %d requests told plan mode is active", r.warmPid("s1"), pid, r.planned())
+	}
+	r.d.mu.Lock()
+	r.d.key = "sk-warm-test-0002"
+	r.d.mu.Unlock()
+	begin = time.Now()
+	r.prompt("s1", "go on", "plan", false)
+	t.Logf("prompt changing the mode on the warm process: %v; prompt restarting it (spawn + resume): %v", live, time.Since(begin))
+}
+
 // stop_task in the middle of a warm agent's turn (a long command running)
 // stops the turn; the session goes on with its next prompt.
 func TestWarmRealAgentsStop(t *testing.T) {
