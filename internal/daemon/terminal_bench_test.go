@@ -304,7 +304,6 @@ func pct(d []time.Duration, p int) time.Duration {
 
 func ratio(a, b []time.Duration) float64 { return float64(pct(a, 50)) / float64(pct(b, 50)) }
 
-
 // relayEnv, set, makes the test binary the relay of relayEcho.
 const relayEnv = "AGOR_BENCH_PTY_RELAY"
 
