@@ -27,22 +27,18 @@ type metrics struct {
 	rawStreams map[string]int64
 }
 
-func (m *metrics) rawStream(how string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.rawStreams == nil {
-		m.rawStreams = map[string]int64{}
-	}
-	m.rawStreams[how]++
-}
+func (m *metrics) rawStream(how string) { m.bump(&m.rawStreams, how) }
 
-func (m *metrics) taskEnded(status string) {
+func (m *metrics) taskEnded(status string) { m.bump(&m.tasks, status) }
+
+// bump adds one to key in *counts, made on first use.
+func (m *metrics) bump(counts *map[string]int64, key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.tasks == nil {
-		m.tasks = map[string]int64{}
+	if *counts == nil {
+		*counts = map[string]int64{}
 	}
-	m.tasks[status]++
+	(*counts)[key]++
 }
 
 // statusWriter remembers the status a handler wrote.
