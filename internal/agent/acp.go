@@ -108,8 +108,8 @@ var _ Live = (*acpLive)(nil)
 
 func (l *acpLive) Pid() int { return l.p.Pid() }
 
-// ModeLive: this client applies the permission mode itself, per turn.
-func (l *acpLive) ModeLive() bool { return true }
+// CanSwitchMode: this client applies the permission mode itself, per turn.
+func (l *acpLive) CanSwitchMode(string) bool { return true }
 
 func (l *acpLive) Usable() bool {
 	select {

@@ -94,7 +94,8 @@ func (c Claude) Open(ctx context.Context, req Request, host Host) (Result, Live,
 		}
 		return Result{}, nil, fmt.Errorf("claude-code: %w", err)
 	}
-	l := &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey())}
+	mode := claudeModes[req.PermissionMode]
+	l := &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey()), mode: mode, bypass: mode == "bypassPermissions"}
 	res, err := l.Turn(ctx, req, host)
 	if !l.Usable() {
 		return res, nil, err

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +16,12 @@ type claudeLive struct {
 	redact func([]byte) []byte
 	begun  bool // initialize was sent: later turns send only their message
 	broken bool // the process ended (finish waited for it)
+	// mode is the process's permission mode (Claude Code's name); bypass
+	// says it was started in bypassPermissions, the only way Claude Code
+	// lets a session switch into that mode later.
+	mode   string
+	bypass bool
+	asked  int // set_permission_mode requests sent
 
 	mu     sync.Mutex
 	active bool        // a turn is running: an interrupt is for it
@@ -36,9 +43,23 @@ func (l *claudeLive) setActive(on bool) {
 
 var _ Live = (*claudeLive)(nil)
 
-func (l *claudeLive) Pid() int       { return l.p.Pid() }
-func (l *claudeLive) ModeLive() bool { return false }
-func (l *claudeLive) Usable() bool   { return !l.broken && l.p.Alive() }
+func (l *claudeLive) Pid() int     { return l.p.Pid() }
+func (l *claudeLive) Usable() bool { return !l.broken && l.p.Alive() }
+
+// CanSwitchMode: Claude Code changes its mode live (set_permission_mode),
+// but into bypassPermissions only when it was started in it; and a session
+// started in it keeps bypass semantics in plan (tools run unasked), so
+// such a process is restarted for plan rather than switched.
+func (l *claudeLive) CanSwitchMode(mode string) bool {
+	m, ok := claudeModes[mode]
+	switch {
+	case !ok:
+		return false
+	case l.bypass:
+		return m != "plan"
+	}
+	return m != "bypassPermissions"
+}
 
 // Turn sends one user message and reads until its result line.
 func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
@@ -46,6 +67,15 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 	if l.broken || (warm && !l.p.Alive()) {
 		l.Close()
 		return Result{}, ErrGone
+	}
+	if mode := claudeModes[req.PermissionMode]; warm && mode != l.mode {
+		if err := l.setMode(ctx, req.PermissionMode); err != nil {
+			l.Close()
+			if ctx.Err() != nil {
+				return Result{Status: "failed", Err: &Error{Code: "cancelled", Message: "claude-code turn stopped: " + context.Cause(ctx).Error()}}, ctx.Err()
+			}
+			return Result{}, fmt.Errorf("%w: %w", ErrGone, err)
+		}
 	}
 	ch := &counting{Host: host}
 	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun}
@@ -70,6 +100,68 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// claudeModeWait bounds the wait for Claude Code's answer to
+// set_permission_mode (a variable for tests).
+var claudeModeWait = 10 * time.Second
+
+// setMode switches the idle process to our permission mode through
+// set_permission_mode (the Agent SDK's setPermissionMode) and waits for
+// Claude Code's control_response, within claudeModeWait and ctx: an
+// error is a refusal, no answer (the process is then killed), or the
+// process's end. Lines before the answer belong to no turn and are
+// dropped.
+func (l *claudeLive) setMode(ctx context.Context, mode string) error {
+	m, ok := claudeModes[mode]
+	if !ok {
+		return fmt.Errorf("unknown permission mode %q", mode)
+	}
+	l.asked++
+	id := "mode-" + strconv.Itoa(l.asked)
+	b, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": id,
+		"request": map[string]any{"subtype": "set_permission_mode", "mode": m}})
+	wctx, cancel := context.WithTimeout(ctx, claudeModeWait)
+	defer cancel()
+	stop := context.AfterFunc(wctx, l.kill)
+	err := l.awaitControl(id, b)
+	if !stop() {
+		return fmt.Errorf("set_permission_mode %s: no answer: %w", m, context.Cause(wctx))
+	}
+	if err != nil {
+		return fmt.Errorf("set_permission_mode %s: %w", m, err)
+	}
+	l.mode = m
+	return nil
+}
+
+// awaitControl sends the control_request b and reads until the
+// control_response to id.
+func (l *claudeLive) awaitControl(id string, b []byte) error {
+	if err := l.p.Send(b); err != nil {
+		return err
+	}
+	for {
+		line, err := l.p.Line()
+		if err != nil {
+			return err
+		}
+		var r struct {
+			Type     string `json:"type"`
+			Response struct {
+				Subtype   string `json:"subtype"`
+				RequestID string `json:"request_id"`
+				Error     string `json:"error"`
+			} `json:"response"`
+		}
+		if json.Unmarshal(line, &r) != nil || r.Type != "control_response" || r.Response.RequestID != id {
+			continue
+		}
+		if r.Response.Subtype != "success" {
+			return fmt.Errorf("refused: %s", l.redact([]byte(r.Response.Error)))
+		}
+		return nil
+	}
 }
 
 // interrupt asks Claude Code to stop the turn (its result line follows),

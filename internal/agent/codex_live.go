@@ -32,9 +32,9 @@ var _ Live = (*codexLive)(nil)
 
 func (l *codexLive) Pid() int { return l.p.Pid() }
 
-// ModeLive: each turn/start carries the mode's approval and sandbox
+// CanSwitchMode: each turn/start carries the mode's approval and sandbox
 // policies (they hold for the thread's later turns too).
-func (l *codexLive) ModeLive() bool { return true }
+func (l *codexLive) CanSwitchMode(string) bool { return true }
 
 func (l *codexLive) Usable() bool {
 	select {

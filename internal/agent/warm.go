@@ -12,10 +12,11 @@ import (
 	"time"
 )
 
-// ErrGone says a warm agent's process was gone (it exited or was killed
-// between turns) before its next turn began: nothing was emitted, and the
+// ErrGone says a warm agent could not take its next turn: its process was
+// gone (it exited or was killed between turns), or it refused the turn's
+// permission mode. Nothing was emitted, the process is closed, and the
 // caller runs the turn cold instead, resuming the agent's session.
-var ErrGone = errors.New("the warm agent's process is gone")
+var ErrGone = errors.New("the warm agent cannot run the turn")
 
 // Live is an agent process kept between the turns of one session (a warm
 // agent): its next turn goes to the same process instead of a new one
@@ -28,9 +29,10 @@ type Live interface {
 	Turn(ctx context.Context, req Request, host Host) (Result, error)
 	// Usable says whether the process can take another turn.
 	Usable() bool
-	// ModeLive says whether a change of permission mode can be applied on
-	// this process (otherwise it is restarted).
-	ModeLive() bool
+	// CanSwitchMode says whether a turn in permission mode mode (other
+	// than the one the process was started with) can run on this
+	// process; otherwise it is restarted.
+	CanSwitchMode(mode string) bool
 	// Pid is the agent's process (the leader of its process group).
 	Pid() int
 	// Close ends the process, letting it write its session first.

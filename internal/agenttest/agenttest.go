@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agor-sh/agor/internal/agent/modeltest"
 )
@@ -29,6 +30,8 @@ type Case struct {
 	// Bodies are the model requests seen so far, as sent: what context
 	// (earlier turns) the agent gave the model.
 	Bodies func() []string
+	// Arrivals are when the stand-in's requests came, in order.
+	Arrivals func() []time.Time
 }
 
 // Cases starts the four stand-ins (closed when tb ends) and returns the
@@ -61,6 +64,7 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Env:   map[string]string{"ANTHROPIC_BASE_URL": anth.URL, "HOME": home, "CLAUDE_CODE_MAX_RETRIES": "0"},
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(anth.Requests()) },
+		Arrivals: anth.Times,
 		Bodies: func() []string {
 			return bodies(anth.Requests(), func(r modeltest.AnthRequest) []byte { return r.Body })
 		},
@@ -69,6 +73,7 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Env:   map[string]string{"AGOR_CODEX_BASE_URL": oair.URL, "HOME": home, "CODEX_HOME": filepath.Join(home, ".codex")},
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(oair.Requests()) },
+		Arrivals: oair.Times,
 		Bodies: func() []string {
 			return bodies(oair.Requests(), func(r modeltest.OpenAIRequest) []byte { return r.Body })
 		},
@@ -77,6 +82,7 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Env:   map[string]string{"GOOGLE_GEMINI_BASE_URL": gem.URL, "HOME": home},
 		Plain: "say hello", ToolPrompt: modeltest.GeminiCommandMarker + command,
 		Requests: func() int { return len(gem.Requests()) },
+		Arrivals: gem.Times,
 		Bodies: func() []string {
 			return bodies(gem.Requests(), func(r modeltest.GeminiRequest) []byte { return r.Body })
 		},
@@ -87,6 +93,7 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Env:   map[string]string{"AGOR_OPENCODE_BASE_URL": oaic.URL, "HOME": home, "SHELL": "/bin/sh"},
 		Plain: "say hello", ToolPrompt: modeltest.OpenAIChatCommandMarker + command,
 		Requests: func() int { return len(oaic.Requests()) },
+		Arrivals: oaic.Times,
 		Bodies: func() []string {
 			return bodies(oaic.Requests(), func(r modeltest.OpenAIChatRequest) []byte { return r.Body })
 		},

@@ -136,6 +136,7 @@ func (s *Server) Handler() http.Handler {
 
 // ConnContext puts the peer's credentials in every request's context.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	ctx = withUnixClient(ctx, c)
 	if cc, ok := c.(*countedConn); ok {
 		return peer.NewContext(ctx, cc.cred)
 	}

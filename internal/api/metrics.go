@@ -22,15 +22,23 @@ type metrics struct {
 	requests map[[2]string]int64 // route pattern, status code
 	limited  int64
 	tasks    map[string]int64 // ended tasks by status
+	// rawStreams counts raw terminal streams by how they were carried:
+	// "handoff" (the executor serves the client's connection) or "relay".
+	rawStreams map[string]int64
 }
 
-func (m *metrics) taskEnded(status string) {
+func (m *metrics) rawStream(how string) { m.bump(&m.rawStreams, how) }
+
+func (m *metrics) taskEnded(status string) { m.bump(&m.tasks, status) }
+
+// bump adds one to key in *counts, made on first use.
+func (m *metrics) bump(counts *map[string]int64, key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.tasks == nil {
-		m.tasks = map[string]int64{}
+	if *counts == nil {
+		*counts = map[string]int64{}
 	}
-	m.tasks[status]++
+	(*counts)[key]++
 }
 
 // statusWriter remembers the status a handler wrote.
@@ -124,6 +132,10 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "# HELP agor_tasks_total Tasks ended, by status.\n# TYPE agor_tasks_total counter")
 	for _, st := range slices.Sorted(maps.Keys(s.metrics.tasks)) {
 		fmt.Fprintf(w, "agor_tasks_total{status=%q} %d\n", st, s.metrics.tasks[st])
+	}
+	fmt.Fprintln(w, "# HELP agor_terminal_raw_streams_total Raw terminal streams, by path: handoff (the executor serves the client's connection) or relay (through the daemon).\n# TYPE agor_terminal_raw_streams_total counter")
+	for _, how := range []string{"handoff", "relay"} {
+		fmt.Fprintf(w, "agor_terminal_raw_streams_total{path=%q} %d\n", how, s.metrics.rawStreams[how])
 	}
 	fmt.Fprintf(w, "# HELP agor_api_rate_limited_total API requests refused by the per-caller limit.\n# TYPE agor_api_rate_limited_total counter\nagor_api_rate_limited_total %d\n", s.metrics.limited)
 	s.metrics.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -69,7 +68,12 @@ func (s *Server) rawTerminal(w http.ResponseWriter, r *http.Request, exe *rpc.Cl
 		writeError(w, err)
 		return
 	}
-	raw, rrd, res, err := s.dialRaw(r.Context(), user, id, offset)
+	handoff := handOffable(r.Context())
+	raw, rrd, res, err := s.dialRaw(r.Context(), user, id, offset, handoff)
+	if handoff && isInvalidParams(err) { // an executor from before handoffs, still running
+		handoff = false
+		raw, rrd, res, err = s.dialRaw(r.Context(), user, id, offset, false)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -81,9 +85,13 @@ func (s *Server) rawTerminal(w http.ResponseWriter, r *http.Request, exe *rpc.Cl
 		return
 	}
 	defer conn.Close()
-	_, _ = fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %d\r\n\r\n",
-		apiwire.UpgradeRawTerminal, apiwire.OffsetHeader, res.Offset)
-	if rw.Flush() != nil {
+	if handoff {
+		s.metrics.rawStream("handoff")
+		s.handOff(conn, rw.Reader, raw, rrd, id)
+		return
+	}
+	s.metrics.rawStream("relay")
+	if apiwire.WriteRawUpgrade(rw, res.Offset) != nil || rw.Flush() != nil {
 		return
 	}
 	sp := &splice{s: s, exe: exe, id: id, rc: rc, client: conn, raw: raw}
@@ -91,14 +99,14 @@ func (s *Server) rawTerminal(w http.ResponseWriter, r *http.Request, exe *rpc.Cl
 }
 
 // dialRaw opens the executor's raw stream of terminal id from offset.
-func (s *Server) dialRaw(ctx context.Context, user, id string, offset int64) (net.Conn, *bufio.Reader, protocol.AttachTerminalRawResult, error) {
+func (s *Server) dialRaw(ctx context.Context, user, id string, offset int64, handoff bool) (*net.UnixConn, *bufio.Reader, protocol.AttachTerminalRawResult, error) {
 	var res protocol.AttachTerminalRawResult
 	c, err := s.Pool.DialRaw(ctx, user)
 	if err != nil {
 		return nil, nil, res, err
 	}
 	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": protocol.MethodAttachTerminalRaw,
-		"params": protocol.AttachTerminalRawParams{TerminalID: id, Offset: offset}})
+		"params": protocol.AttachTerminalRawParams{TerminalID: id, Offset: offset, Handoff: handoff}})
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	rd := bufio.NewReaderSize(c, 64<<10)
 	if _, err = c.Write(append(req, '\n')); err == nil {

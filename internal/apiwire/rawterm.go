@@ -94,3 +94,13 @@ func ParseRawSize(p []byte) (cols, rows int, ok bool) {
 	}
 	return int(binary.BigEndian.Uint16(p)), int(binary.BigEndian.Uint16(p[2:])), true
 }
+
+// WriteRawUpgrade writes the 101 reply that starts a raw stream whose
+// first output byte is the terminal's offset: the daemon writes it when
+// it relays the stream, the executor when the client's connection was
+// handed to it.
+func WriteRawUpgrade(w io.Writer, offset int64) error {
+	_, err := fmt.Fprintf(w, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %d\r\n\r\n",
+		UpgradeRawTerminal, OffsetHeader, offset)
+	return err
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,9 +66,11 @@ func BenchmarkTerminal(b *testing.B) {
 	je := apiEcho(b, c, name, false, n)
 	b.Logf("keystroke echo, %d keys: PTY floor p50 %v p99 %v; API raw p50 %v p99 %v (p50 %.2fx floor); API NDJSON p50 %v p99 %v (p50 %.2fx floor)",
 		n, pct(fe, 50), pct(fe, 99), pct(re, 50), pct(re, 99), ratio(re, fe), pct(je, 50), pct(je, 99), ratio(je, fe))
-	hop := socketRTT(b, n)
-	b.Logf("one unix socket round trip to cat in another process (1 byte): p50 %v p99 %v; the API path adds two (client-daemon, daemon-executor) to the PTY's echo: floor+2 hops = %v, raw p50 %.2fx that",
-		pct(hop, 50), pct(hop, 99), pct(fe, 50)+2*pct(hop, 50), float64(pct(re, 50))/float64(pct(fe, 50)+2*pct(hop, 50)))
+	rl := relayEcho(b, n)
+	b.Logf("through a bare relay process (blocking threads, no protocol) between client and PTY: p50 %v p99 %v (%.2fx floor) — the least a path can be in which the executor, not the client, reads the PTY; API raw p50 %.2fx that",
+		pct(rl, 50), pct(rl, 99), ratio(rl, fe), ratio(re, rl))
+	b.ReportMetric(float64(pct(rl, 50).Microseconds()), "relay-echo-p50-µs")
+	b.ReportMetric(ratio(re, rl), "raw-echo/relay")
 	b.ReportMetric(float64(pct(fe, 50).Microseconds()), "floor-echo-p50-µs")
 	b.ReportMetric(float64(pct(re, 50).Microseconds()), "raw-echo-p50-µs")
 	b.ReportMetric(ratio(re, fe), "raw-echo/floor")
@@ -301,31 +304,81 @@ func pct(d []time.Duration, p int) time.Duration {
 
 func ratio(a, b []time.Duration) float64 { return float64(pct(a, 50)) / float64(pct(b, 50)) }
 
-// socketRTT times one byte there and back over a unix socketpair to cat
-// in another process: the least a hop between two processes adds to echo.
-func socketRTT(b *testing.B, n int) []time.Duration {
+// relayEnv, set, makes the test binary the relay of relayEcho.
+const relayEnv = "AGOR_BENCH_PTY_RELAY"
+
+func init() {
+	if os.Getenv(relayEnv) == "1" {
+		ptyRelay()
+		os.Exit(0)
+	}
+}
+
+// ptyRelay is the least a relay between a client (fd 3) and a PTY can be:
+// cat on the PTY, and one OS thread a direction in blocking reads and
+// writes, with no protocol and no Go scheduler between.
+func ptyRelay() {
+	cmd := exec.Command("/bin/sh", "-c", "stty raw -echo; exec cat")
+	m, err := pty.Start(cmd)
+	if err != nil {
+		os.Exit(1)
+	}
+	mfd := int(m.Fd()) // blocking from here on
+	_ = syscall.SetNonblock(3, false)
+	copyFD := func(dst, src int) {
+		runtime.LockOSThread()
+		buf := make([]byte, 4096)
+		for {
+			n, err := syscall.Read(src, buf)
+			if n <= 0 || err != nil {
+				return
+			}
+			if _, err := syscall.Write(dst, buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	go copyFD(mfd, 3)
+	_, _ = syscall.Write(3, []byte{'R'}) // ready
+	copyFD(3, mfd)
+}
+
+// relayEcho is floorEcho through ptyRelay in a process of its own: the
+// echo of any path in which a process other than the client (the
+// executor) reads the PTY's output can be no faster on this machine.
+func relayEcho(b *testing.B, n int) []time.Duration {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	x, y := os.NewFile(uintptr(fds[0]), "x"), os.NewFile(uintptr(fds[1]), "y")
 	defer x.Close()
-	cat := exec.Command("cat")
-	cat.Stdin, cat.Stdout = y, y
-	if err := cat.Start(); err != nil {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	relay := exec.Command(self)
+	relay.Env = append(os.Environ(), relayEnv+"=1")
+	relay.ExtraFiles = []*os.File{y}
+	if err := relay.Start(); err != nil {
 		b.Fatal(err)
 	}
 	y.Close()
-	defer func() { x.Close(); _ = cat.Wait() }()
+	defer func() { x.Close(); _ = relay.Process.Kill(); _ = relay.Wait() }()
 	one := make([]byte, 1)
+	if _, err := io.ReadFull(x, one); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // cat runs
 	lat := make([]time.Duration, 0, n)
-	for range n {
+	for i := range n {
+		c := byte('a' + i%26)
 		t0 := time.Now()
-		if _, err := x.Write(one); err != nil {
+		if _, err := x.Write([]byte{c}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := io.ReadFull(x, one); err != nil {
-			b.Fatal(err)
+		if _, err := io.ReadFull(x, one); err != nil || one[0] != c {
+			b.Fatalf("relayed echo %q %v, want %q", one[0], err, c)
 		}
 		lat = append(lat, time.Since(t0))
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -115,6 +116,13 @@ func TestDaemonTerminalRaw(t *testing.T) {
 	if _, err := c.AttachTerminal(ctx, name, "term_nope"); err == nil {
 		t.Fatal("attached to no terminal")
 	}
+	// On the unix socket every stream above was the executor's to serve:
+	// the daemon relayed none.
+	metrics := h.metrics(t)
+	if !strings.Contains(metrics, `agor_terminal_raw_streams_total{path="handoff"} 3`) ||
+		!strings.Contains(metrics, `agor_terminal_raw_streams_total{path="relay"} 0`) {
+		t.Fatalf("raw streams not handed over:\n%s", metrics)
+	}
 }
 
 // A client that stops reading holds the whole path back: the program's
@@ -173,4 +181,16 @@ type zeroCounter struct{ n int }
 func (z *zeroCounter) Write(p []byte) (int, error) {
 	z.n += bytes.Count(p, []byte{0})
 	return len(p), nil
+}
+
+// metrics is /v1/metrics as text.
+func (h *harness) metrics(t testing.TB) string {
+	t.Helper()
+	resp, err := h.client.Get("http://agor/v1/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

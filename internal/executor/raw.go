@@ -144,3 +144,7 @@ type bufConn struct {
 }
 
 func (c bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// Buffered is how much was read ahead of the caller: a raw method that
+// then receives a descriptor (ReadMsgUnix, past the buffer) needs none.
+func (c bufConn) Buffered() int { return c.r.Buffered() }

@@ -94,7 +94,7 @@ var catalog = []message{
 	{protocol.MethodTerminateTerminal, "result", protocol.TerminateTerminalResult{Terminated: true}},
 	{protocol.MethodListTerminals, "result", protocol.ListTerminalsResult{Terminals: []protocol.TerminalInfo{
 		{TerminalID: "term-1", PID: 5151, Cols: 80, Rows: 24, Attached: true}}}},
-	{protocol.MethodAttachTerminalRaw, "params", protocol.AttachTerminalRawParams{TerminalID: "term-1", Offset: 1048576}},
+	{protocol.MethodAttachTerminalRaw, "params", protocol.AttachTerminalRawParams{TerminalID: "term-1", Offset: 1048576, Handoff: true}},
 	{protocol.MethodAttachTerminalRaw, "result", protocol.AttachTerminalRawResult{TerminalID: "term-1", PID: 5151, Cols: 120, Rows: 40,
 		Offset: 1032192, End: 1097728}},
 	{protocol.MethodTerminalInput, "params", protocol.TerminalInputParams{TerminalID: "term-1", Data: []byte("ls\r")}},

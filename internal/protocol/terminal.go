@@ -164,7 +164,31 @@ type AttachTerminalRawParams struct {
 	// caller passes how much it has already seen; 0 replays all the
 	// scrollback.
 	Offset int64 `json:"offset,omitempty"`
+	// Handoff: after the reply, the caller passes the API client's own
+	// connection (SCM_RIGHTS, with a RawHandoff header) and the executor
+	// serves the client itself: the 101 reply, then the API's raw frames
+	// (apiwire.UpgradeRawTerminal) both ways, resize and terminate
+	// included, with no relay between. It reports on this connection
+	// with RawHandoffStatus lines.
+	Handoff bool `json:"handoff,omitempty"`
 }
+
+// RawHandoffStatus is a line the executor writes on a handoff's
+// connection: Upgraded once the client has its 101 reply, then Ended
+// (why the client's stream ended: "exit", "detached", "client_gone",
+// "replaced") when the executor has let the client's connection go; an
+// Error instead when the client could not be served, before any reply
+// reached it. The caller answers the client only after an Error, or when
+// the connection ends without Ended (the executor died).
+type RawHandoffStatus struct {
+	Upgraded bool       `json:"upgraded,omitempty"`
+	Ended    string     `json:"ended,omitempty"`
+	Error    *rpc.Error `json:"error,omitempty"`
+}
+
+// RawHandoffMax bounds the client bytes a handoff carries along (what the
+// caller had read past the client's request).
+const RawHandoffMax = 64 << 10
 
 // Validate checks the fields.
 func (p AttachTerminalRawParams) Validate() error {

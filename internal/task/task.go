@@ -125,7 +125,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 	}
 	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key)
 	settings, noMode := settingsOf(p, req)
-	if w := s.pool().take(warmKey(p), settings, noMode); w != nil {
+	if w := s.pool().take(warmKey(p), settings, noMode, req.PermissionMode); w != nil {
 		if out, ok := s.runWarm(ctx, p, req, h, w); ok {
 			return out
 		}
@@ -174,7 +174,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 	}
 	res, err := w.live.Turn(ctx, req, h)
 	if errors.Is(err, agent.ErrGone) {
-		s.log().Info("warm agent gone; resuming cold", "task", p.TaskID, "agentic_tool", p.Tool)
+		s.log().Info("warm agent cannot run the turn; resuming cold", "task", p.TaskID, "agentic_tool", p.Tool, "err", err)
 		s.pool().stopLater(w)
 		return protocol.ExecutePromptResult{}, false
 	}

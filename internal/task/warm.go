@@ -89,7 +89,8 @@ func keyOf(session, tool string) string { return session + "\x00" + tool }
 // settingsOf hashes what an agent process is started with: a prompt that
 // asks for anything else (cwd, model, sandbox, binary, environment - the
 // API key too, so a rotated key restarts the agent) cannot use it. noMode
-// leaves out the permission mode, for agents that change it live.
+// leaves out the permission mode, which the agent may switch live (see
+// agent.Live's CanSwitchMode).
 func settingsOf(p protocol.ExecutePromptParams, req agent.Request) (all, noMode string) {
 	h := sha256.New()
 	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, req.Model, p.Sandbox}, req.Env...) {
@@ -101,10 +102,11 @@ func settingsOf(p protocol.ExecutePromptParams, req agent.Request) (all, noMode 
 	return hex.EncodeToString(h.Sum(nil)), noMode
 }
 
-// take removes the session's warm agent from the pool for a turn when it
-// fits the settings; one that does not is stopped (the turn starts cold
-// and resumes the session).
-func (w *warmPool) take(key, settings, noMode string) *warmAgent {
+// take removes the session's warm agent from the pool for a turn in
+// permission mode mode when it fits the settings, or differs only in the
+// mode and can switch to it; one that does not is stopped (the turn
+// starts cold and resumes the session).
+func (w *warmPool) take(key, settings, noMode, mode string) *warmAgent {
 	w.mu.Lock()
 	a := w.agents[key]
 	if a != nil {
@@ -116,7 +118,7 @@ func (w *warmPool) take(key, settings, noMode string) *warmAgent {
 	switch {
 	case a == nil:
 		return nil
-	case a.settings == settings || (a.noMode == noMode && a.live.ModeLive()):
+	case a.settings == settings || (a.noMode == noMode && a.live.CanSwitchMode(mode)):
 		return a
 	}
 	w.log.Info("warm agent restarted: the prompt changed its settings", "session_key", strings.ReplaceAll(key, "\x00", "/"))

@@ -21,7 +21,10 @@ import (
 // as every prompt did before warm agents), with the stand-in model
 // answering at once. 2×b.N follow-ups each way, alternating; medians,
 // their ratio, and the resident memory of the warm agent (its whole
-// process group), on which the warm_* defaults rest.
+// process group), on which the warm_* defaults rest. Beside them, the
+// floor: how long the warm CLI worked on the follow-up before its first
+// request reached the stand-in model (no client of the CLI can take that
+// off), and that floor's ratio to cold.
 //
 //	go test -run '^$' -bench WarmFollowUp -benchtime 5x ./internal/task
 func BenchmarkWarmFollowUp(b *testing.B) {
@@ -43,10 +46,11 @@ func BenchmarkWarmFollowUp(b *testing.B) {
 			cold := newBenchSide(b, Agents{c.Tool: {Binary: c.Binary, Env: coldEnv}}, WarmLimits{})
 			warm.turn(c, "first")
 			cold.turn(c, "first")
-			var warmFirst, coldFirst []time.Duration
+			var warmFirst, coldFirst, warmModel []time.Duration
 			b.ResetTimer()
 			for i := range 2 * b.N {
 				warmFirst = append(warmFirst, warm.turn(c, "warm"))
+				warmModel = append(warmModel, warm.toModel)
 				if c.Tool == "gemini" && i > 0 {
 					// gemini-cli 0.61 fails a second session/load of one
 					// session within a minute ("No previous sessions found",
@@ -70,6 +74,8 @@ func BenchmarkWarmFollowUp(b *testing.B) {
 			b.ReportMetric(ms(median(warmFirst)), "warm-first-event-ms")
 			b.ReportMetric(ms(median(coldFirst)), "cold-first-event-ms")
 			b.ReportMetric(float64(median(warmFirst))/float64(median(coldFirst)), "warm/cold")
+			b.ReportMetric(ms(median(warmModel)), "warm-to-model-request-ms")
+			b.ReportMetric(float64(median(warmModel))/float64(median(coldFirst)), "floor/cold")
 			b.ReportMetric(float64(agent.GroupRSS(a.live.Pid()))/(1<<20), "warm-agent-RSS-MiB")
 			b.ReportMetric(float64(len(warmFirst)), "follow-ups")
 			b.ReportMetric(0, "ns/op")
@@ -86,6 +92,7 @@ type benchSide struct {
 	n       int
 	session string
 	first   time.Time
+	toModel time.Duration // the last turn's: from the call to the model's first request
 }
 
 func newBenchSide(b *testing.B, agents Agents, l WarmLimits) *benchSide {
@@ -118,6 +125,13 @@ func (s *benchSide) turn(c agenttest.Case, kind string) time.Duration {
 	s.d.mu.Unlock()
 	start := time.Now()
 	res := s.call(p)
+	s.toModel = 0
+	for _, at := range c.Arrivals() {
+		if at.After(start) {
+			s.toModel = at.Sub(start)
+			break
+		}
+	}
 	if want := kind == "warm"; res.Warm != want {
 		s.b.Fatalf("%s follow-up ran warm=%v", kind, res.Warm)
 	}

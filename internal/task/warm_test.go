@@ -3,6 +3,9 @@ package task
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,10 +66,15 @@ func (l *fakeLive) Turn(_ context.Context, req agent.Request, h agent.Host) (age
 	return agent.Result{Status: "completed", MessageCount: 1, AgentSession: fmt.Sprint("agent-", l.pid)}, nil
 }
 
-func (l *fakeLive) Usable() bool   { l.mu.Lock(); defer l.mu.Unlock(); return !l.closed }
-func (l *fakeLive) ModeLive() bool { return l.modeLive }
-func (l *fakeLive) Pid() int       { return l.pid }
-func (l *fakeLive) Close()         { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
+func (l *fakeLive) Usable() bool { l.mu.Lock(); defer l.mu.Unlock(); return !l.closed }
+
+// CanSwitchMode: a mode-live fake switches to any mode but
+// bypassPermissions (as Claude Code started in another mode does).
+func (l *fakeLive) CanSwitchMode(mode string) bool {
+	return l.modeLive && mode != "bypassPermissions"
+}
+func (l *fakeLive) Pid() int { return l.pid }
+func (l *fakeLive) Close()   { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
 
 func (l *fakeLive) isClosed() bool { return !l.Usable() }
 
@@ -121,7 +129,7 @@ var roomy = WarmLimits{Idle: time.Minute, PerUser: 4}
 
 // A session's second prompt runs on the process of its first; a change
 // of what the process was started with (cwd, permission mode for an
-// agent that cannot change it live) restarts it.
+// agent that cannot switch to it live) restarts it.
 func TestWarmReuseAndSettings(t *testing.T) {
 	r := newWarmRig(t, roomy)
 	res, first := r.run("s1", "default", nil)
@@ -137,11 +145,16 @@ func TestWarmReuseAndSettings(t *testing.T) {
 		t.Fatalf("mode change kept the process: %+v %q", res, third)
 	}
 	waitFor(t, "the old process stopped", r.live(first).isClosed)
-	// An agent that changes its mode live keeps its process.
+	// An agent that changes its mode live keeps its process, unless it
+	// cannot switch to the mode asked for.
 	res, a := r.run("s2", "default", map[string]any{"model": "mode-live"})
 	res2, b := r.run("s2", "plan", map[string]any{"model": "mode-live"})
 	if res.Warm || !res2.Warm || r.live(a) != r.live(b) || b != fmt.Sprintf("pid=%d turn=2 mode=plan", r.live(a).pid) {
 		t.Fatalf("live mode change: %q then %q, warm %v", a, b, res2.Warm)
+	}
+	res3, c := r.run("s2", "bypassPermissions", map[string]any{"model": "mode-live"})
+	if res3.Warm || r.live(c) == r.live(a) {
+		t.Fatalf("a mode it cannot switch to kept the process: %+v %q", res3, c)
 	}
 }
 
@@ -243,4 +256,70 @@ func (h *countHolder) Hold() func() {
 	h.n.Add(1)
 	var once sync.Once
 	return func() { once.Do(func() { h.n.Add(-1) }) }
+}
+
+// A warm Claude Code that refuses the switch to the prompt's mode: the
+// prompt runs cold in that mode on a resume of the session, reported
+// once, nothing of it lost (a stand-in CLI logs its command lines and the
+// prompts it got).
+func TestWarmClaudeModeRefused(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	bin := filepath.Join(dir, "claude")
+	script := `#!/bin/sh
+echo "args $*" >>"$FAKE_LOG"
+while read -r line; do
+	case "$line" in
+	*set_permission_mode*)
+		id=$(echo "$line" | sed 's/.*"request_id":"\([^"]*\)".*/\1/')
+		echo '{"type":"control_response","response":{"subtype":"error","request_id":"'"$id"'","error":"not on this process"}}';;
+	*'"type":"user"'*)
+		echo "prompt $$ $line" >>"$FAKE_LOG"
+		echo '{"type":"system","subtype":"init","session_id":"fake-1"}'
+		echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"from '$$'"}]}}'
+		echo '{"type":"result","subtype":"success","session_id":"fake-1","usage":{}}';;
+	esac
+done
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonSide{key: "k"}
+	conn, _, _ := setupService(t, d, func(s *Service) {
+		s.Agents = Agents{"claude-code": {Binary: bin, Env: map[string]string{"FAKE_LOG": log}}}
+		s.Warm = roomy
+	})
+	run := func(task, text, mode string) protocol.ExecutePromptResult {
+		p := prompt(task, text)
+		p["agentic_tool"], p["permission_mode"] = "claude-code", mode
+		var res protocol.ExecutePromptResult
+		if err := conn.Call(context.Background(), protocol.MethodExecutePrompt, p, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := run("t1", "first", "default"); res.Status != "completed" || res.Warm {
+		t.Fatalf("first prompt: %+v", res)
+	}
+	res := run("t2", "second", "plan")
+	if res.Status != "completed" || res.Warm || res.AgentSessionID != "fake-1" {
+		t.Fatalf("prompt after the refused switch: %+v, want completed cold on fake-1", res)
+	}
+	b, _ := os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "--permission-mode default") || strings.Contains(lines[0], "--resume") ||
+		!strings.Contains(lines[2], "--permission-mode plan --resume fake-1") || !strings.Contains(lines[3], `"text":"second"`) {
+		t.Fatalf("the CLI's log:\n%s\nwant a start, the first prompt, a start in plan resuming fake-1, the second prompt", b)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var texts []string
+	for _, m := range d.events {
+		if m.TaskID == "t2" && m.EventType == protocol.EventTextDelta {
+			texts = append(texts, m.Event.Data["text"].(string))
+		}
+	}
+	if len(texts) != 1 || !strings.Contains(lines[3], "prompt "+strings.TrimPrefix(texts[0], "from ")+" ") {
+		t.Fatalf("t2's text %q, want the one answer of the new process", texts)
+	}
 }

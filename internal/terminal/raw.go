@@ -18,6 +18,10 @@ import (
 func (s *Service) ServeRaw(_ context.Context, params json.RawMessage, reply func(any, error) error, conn net.Conn) {
 	var p protocol.AttachTerminalRawParams
 	err := rpc.Bind(params, &p)
+	if err == nil && p.Handoff {
+		s.serveHanded(p, reply, conn)
+		return
+	}
 	var t *term
 	if err == nil {
 		t, err = s.lookup(p.TerminalID)
@@ -40,7 +44,7 @@ func (t *term) attachRaw(conn net.Conn, offset int64, reply func(any, error) err
 	old := t.raw
 	t.mu.Unlock()
 	if old != nil {
-		_ = old.Close() // a write stalled on it lets go of outMu; its reader detaches it
+		endReplaced(old) // a write stalled on it lets go of outMu; its reader detaches it
 	}
 	t.outMu.Lock()
 	defer t.outMu.Unlock()
@@ -69,7 +73,7 @@ func (t *term) takeRaw(conn net.Conn, offset int64) (protocol.AttachTerminalRawR
 		return protocol.AttachTerminalRawResult{}, nil, rpc.InvalidParams("offset", "past the terminal's output")
 	}
 	if t.raw != nil { // attached meanwhile by another
-		_ = t.raw.Close()
+		endReplaced(t.raw)
 	}
 	if t.grace != nil {
 		t.grace.Stop()

@@ -36,3 +36,11 @@ func (r *ring) Bytes() []byte {
 	out = append(out, r.buf[r.end:]...)
 	return append(out, r.buf[:r.end]...)
 }
+
+// Len is how many bytes the ring holds.
+func (r *ring) Len() int {
+	if r.full {
+		return len(r.buf)
+	}
+	return r.end
+}

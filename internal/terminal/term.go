@@ -427,11 +427,11 @@ func (t *term) finish(unlist func()) {
 	}
 	t.mu.Unlock()
 	t.outMu.Unlock()
+	ex := exitOf(t.id, t.cmd.ProcessState)
 	if raw != nil { // after the last output: its reader sees the end
-		_ = raw.Close()
+		endExited(raw, ex)
 	}
 	_ = t.master.Close() // after finished is set: setSize holds mu while it uses the master
-	ex := exitOf(t.id, t.cmd.ProcessState)
 	t.cfg.Logger.Info("terminal exited", "terminal_id", t.id, "exit_code", ex.ExitCode, "signal", ex.Signal)
 	unlist()
 	if conn != nil && opened(gate, conn) {
@@ -470,7 +470,7 @@ func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (protocol.AttachTer
 	}
 	t.conn, t.gate = conn, gate
 	if t.raw != nil { // the newest attach wins; the scrollback below has what the raw stream missed
-		_ = t.raw.Close()
+		endReplaced(t.raw)
 		t.raw = nil
 	}
 	res := protocol.AttachTerminalResult{

@@ -47,12 +47,16 @@ type AnthRequest struct {
 
 // Anthropic is a stand-in of the Anthropic Messages API.
 type Anthropic struct {
+	Arrivals
 	*httptest.Server
 	t      testing.TB
 	mu     sync.Mutex
 	script []AnthTurn
 	next   int // script turns started
-	reqs   []AnthRequest
+	// tool is the tool_use id of the last Bash call, until the request
+	// carrying its tool_result has been answered.
+	tool string
+	reqs []AnthRequest
 }
 
 // NewAnthropic starts a stand-in on 127.0.0.1 that plays script, one
@@ -61,7 +65,7 @@ type Anthropic struct {
 // do not advance the script.
 func NewAnthropic(t testing.TB, script ...AnthTurn) *Anthropic {
 	a := &Anthropic{t: t, script: script}
-	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	a.Server = httptest.NewServer(a.Arrivals.wrap(a.serve))
 	t.Cleanup(a.Close)
 	return a
 }
@@ -70,7 +74,7 @@ func NewAnthropic(t testing.TB, script ...AnthTurn) *Anthropic {
 // surprises are logged, and the caller closes it.
 func ServeAnthropic(script ...AnthTurn) *Anthropic {
 	a := &Anthropic{script: script}
-	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	a.Server = httptest.NewServer(a.Arrivals.wrap(a.serve))
 	return a
 }
 
@@ -127,7 +131,8 @@ type anthMessage struct {
 }
 
 type anthBlock struct {
-	Type string `json:"type"`
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
 }
 
 func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +148,7 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 	req := AnthRequest{APIKey: r.Header.Get("x-api-key"), Conversation: len(body.Tools) > 0, Messages: body.Messages, Body: raw}
 	a.mu.Lock()
 	a.reqs = append(a.reqs, req)
-	blocks, usage, ok := a.reply(req.Conversation, anthAfterToolResult(body.Messages))
+	blocks, usage, ok := a.reply(req.Conversation, body.Messages)
 	fail := 0
 	if req.Conversation && a.next > 0 {
 		fail = a.script[a.next-1].Fail
@@ -170,12 +175,16 @@ type anthContent struct {
 	id      string
 }
 
-// reply picks the next response; a.mu is held.
-func (a *Anthropic) reply(conversation, afterTool bool) ([]anthContent, AnthUsage, bool) {
+// reply picks the next response: the end of the current turn when msgs
+// carry the tool_result of its Bash call, else the next turn. (Not the
+// last message's shape: Claude Code merges a prompt that follows a tool
+// turn into the message holding that turn's tool_result.) a.mu is held.
+func (a *Anthropic) reply(conversation bool, msgs []json.RawMessage) ([]anthContent, AnthUsage, bool) {
 	if !conversation {
 		return []anthContent{{text: "Stand-in"}}, AnthUsage{InputTokens: 5, OutputTokens: 2}, true
 	}
-	if afterTool && a.next > 0 {
+	if a.tool != "" && anthHasResultOf(msgs, a.tool) {
+		a.tool = ""
 		turn := a.script[a.next-1]
 		return []anthContent{{text: turn.Text}}, anthUsageOf(turn), true
 	}
@@ -188,6 +197,7 @@ func (a *Anthropic) reply(conversation, afterTool bool) ([]anthContent, AnthUsag
 		return []anthContent{{text: turn.Text}}, anthUsageOf(turn), true
 	}
 	id := fmt.Sprintf("toolu_standin%02d", a.next)
+	a.tool = id
 	return []anthContent{{text: "Running it."}, {command: turn.Bash, id: id}}, anthUsageOf(turn), true
 }
 
@@ -216,6 +226,24 @@ func anthAfterToolResult(msgs []json.RawMessage) bool {
 			}
 		}
 		return false
+	}
+	return false
+}
+
+// anthHasResultOf says whether a user message of msgs carries the
+// tool_result of the tool use id.
+func anthHasResultOf(msgs []json.RawMessage, id string) bool {
+	for _, raw := range msgs {
+		var m anthMessage
+		var blocks []anthBlock
+		if json.Unmarshal(raw, &m) != nil || m.Role != "user" || json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" && b.ToolUseID == id {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -29,6 +29,7 @@ const (
 // request's tools) and, once the functionResponse comes back, answers
 // GeminiDone. Every request and the API key it carried are recorded.
 type Gemini struct {
+	Arrivals
 	URL string
 
 	srv  *httptest.Server
@@ -46,7 +47,7 @@ type GeminiRequest struct {
 // NewGemini starts the stand-in; it stops when the test ends.
 func NewGemini(t testing.TB) *Gemini {
 	g := &Gemini{}
-	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
+	g.srv = httptest.NewServer(g.Arrivals.wrap(g.serve))
 	g.URL = g.srv.URL
 	t.Cleanup(g.srv.Close)
 	return g

@@ -32,6 +32,7 @@ const (
 // without tools (a title request) gets OpenAIChatTitle. Streams end with finish_reason, a usage chunk and
 // [DONE]. Every request and the API key it carried are recorded.
 type OpenAIChat struct {
+	Arrivals
 	URL string // ends in /v1
 
 	srv    *httptest.Server
@@ -50,7 +51,7 @@ type OpenAIChatRequest struct {
 // NewOpenAIChat starts the stand-in; it stops when the test ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
 	o := &OpenAIChat{}
-	o.srv = httptest.NewServer(http.HandlerFunc(o.serve))
+	o.srv = httptest.NewServer(o.Arrivals.wrap(o.serve))
 	o.URL = o.srv.URL + "/v1"
 	t.Cleanup(o.srv.Close)
 	return o

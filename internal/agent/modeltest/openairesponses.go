@@ -51,6 +51,7 @@ type OpenAIRequest struct {
 // OpenAIResponses is a running stand-in. URL ends in /v1 (a provider's
 // base_url).
 type OpenAIResponses struct {
+	Arrivals
 	URL    string
 	script OpenAIResponsesScript
 	srv    *httptest.Server
@@ -64,7 +65,7 @@ type OpenAIResponses struct {
 func NewOpenAIResponses(t testing.TB, script OpenAIResponsesScript) *OpenAIResponses {
 	t.Helper()
 	s := &OpenAIResponses{script: script}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewServer(s.Arrivals.wrap(s.serve))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(s.srv.Close)
 	return s
