@@ -1,9 +1,10 @@
 # alice's prompt: the real Claude Code on a compute node, as alice, against
-# the stand-in model the login host serves on the bridge; her API key comes
+# the stand-in model the login host serves on the bridge (one tool turn, then
+# text-only turns for a resumed session's prompts); her API key comes
 # just in time over the dial-back.
 start_model() {
 	inside login sh -c 'pkill -x demomodel; rm -f /tmp/model.url
-		/opt/tests/demomodel -listen 10.213.0.10:18080 -bash "id -un; hostname" -text "Ran it." >/tmp/model.url 2>/tmp/model.log &
+		/opt/tests/demomodel -listen 10.213.0.10:18080 -bash "id -un; hostname" -text "Ran it." -plain 4 >/tmp/model.url 2>/tmp/model.log &
 		for _ in $(seq 50); do [ -s /tmp/model.url ] && exit 0; sleep 0.1; done; cat /tmp/model.log; exit 1'
 }
 prompt_on_node() {
