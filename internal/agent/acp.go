@@ -111,6 +111,10 @@ func (l *acpLive) Pid() int { return l.p.Pid() }
 // CanSwitchMode: this client applies the permission mode itself, per turn.
 func (l *acpLive) CanSwitchMode(string) bool { return true }
 
+// CanSwitchModel: no; ACP's session/set_model is unstable and not in
+// every agent's version, so another model is a restart.
+func (l *acpLive) CanSwitchModel(string) bool { return false }
+
 func (l *acpLive) Usable() bool {
 	select {
 	case <-l.c.conn.Done():

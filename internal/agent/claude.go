@@ -95,7 +95,7 @@ func (c Claude) Open(ctx context.Context, req Request, host Host) (Result, Live,
 		return Result{}, nil, fmt.Errorf("claude-code: %w", err)
 	}
 	mode := claudeModes[req.PermissionMode]
-	l := &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey()), mode: mode, bypass: mode == "bypassPermissions"}
+	l := &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey()), mode: mode, bypass: mode == "bypassPermissions", model: req.Model}
 	res, err := l.Turn(ctx, req, host)
 	if !l.Usable() {
 		return res, nil, err

@@ -21,7 +21,8 @@ type claudeLive struct {
 	// lets a session switch into that mode later.
 	mode   string
 	bypass bool
-	asked  int // set_permission_mode requests sent
+	model  string // the model it runs ("": the CLI's default)
+	asked  int    // control requests sent
 
 	mu     sync.Mutex
 	active bool        // a turn is running: an interrupt is for it
@@ -61,6 +62,11 @@ func (l *claudeLive) CanSwitchMode(mode string) bool {
 	return m != "bypassPermissions"
 }
 
+// CanSwitchModel: set_model names the model of the turns that follow;
+// back to the CLI's own default ("") is a restart, as there is no name to
+// give it.
+func (l *claudeLive) CanSwitchModel(model string) bool { return model != "" }
+
 // Turn sends one user message and reads until its result line.
 func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
 	warm := l.begun
@@ -68,8 +74,8 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 		l.Close()
 		return Result{}, ErrGone
 	}
-	if mode := claudeModes[req.PermissionMode]; warm && mode != l.mode {
-		if err := l.setMode(ctx, req.PermissionMode); err != nil {
+	if warm {
+		if err := l.switchTo(ctx, req); err != nil {
 			l.Close()
 			if ctx.Err() != nil {
 				return Result{Status: "failed", Err: &Error{Code: "cancelled", Message: "claude-code turn stopped: " + context.Cause(ctx).Error()}}, ctx.Err()
@@ -102,36 +108,53 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 	return res, nil
 }
 
-// claudeModeWait bounds the wait for Claude Code's answer to
-// set_permission_mode (a variable for tests).
-var claudeModeWait = 10 * time.Second
+// claudeControlWait bounds the wait for Claude Code's answer to a
+// control request between turns (a variable for tests).
+var claudeControlWait = 10 * time.Second
 
-// setMode switches the idle process to our permission mode through
-// set_permission_mode (the Agent SDK's setPermissionMode) and waits for
-// Claude Code's control_response, within claudeModeWait and ctx: an
-// error is a refusal, no answer (the process is then killed), or the
-// process's end. Lines before the answer belong to no turn and are
-// dropped.
-func (l *claudeLive) setMode(ctx context.Context, mode string) error {
-	m, ok := claudeModes[mode]
+// switchTo makes the idle process's permission mode and model req's,
+// where they differ: set_permission_mode and set_model, as the Agent
+// SDK's setPermissionMode and setModel send them.
+func (l *claudeLive) switchTo(ctx context.Context, req Request) error {
+	m, ok := claudeModes[req.PermissionMode]
 	if !ok {
-		return fmt.Errorf("unknown permission mode %q", mode)
+		return fmt.Errorf("unknown permission mode %q", req.PermissionMode)
 	}
+	if m != l.mode {
+		if err := l.control(ctx, "set_permission_mode", "mode", m); err != nil {
+			return err
+		}
+		l.mode = m
+	}
+	if req.Model != "" && req.Model != l.model {
+		if err := l.control(ctx, "set_model", "model", req.Model); err != nil {
+			return err
+		}
+		l.model = req.Model
+	}
+	return nil
+}
+
+// control sends the control request subtype {key: value} and waits for Claude Code's
+// control_response, within claudeControlWait and ctx: an error is a
+// refusal, no answer (the process is then killed), or the process's end.
+// Lines before the answer belong to no turn and are dropped.
+func (l *claudeLive) control(ctx context.Context, subtype, key, value string) error {
 	l.asked++
-	id := "mode-" + strconv.Itoa(l.asked)
+	id := "control-" + strconv.Itoa(l.asked)
 	b, _ := json.Marshal(map[string]any{"type": "control_request", "request_id": id,
-		"request": map[string]any{"subtype": "set_permission_mode", "mode": m}})
-	wctx, cancel := context.WithTimeout(ctx, claudeModeWait)
+		"request": map[string]any{"subtype": subtype, key: value}})
+	what := subtype + " " + value
+	wctx, cancel := context.WithTimeout(ctx, claudeControlWait)
 	defer cancel()
 	stop := context.AfterFunc(wctx, l.kill)
 	err := l.awaitControl(id, b)
 	if !stop() {
-		return fmt.Errorf("set_permission_mode %s: no answer: %w", m, context.Cause(wctx))
+		return fmt.Errorf("%s: no answer: %w", what, context.Cause(wctx))
 	}
 	if err != nil {
-		return fmt.Errorf("set_permission_mode %s: %w", m, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	l.mode = m
 	return nil
 }
 

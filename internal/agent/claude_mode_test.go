@@ -44,13 +44,21 @@ func openClaudeLive(t *testing.T, mode string, script ...modeltest.AnthTurn) *cl
 // permission questions.
 func (r *claudeLiveRig) turn(prompt, mode string) int {
 	r.t.Helper()
+	return r.turnWith(prompt, mode, "")
+}
+
+// turnWith is turn with the model named ("" the one it runs).
+func (r *claudeLiveRig) turnWith(prompt, mode, model string) int {
+	r.t.Helper()
 	asked := 0
 	h := &claudeHost{ask: func(context.Context, string, json.RawMessage) agent.Decision {
 		asked++
 		return agent.Decision{Approved: true}
 	}}
 	begin := time.Now()
-	res, err := r.live.Turn(r.ctx, r.rig.request(r.srv, prompt, mode), h)
+	req := r.rig.request(r.srv, prompt, mode)
+	req.Model = model
+	res, err := r.live.Turn(r.ctx, req, h)
 	if err != nil {
 		r.t.Fatalf("%s turn: %v", mode, err)
 	}
@@ -136,4 +144,34 @@ func TestClaudeLiveModeFromBypass(t *testing.T) {
 	if n := r.turn("make plan-1", "plan"); n != 0 || !r.made("plan-1") {
 		t.Fatalf("plan after bypassPermissions: %d questions, made %v; Claude Code no longer keeps bypass semantics there, and CanSwitchMode may allow plan", n, r.made("plan-1"))
 	}
+}
+
+// A warm Claude Code process changes its model between turns
+// (set_model): the turn's model requests name the new model, on the same
+// process, and so do the next turn's. Back to the CLI's default is a
+// restart (CanSwitchModel), as it has no name to switch to.
+func TestClaudeLiveModelSwitch(t *testing.T) {
+	t.Parallel()
+	const other = "claude-haiku-4-5-20251001"
+	r := openClaudeLive(t, "default", modeltest.AnthTurn{Text: "ready"},
+		modeltest.AnthTurn{Text: "switched"}, modeltest.AnthTurn{Text: "still"})
+	if r.live.CanSwitchModel("") || !r.live.CanSwitchModel(other) {
+		t.Error("CanSwitchModel: want a named model live, the default by restart")
+	}
+	modelOf := func() string {
+		conv := r.srv.Conversation()
+		var body struct{ Model string }
+		_ = json.Unmarshal(conv[len(conv)-1].Body, &body)
+		return body.Model
+	}
+	started := modelOf()
+	r.turnWith("switch models", "default", other)
+	if got := modelOf(); got != other || started == other {
+		t.Fatalf("model requests named %q, then %q after set_model %s", started, got, other)
+	}
+	r.turnWith("once more", "default", other)
+	if got := modelOf(); got != other {
+		t.Fatalf("the turn after: model %q, want %q", got, other)
+	}
+	t.Logf("started with %q, switched live to %q", started, other)
 }

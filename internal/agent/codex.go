@@ -204,13 +204,14 @@ var codexTrace func(task string, line []byte)
 // goroutines of their own (see codex_events.go). mu keeps the state they
 // share, and the order of the events they emit, consistent.
 type codexTurn struct {
-	ctx        context.Context
-	conn       *rpc.Conn
-	host       Host
-	req        Request
-	threadMode string // the thread's policies, "policy/sandbox", when known
-	redact     func([]byte) []byte
-	finished   chan struct{} // closed at this turn's turn/completed
+	ctx         context.Context
+	conn        *rpc.Conn
+	host        Host
+	req         Request
+	threadMode  string // the thread's policies, "policy/sandbox", when known
+	threadModel string // the thread's model, when named
+	redact      func([]byte) []byte
+	finished    chan struct{} // closed at this turn's turn/completed
 
 	mu       sync.Mutex
 	threadID string
@@ -255,6 +256,9 @@ func (t *codexTurn) start() error {
 	// policies are not known to be the mode's already.
 	if mode := policy + "/" + sandbox; mode != t.threadMode {
 		params["approvalPolicy"], params["sandboxPolicy"] = policy, map[string]string{"type": codexSandboxPolicy[sandbox]}
+	}
+	if m := t.req.Model; m != "" && m != t.threadModel {
+		params["model"] = m
 	}
 	if err := call(t.ctx, t.conn, "turn/start", params, &turn); err != nil {
 		return err

@@ -19,6 +19,7 @@ type codexLive struct {
 	redact          func([]byte) []byte
 	threadID        string
 	mode            string // the thread's policies after the last turn/start ("" unknown: resumed)
+	model           string // the thread's model as last named ("" config.toml's)
 	turns           int
 	once            sync.Once
 	closed          bool
@@ -35,6 +36,11 @@ func (l *codexLive) Pid() int { return l.p.Pid() }
 // CanSwitchMode: each turn/start carries the mode's approval and sandbox
 // policies (they hold for the thread's later turns too).
 func (l *codexLive) CanSwitchMode(string) bool { return true }
+
+// CanSwitchModel: turn/start names a model for the thread's turns from
+// then on; back to config.toml's model ("") is a restart, as there is no
+// name to give it.
+func (l *codexLive) CanSwitchModel(model string) bool { return model != "" }
 
 func (l *codexLive) Usable() bool {
 	select {
@@ -90,7 +96,7 @@ func (l *codexLive) handle(ctx context.Context, r *rpc.Request) (any, error) {
 
 func (l *codexLive) newTurn(ctx context.Context, host Host, req Request) *codexTurn {
 	return &codexTurn{
-		ctx: ctx, conn: l.conn, host: host, req: req, threadMode: l.mode,
+		ctx: ctx, conn: l.conn, host: host, req: req, threadMode: l.mode, threadModel: l.model,
 		redact: l.redact, finished: make(chan struct{}), threadID: l.threadID,
 		res:     Result{AgentSession: l.threadID},
 		started: map[string]bool{}, deltas: map[string]bool{},
@@ -114,6 +120,9 @@ func (l *codexLive) Turn(ctx context.Context, req Request, host Host) (Result, e
 	if err == nil {
 		p, s, _ := codexMode(req.PermissionMode)
 		l.mode = p + "/" + s
+		if req.Model != "" {
+			l.model = req.Model
+		}
 	}
 	if err == nil {
 		select {
@@ -207,7 +216,7 @@ func (l *codexLive) open(ctx context.Context, req Request) error {
 	if th.Thread.ID == "" {
 		return fmt.Errorf("%s: no thread id in its result", method)
 	}
-	l.threadID = th.Thread.ID
+	l.threadID, l.model = th.Thread.ID, req.Model
 	if method == "thread/start" {
 		l.mode = l.policy + "/" + l.sandbox
 	}

@@ -440,6 +440,40 @@ func TestCodexModel(t *testing.T) {
 	}
 }
 
+// A warm codex thread changes model between turns: turn/start names the
+// new one, which the next turn keeps, on the same process.
+func TestCodexLiveModelSwitch(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: "ok"})
+	req := codexRequest(t, srv, "hello", "default")
+	req.Model = "gpt-5.5"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, live, err := Codex{}.Open(ctx, req, &codexHost{})
+	if err != nil || res.Status != "completed" || live == nil {
+		t.Fatalf("Open: %+v %v", res, err)
+	}
+	defer live.Close()
+	if live.CanSwitchModel("") || !live.CanSwitchModel("gpt-5.6-sol") {
+		t.Error("CanSwitchModel: want a named model live, config.toml's by restart")
+	}
+	pid := live.Pid()
+	for _, model := range []string{"gpt-5.6-sol", ""} { // "": the turn names none, the thread keeps its own
+		req.Prompt, req.Model = "again", model
+		if res, err := live.Turn(ctx, req, &codexHost{}); err != nil || res.Status != "completed" || live.Pid() != pid {
+			t.Fatalf("turn with model %q: %+v %v (pid %d, was %d)", model, res, err, live.Pid(), pid)
+		}
+	}
+	var got []string
+	for _, r := range srv.Requests() {
+		got = append(got, r.Model)
+	}
+	n := len(got)
+	if n < 3 || got[n-1] != "gpt-5.6-sol" || !slices.Equal(slices.Compact(slices.Clone(got)), []string{"gpt-5.5", "gpt-5.6-sol"}) {
+		t.Errorf("models requested %q, want gpt-5.5, then gpt-5.6-sol for both later turns", got)
+	}
+}
+
 func TestCodexConfig(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()

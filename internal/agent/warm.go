@@ -22,9 +22,9 @@ var ErrGone = errors.New("the warm agent cannot run the turn")
 // agent): its next turn goes to the same process instead of a new one
 // that reloads the conversation from disk.
 type Live interface {
-	// Turn runs one more turn, as Run would; req's Prompt, TaskID and
-	// PermissionMode are used (the rest is what the process was started
-	// with). ErrGone: nothing ran. When ctx ends the turn is interrupted
+	// Turn runs one more turn, as Run would; req's Prompt, TaskID,
+	// PermissionMode and Model are used (the rest is what the process was
+	// started with). ErrGone: nothing ran. When ctx ends the turn is interrupted
 	// through the protocol and the process kept where it allows.
 	Turn(ctx context.Context, req Request, host Host) (Result, error)
 	// Usable says whether the process can take another turn.
@@ -33,6 +33,9 @@ type Live interface {
 	// than the one the process was started with) can run on this
 	// process; otherwise it is restarted.
 	CanSwitchMode(mode string) bool
+	// CanSwitchModel says the same of a turn with model model ("" the
+	// CLI's default): Turn then switches the process to it.
+	CanSwitchModel(model string) bool
 	// Pid is the agent's process (the leader of its process group).
 	Pid() int
 	// Close ends the process, letting it write its session first.

@@ -124,8 +124,8 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
 	}
 	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key)
-	settings, noMode := settingsOf(p, req)
-	if w := s.pool().take(warmKey(p), settings, noMode, req.PermissionMode); w != nil {
+	want := settingsOf(p, req)
+	if w := s.pool().take(warmKey(p), want); w != nil {
 		if out, ok := s.runWarm(ctx, p, req, h, w); ok {
 			return out
 		}
@@ -142,7 +142,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		out.AgentSessionID = res.AgentSession
 	}
 	if live != nil {
-		s.pool().put(&warmAgent{key: warmKey(p), settings: settings, noMode: noMode, live: live,
+		s.pool().put(&warmAgent{key: warmKey(p), settings: want, live: live,
 			agentSession: res.AgentSession, box: box, cleanup: spec.Cleanup})
 	} else {
 		spec.Cleanup()

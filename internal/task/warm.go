@@ -40,15 +40,15 @@ func (l WarmLimits) on() bool { return l.Idle > 0 && l.PerUser > 0 }
 
 // warmAgent is one kept process, with what it was started with.
 type warmAgent struct {
-	key              string // session and tool
-	settings, noMode string // hashes of what it was started with, with and without the permission mode
-	live             agent.Live
-	agentSession     string
-	box              *protocol.SandboxInfo
-	cleanup          func() // the sandbox spec's, once the process is gone
-	release          func() // the executor hold, while it is kept
-	used             time.Time
-	idle             *time.Timer
+	key          string   // session and tool
+	settings     settings // what it runs with: started with, or switched to since
+	live         agent.Live
+	agentSession string
+	box          *protocol.SandboxInfo
+	cleanup      func() // the sandbox spec's, once the process is gone
+	release      func() // the executor hold, while it is kept
+	used         time.Time
+	idle         *time.Timer
 }
 
 // stop ends the process and what it held.
@@ -86,27 +86,30 @@ func warmKey(p protocol.ExecutePromptParams) string { return keyOf(p.SessionID, 
 
 func keyOf(session, tool string) string { return session + "\x00" + tool }
 
-// settingsOf hashes what an agent process is started with: a prompt that
-// asks for anything else (cwd, model, sandbox, binary, environment - the
-// API key too, so a rotated key restarts the agent) cannot use it. noMode
-// leaves out the permission mode, which the agent may switch live (see
-// agent.Live's CanSwitchMode).
-func settingsOf(p protocol.ExecutePromptParams, req agent.Request) (all, noMode string) {
+// settings are what an agent process runs with. fixed hashes what it is
+// started with and cannot change (tool, binary, cwd, sandbox,
+// environment - the API key too, so a rotated key restarts the agent);
+// the permission mode and model some agents switch live (agent.Live's
+// CanSwitchMode and CanSwitchModel).
+type settings struct {
+	fixed, mode, model string
+}
+
+func settingsOf(p protocol.ExecutePromptParams, req agent.Request) settings {
 	h := sha256.New()
-	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, req.Model, p.Sandbox}, req.Env...) {
+	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, p.Sandbox}, req.Env...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	noMode = hex.EncodeToString(h.Sum(nil))
-	h.Write([]byte(req.PermissionMode))
-	return hex.EncodeToString(h.Sum(nil)), noMode
+	return settings{fixed: hex.EncodeToString(h.Sum(nil)), mode: req.PermissionMode, model: req.Model}
 }
 
-// take removes the session's warm agent from the pool for a turn in
-// permission mode mode when it fits the settings, or differs only in the
-// mode and can switch to it; one that does not is stopped (the turn
-// starts cold and resumes the session).
-func (w *warmPool) take(key, settings, noMode, mode string) *warmAgent {
+// take removes the session's warm agent from the pool for a turn with
+// settings want when it runs with them, or can switch to what differs
+// (permission mode, model); one that cannot is stopped (the turn starts
+// cold and resumes the session). The agent taken is marked as running
+// with want: its turn switches it, or ends it.
+func (w *warmPool) take(key string, want settings) *warmAgent {
 	w.mu.Lock()
 	a := w.agents[key]
 	if a != nil {
@@ -115,10 +118,13 @@ func (w *warmPool) take(key, settings, noMode, mode string) *warmAgent {
 		w.changedLocked() // running a turn, it is no longer warm
 	}
 	w.mu.Unlock()
-	switch {
-	case a == nil:
+	if a == nil {
 		return nil
-	case a.settings == settings || (a.noMode == noMode && a.live.CanSwitchMode(mode)):
+	}
+	have := a.settings
+	if have.fixed == want.fixed && (have.mode == want.mode || a.live.CanSwitchMode(want.mode)) &&
+		(have.model == want.model || a.live.CanSwitchModel(want.model)) {
+		a.settings = want
 		return a
 	}
 	w.log.Info("warm agent restarted: the prompt changed its settings", "session_key", strings.ReplaceAll(key, "\x00", "/"))

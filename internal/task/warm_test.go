@@ -62,7 +62,7 @@ func (l *fakeLive) Turn(_ context.Context, req agent.Request, h agent.Host) (age
 		return agent.Result{}, agent.ErrGone
 	}
 	l.turns++
-	h.Emit(agent.Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": fmt.Sprintf("pid=%d turn=%d mode=%s", l.pid, l.turns, req.PermissionMode)}})
+	h.Emit(agent.Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": fmt.Sprintf("pid=%d turn=%d mode=%s model=%s", l.pid, l.turns, req.PermissionMode, req.Model)}})
 	return agent.Result{Status: "completed", MessageCount: 1, AgentSession: fmt.Sprint("agent-", l.pid)}, nil
 }
 
@@ -73,8 +73,11 @@ func (l *fakeLive) Usable() bool { l.mu.Lock(); defer l.mu.Unlock(); return !l.c
 func (l *fakeLive) CanSwitchMode(mode string) bool {
 	return l.modeLive && mode != "bypassPermissions"
 }
-func (l *fakeLive) Pid() int { return l.pid }
-func (l *fakeLive) Close()   { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
+
+// CanSwitchModel: a mode-live fake switches to any named model.
+func (l *fakeLive) CanSwitchModel(model string) bool { return l.modeLive && model != "" }
+func (l *fakeLive) Pid() int                         { return l.pid }
+func (l *fakeLive) Close()                           { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
 
 func (l *fakeLive) isClosed() bool { return !l.Usable() }
 
@@ -149,12 +152,34 @@ func TestWarmReuseAndSettings(t *testing.T) {
 	// cannot switch to the mode asked for.
 	res, a := r.run("s2", "default", map[string]any{"model": "mode-live"})
 	res2, b := r.run("s2", "plan", map[string]any{"model": "mode-live"})
-	if res.Warm || !res2.Warm || r.live(a) != r.live(b) || b != fmt.Sprintf("pid=%d turn=2 mode=plan", r.live(a).pid) {
+	if res.Warm || !res2.Warm || r.live(a) != r.live(b) || b != fmt.Sprintf("pid=%d turn=2 mode=plan model=mode-live", r.live(a).pid) {
 		t.Fatalf("live mode change: %q then %q, warm %v", a, b, res2.Warm)
 	}
 	res3, c := r.run("s2", "bypassPermissions", map[string]any{"model": "mode-live"})
 	if res3.Warm || r.live(c) == r.live(a) {
 		t.Fatalf("a mode it cannot switch to kept the process: %+v %q", res3, c)
+	}
+}
+
+// A change of model: kept on an agent that switches models live (then
+// running with the new one, so going back to the CLI's default, which it
+// cannot name, restarts it), restarted on one that cannot.
+func TestWarmModelChange(t *testing.T) {
+	r := newWarmRig(t, roomy)
+	_, a := r.run("s1", "default", map[string]any{"model": "mode-live"})
+	res, b := r.run("s1", "default", map[string]any{"model": "other"})
+	if !res.Warm || b != fmt.Sprintf("pid=%d turn=2 mode=default model=other", r.live(a).pid) {
+		t.Fatalf("live model change: %q then %q, warm %v", a, b, res.Warm)
+	}
+	if res, c := r.run("s1", "default", map[string]any{"model": "other"}); !res.Warm || r.live(c) != r.live(a) {
+		t.Fatalf("same model again: %q, warm %v", c, res.Warm)
+	}
+	if res, d := r.run("s1", "default", nil); res.Warm || r.live(d) == r.live(a) {
+		t.Fatalf("back to the default model kept the process running other: %q", d)
+	}
+	_, e := r.run("s2", "default", map[string]any{"model": "one"})
+	if res, f := r.run("s2", "default", map[string]any{"model": "two"}); res.Warm || r.live(f) == r.live(e) {
+		t.Fatalf("an agent that cannot switch models kept its process: %q then %q", e, f)
 	}
 }
 
