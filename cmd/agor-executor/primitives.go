@@ -37,6 +37,7 @@ func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents task.Age
 	srv.HandleRaw(protocol.MethodAttachTerminalRaw, terms.ServeRaw)
 	tasks := &task.Service{Root: root, Hold: srv, Agents: agents, Log: log, Sandbox: box, Warm: warm}
 	tasks.Register(srv.Mux())
+	srv.OnStop(tasks.Close) // idle warm agents are no work to wait for
 	return func() {
 		tasks.Close() // warm agents
 		terms.Close()

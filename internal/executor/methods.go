@@ -36,6 +36,7 @@ func (s *Server) shutdown(_ context.Context, p protocol.ShutdownParams) (protoco
 	if reason == "" {
 		reason = "requested"
 	}
+	s.letGo() // what is no work to finish (idle warm agents) is not waited for
 	status := "idle"
 	if s.inFlight() > 1 { // more than this request
 		status = "completed"

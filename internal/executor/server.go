@@ -62,6 +62,8 @@ type Server struct {
 	stopping bool
 	grace    time.Duration // how long drain waits for in-flight work
 	stopped  chan struct{} // closed once by Stop
+	onStop   []func()      // run once as stopping begins (letGo)
+	letGoOne sync.Once
 	wg       sync.WaitGroup
 }
 
@@ -306,9 +308,31 @@ func (s *Server) isStopping() bool {
 	return s.stopping
 }
 
-// drain waits for in-flight requests (up to StopTimeout), then closes
-// every connection and waits for them.
+// OnStop runs f when the server stops, before it waits for in-flight
+// work: for holds that are no work to finish (idle warm agents), which
+// would otherwise keep the stop waiting its whole StopTimeout.
+func (s *Server) OnStop(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onStop = append(s.onStop, f)
+}
+
+// letGo runs the OnStop funcs, once.
+func (s *Server) letGo() {
+	s.letGoOne.Do(func() {
+		s.mu.Lock()
+		onStop := s.onStop
+		s.mu.Unlock()
+		for _, f := range onStop {
+			f()
+		}
+	})
+}
+
+// drain lets go of what OnStop names, waits for in-flight requests (up to
+// StopTimeout), then closes every connection and waits for them.
 func (s *Server) drain() {
+	s.letGo()
 	s.mu.Lock()
 	grace := s.grace
 	s.mu.Unlock()

@@ -244,6 +244,31 @@ func TestIdleExitWaitsForWork(t *testing.T) {
 	}
 }
 
+// A hold that is no work to finish (an idle warm agent) is let go through
+// OnStop as the stop begins: neither SIGTERM's drain nor the shutdown
+// method waits out its timeout for it, and shutdown says "idle".
+func TestStopLetsGoOfIdleHolds(t *testing.T) {
+	for _, how := range []string{"stop", "shutdown"} {
+		t.Run(how, func(t *testing.T) {
+			f := start(t, Config{Policy: self(), StopTimeout: time.Hour})
+			release := f.srv.Hold()
+			f.srv.OnStop(release)
+			if how == "stop" {
+				f.srv.Stop("test")
+			} else {
+				var res protocol.ShutdownResult
+				err := dial(t, f.path).Call(context.Background(), "shutdown", protocol.ShutdownParams{TimeoutMS: 3_600_000}, &res)
+				if err != nil || res.Status != "idle" {
+					t.Fatalf("shutdown = %+v, %v; want idle", res, err)
+				}
+			}
+			if err := f.wait(t); err != nil { // not an hour
+				t.Fatalf("Serve = %v", err)
+			}
+		})
+	}
+}
+
 func TestShutdownMethod(t *testing.T) {
 	f := start(t, Config{Policy: self()})
 	var res protocol.ShutdownResult
