@@ -154,3 +154,44 @@ warm_followup() {
 	echo "alice's executor (pid $pid) keeps $n warm agent process(es), as alice"
 }
 check "a follow-up prompt on a warm session as alice runs on the kept Claude Code process, visibly faster (times printed)" warm_followup
+
+# agents.warm_per_host: 1 holds the host to one warm agent whoever's it is:
+# bob's prompt leaves his agent warm, so the daemon asks alice's executor
+# for hers back (the least recently used on the host); her next prompt in
+# that session runs cold, resuming it.
+warm_host_cap() {
+	local conf t0 s out n
+	conf=$(cat /etc/agor/config.yaml)
+	systemctl stop agor-executor@bob.socket agor-executor@bob.service # agents.yaml afresh
+	printf '%s\nagents:\n  warm_per_host: 1\n' "$conf" >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+	start_model -bash 'true' -text 'Ran it.' -plain 4
+	t0=$(date +%s)
+	timed_prompt 'remember the word heron-3' >/dev/null
+	s=$(grep -o '"session_id":"[0-9a-f]*"' /tmp/timed.out | head -n 1 | cut -d'"' -f4)
+	timed_prompt --session "$s" 'still there?' >/dev/null
+	grep '"warm":true' /tmp/timed.out >/dev/null || { echo "alice's follow-up did not run warm"; tail -n 2 /tmp/timed.out; return 1; }
+	out=$(as bob agorctl prompt bob --json --mode bypassPermissions 'hello from bob' 2>&1)
+	echo "$out" | grep '"status":"completed"' >/dev/null || { echo "$out" | tail -n 3; return 1; }
+	for _ in $(seq 100); do
+		n=$(journalctl --no-pager -o cat -u agor-daemon.service --since "@$t0" | grep -c 'warm agent released: host cap' || true)
+		[ "$n" -ge 1 ] && break
+		sleep 0.1
+	done
+	journalctl --no-pager -o json -u agor-daemon.service --since "@$t0" | grep 'warm agent released: host cap' |
+		grep -o '"AGOR_USER":"[^"]*"\|"AGOR_SESSION_ID":"[^"]*"\|"AGOR_WARM_PER_HOST":"[^"]*"' | tr '\n' ' '
+	echo
+	journalctl --no-pager -o json -u agor-daemon.service --since "@$t0" | grep 'warm agent released: host cap' | grep "\"AGOR_SESSION_ID\":\"$s\"" >/dev/null ||
+		{ echo "no release of alice's warm agent ($s) in the daemon's journal"; return 1; }
+	out=$(journalctl --no-pager -o cat -u agor-executor@alice.service --since "@$t0" MESSAGE='warm agent stopped' AGOR_REASON='host cap')
+	[ -n "$out" ] || { echo "alice's executor logged no warm agent stopped for the host cap"; return 1; }
+	echo "alice's executor: $(echo "$out" | wc -l) x '$(echo "$out" | tail -n 1)', AGOR_REASON=host cap"
+	local t
+	t=$(timed_prompt --session "$s" 'which word did I give you?')
+	grep '"status":"completed"' /tmp/timed.out >/dev/null
+	if grep '"warm":true' /tmp/timed.out >/dev/null; then echo "alice's prompt ran warm after her agent was released"; return 1; fi
+	echo "alice's session $s after the release: cold, resumed, first event ${t% *} ms"
+	printf '%s\n' "$conf" >/etc/agor/config.yaml
+	systemctl restart agor-daemon.service
+}
+check "agents.warm_per_host: 1 — bob's warm agent makes the daemon release alice's (least recently used on the host), logged on both ends; her next prompt runs cold, resuming the session" warm_host_cap
