@@ -201,29 +201,25 @@ func (w *warmPool) overLocked() []*warmAgent {
 
 // expire stops a when it is still the session's warm agent.
 func (w *warmPool) expire(a *warmAgent, why string) {
-	w.mu.Lock()
-	mine := w.agents[a.key] == a
-	if mine {
-		delete(w.agents, a.key)
-		w.changedLocked()
-	}
-	w.mu.Unlock()
-	if mine {
-		w.log.Info("warm agent stopped", "reason", why, "pid", a.live.Pid())
-		w.stopLater(a)
-	}
+	w.stopIf(a.key, why, func(b *warmAgent) bool { return b == a })
 }
 
 // release stops the session's warm agent for the daemon's host cap. One
 // running a turn is not in the pool, and is not stopped; nor is one used
 // after the use the daemon saw (usedMS, 0: any), whose view was stale.
 func (w *warmPool) release(key string, usedMS int64, why string) bool {
+	return w.stopIf(key, why, func(a *warmAgent) bool { return usedMS == 0 || a.used.UnixMilli() <= usedMS })
+}
+
+// stopIf stops the session's warm agent when it is one that match says
+// to stop, and says whether it did.
+func (w *warmPool) stopIf(key, why string, match func(*warmAgent) bool) bool {
 	w.mu.Lock()
 	a := w.agents[key]
-	ok := a != nil && (usedMS == 0 || a.used.UnixMilli() <= usedMS)
+	ok := a != nil && match(a)
 	if ok {
 		a.idle.Stop()
-		delete(w.agents, a.key)
+		delete(w.agents, key)
 		w.changedLocked()
 	}
 	w.mu.Unlock()
