@@ -135,8 +135,8 @@ func (l *claudeLive) switchTo(ctx context.Context, req Request) error {
 	return nil
 }
 
-// control sends the control request subtype {key: value} and waits for Claude Code's
-// control_response, within claudeControlWait and ctx: an error is a
+// control sends the control request subtype {key: value} and waits for
+// Claude Code's control_response, within claudeControlWait and ctx: an error is a
 // refusal, no answer (the process is then killed), or the process's end.
 // Lines before the answer belong to no turn and are dropped.
 func (l *claudeLive) control(ctx context.Context, subtype, key, value string) error {

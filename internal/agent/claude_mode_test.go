@@ -70,6 +70,25 @@ func (r *claudeLiveRig) turnWith(prompt, mode, model string) int {
 	return asked
 }
 
+// switches checks CanSwitchMode for each mode.
+func (r *claudeLiveRig) switches(want map[string]bool) {
+	r.t.Helper()
+	for mode, w := range want {
+		if got := r.live.CanSwitchMode(mode); got != w {
+			r.t.Errorf("CanSwitchMode(%q) = %v, want %v", mode, got, w)
+		}
+	}
+}
+
+// makes runs a turn in mode whose command makes file, and checks that it
+// was made after that many permission questions.
+func (r *claudeLiveRig) makes(file, mode string, questions int) {
+	r.t.Helper()
+	if n := r.turn("make "+file, mode); n != questions || !r.made(file) {
+		r.t.Fatalf("%s: %d questions, made %v; want %d, made", mode, n, r.made(file), questions)
+	}
+}
+
 // made says whether the agent's command made file in its cwd.
 func (r *claudeLiveRig) made(file string) bool {
 	_, err := os.Stat(filepath.Join(r.rig.cwd, file))
@@ -89,17 +108,9 @@ func TestClaudeLiveModeSwitch(t *testing.T) {
 		modeltest.AnthTurn{Bash: "touch edit-1", Text: "done"},
 		modeltest.AnthTurn{Bash: "touch default-1", Text: "done"},
 		modeltest.AnthTurn{Text: "planned"})
-	for mode, want := range map[string]bool{"": true, "default": true, "acceptEdits": true, "plan": true, "bypassPermissions": false, "yolo": false} {
-		if got := r.live.CanSwitchMode(mode); got != want {
-			t.Errorf("CanSwitchMode(%q) = %v, want %v", mode, got, want)
-		}
-	}
-	if n := r.turn("make edit-1", "acceptEdits"); n != 0 || !r.made("edit-1") {
-		t.Fatalf("acceptEdits: %d questions, made %v; want none, made", n, r.made("edit-1"))
-	}
-	if n := r.turn("make default-1", "default"); n != 1 || !r.made("default-1") {
-		t.Fatalf("default: %d questions, made %v; want 1, made", n, r.made("default-1"))
-	}
+	r.switches(map[string]bool{"": true, "default": true, "acceptEdits": true, "plan": true, "bypassPermissions": false, "yolo": false})
+	r.makes("edit-1", "acceptEdits", 0)
+	r.makes("default-1", "default", 1)
 	r.turn("plan something", "plan")
 	conv := r.srv.Conversation()
 	for i, c := range conv {
@@ -129,17 +140,9 @@ func TestClaudeLiveModeFromBypass(t *testing.T) {
 		modeltest.AnthTurn{Bash: "touch default-1", Text: "done"},
 		modeltest.AnthTurn{Bash: "touch bypass-1", Text: "done"},
 		modeltest.AnthTurn{Bash: "touch plan-1", Text: "done"})
-	for mode, want := range map[string]bool{"default": true, "acceptEdits": true, "bypassPermissions": true, "plan": false} {
-		if got := r.live.CanSwitchMode(mode); got != want {
-			t.Errorf("CanSwitchMode(%q) = %v, want %v", mode, got, want)
-		}
-	}
-	if n := r.turn("make default-1", "default"); n != 1 || !r.made("default-1") {
-		t.Fatalf("default: %d questions, made %v; want 1, made", n, r.made("default-1"))
-	}
-	if n := r.turn("make bypass-1", "bypassPermissions"); n != 0 || !r.made("bypass-1") {
-		t.Fatalf("bypassPermissions: %d questions, made %v; want none, made", n, r.made("bypass-1"))
-	}
+	r.switches(map[string]bool{"default": true, "acceptEdits": true, "bypassPermissions": true, "plan": false})
+	r.makes("default-1", "default", 1)
+	r.makes("bypass-1", "bypassPermissions", 0)
 	// Not what the pool does: it restarts the process for plan instead.
 	if n := r.turn("make plan-1", "plan"); n != 0 || !r.made("plan-1") {
 		t.Fatalf("plan after bypassPermissions: %d questions, made %v; Claude Code no longer keeps bypass semantics there, and CanSwitchMode may allow plan", n, r.made("plan-1"))

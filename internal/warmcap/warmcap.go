@@ -117,19 +117,19 @@ func (c *Cap) overLocked() []ask {
 // by name, so the order is the same every time.
 func (c *Cap) liveLocked() []victim {
 	var all []victim
-	held := map[string]int{}
+	count := map[string]int{} // each user's warm agents
 	for user, h := range c.users {
 		if h.ex.Err() != nil {
 			delete(c.users, user)
 			continue
 		}
-		held[user] = len(h.agents)
+		count[user] = len(h.agents)
 		for _, a := range h.agents {
 			all = append(all, victim{user: user, agent: a})
 		}
 	}
 	slices.SortFunc(all, func(x, y victim) int {
-		return cmp.Or(cmp.Compare(x.agent.LastUsedMS, y.agent.LastUsedMS), cmp.Compare(held[y.user], held[x.user]),
+		return cmp.Or(cmp.Compare(x.agent.LastUsedMS, y.agent.LastUsedMS), cmp.Compare(count[y.user], count[x.user]),
 			cmp.Compare(x.user, y.user), cmp.Compare(x.agent.SessionID, y.agent.SessionID), cmp.Compare(x.agent.Tool, y.agent.Tool))
 	})
 	return all
@@ -188,13 +188,6 @@ func (c *Cap) Of(user string) []protocol.WarmAgent {
 		return nil
 	}
 	return slices.Clone(h.agents)
-}
-
-// Held is how many warm agents the host holds, as reported.
-func (c *Cap) Held() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.liveLocked())
 }
 
 // Wait waits for the releases in flight (they end with their connection).
