@@ -11,7 +11,7 @@ CMDS     := agor-executor agorctl agor-daemon
 # clean run with "context deadline exceeded" at a duration's end
 # (go.dev/issue/75804, fixed in Go 1.27). 100000 runs is 2-10 s per target here.
 FUZZTIME ?= 100000x
-FUZZPKGS := ./internal/rpc ./internal/config ./internal/account ./internal/fsroot ./internal/identity ./internal/apiwire ./internal/executor ./internal/dialback
+FUZZPKGS := ./internal/wire/rpc ./internal/config ./internal/account ./internal/executor/fsroot ./internal/identity ./internal/wire/apiwire ./internal/executor ./internal/dialback
 
 export CGO_ENABLED ?= 0
 
@@ -49,17 +49,17 @@ lint: vet
 
 bench: build
 	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/files
-	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/procexec
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/executor/files
+	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/executor/procexec
 	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon
 	$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon
 	$(GO) test -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
-	$(GO) test -run '^$$' -bench Usage100 -benchtime 11x ./internal/lifecycle
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/terminal
+	$(GO) test -run '^$$' -bench Usage100 -benchtime 11x ./internal/daemon/lifecycle
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
 	$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon
-	$(GO) test -run '^$$' -bench . ./internal/broker ./internal/store
+	$(GO) test -run '^$$' -bench . ./internal/daemon/broker ./internal/daemon/store
 	test/agents.sh
-	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/task
+	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/executor/task
 
 # run: build and start an executor by hand on a private socket, ping it with
 # agorctl, and leave it serving until Ctrl-C.

@@ -17,8 +17,8 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/credstore"
 	"github.com/agor-sh/agor/internal/daemon"
+	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/flagenv"
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/unixsock"

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/agor-sh/agor/internal/dialback"
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // dialListener is --dial: the executor of a Slurm job dials the daemon

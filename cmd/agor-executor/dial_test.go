@@ -15,8 +15,8 @@ import (
 
 	"github.com/agor-sh/agor/internal/dialback"
 	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // dialDaemon is the daemon's side of the dial-back on loopback: every

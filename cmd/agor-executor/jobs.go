@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/agor-sh/agor/internal/executor"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/slurm"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // registerJobs serves the slurm backend's submissions: this executor runs

@@ -20,17 +20,17 @@ import (
 
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/executor/fsroot"
+	"github.com/agor-sh/agor/internal/executor/task"
 	"github.com/agor-sh/agor/internal/flagenv"
-	"github.com/agor-sh/agor/internal/fsroot"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/peer"
-	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/sdnotify"
-	"github.com/agor-sh/agor/internal/task"
 	"github.com/agor-sh/agor/internal/unixsock"
 	"github.com/agor-sh/agor/internal/version"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // Exit statuses, as documented in --help.

@@ -5,15 +5,15 @@ import (
 	"log/slog"
 
 	"github.com/agor-sh/agor/internal/executor"
-	"github.com/agor-sh/agor/internal/files"
-	"github.com/agor-sh/agor/internal/fsroot"
-	"github.com/agor-sh/agor/internal/procexec"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/executor/files"
+	"github.com/agor-sh/agor/internal/executor/fsroot"
+	"github.com/agor-sh/agor/internal/executor/procexec"
+	"github.com/agor-sh/agor/internal/executor/task"
+	"github.com/agor-sh/agor/internal/executor/terminal"
+	"github.com/agor-sh/agor/internal/executor/watch"
 	"github.com/agor-sh/agor/internal/sandbox"
-	"github.com/agor-sh/agor/internal/task"
-	"github.com/agor-sh/agor/internal/terminal"
-	"github.com/agor-sh/agor/internal/watch"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // registerPrimitives adds the environment primitives (exec, files,

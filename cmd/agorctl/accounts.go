@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/account"
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // accountsHelp says what an orphan is, for the family and its commands.

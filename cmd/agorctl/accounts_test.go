@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // orphansDaemon answers the orphans routes and records the purge asked.

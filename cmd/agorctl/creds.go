@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/account"
-	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // credentialNames are the names the agents fetch (agents.yaml); others

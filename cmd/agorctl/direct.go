@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/lifecycle"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // backendFlags choose how executors are managed without the daemon.

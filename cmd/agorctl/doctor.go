@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/doctor"
+	"github.com/agor-sh/agor/internal/ctl/doctor"
 )
 
 func newDoctor(a *app) *cobra.Command {

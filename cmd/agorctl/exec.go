@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 func newExec(a *app) *cobra.Command {

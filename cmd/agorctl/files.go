@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agor-sh/agor/internal/apiclient"
-	"github.com/agor-sh/agor/internal/apiwire"
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // between accepts from min to max operands, named in names.

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/peer"
-	"github.com/agor-sh/agor/internal/protocol"
 	"github.com/agor-sh/agor/internal/unixsock"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // TestMain lets the tests run agorctl itself as a child process: the

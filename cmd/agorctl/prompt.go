@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/agor-sh/agor/internal/apiclient"
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 type promptOptions struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agor-sh/agor/internal/apiclient"
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
 	"github.com/agor-sh/agor/internal/version"
 )
 

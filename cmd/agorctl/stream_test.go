@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/wire/rawframe"
 )
 
 // promptDaemon streams a turn whose result status is the prompt's text,
@@ -36,13 +36,13 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 		}
 		defer conn.Close()
 		exit := `{"terminal_id":"term_1","exit_code":-1,"signal":"terminated"}`
-		if r.Header.Get("Upgrade") == apiwire.UpgradeRawTerminal {
+		if r.Header.Get("Upgrade") == rawframe.Upgrade {
 			fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal-raw\r\n\r\n")
-			_ = apiwire.WriteRawFrame(rw, apiwire.RawOutput, []byte("hi\n"))
-			_ = apiwire.WriteRawFrame(rw, apiwire.RawExit, []byte(exit))
+			_ = rawframe.Write(rw, rawframe.Output, []byte("hi\n"))
+			_ = rawframe.Write(rw, rawframe.Exit, []byte(exit))
 			_ = rw.Flush()
 			var buf []byte
-			_, _, _ = apiwire.ReadRawFrame(rw, &buf) // the first resize
+			_, _, _ = rawframe.Read(rw, &buf) // the first resize
 			return
 		}
 		fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n")

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agor-sh/agor/internal/apiclient"
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 func newSessions(a *app) *cobra.Command {

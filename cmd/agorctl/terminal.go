@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/agor-sh/agor/internal/apiclient"
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
 	"github.com/agor-sh/agor/internal/identity"
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // DetachKey (Ctrl-]) leaves the terminal running and returns to the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // printExecutors prints the daemon's executor list as a table, and once

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/apiwire"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 func TestPrintExecutors(t *testing.T) {

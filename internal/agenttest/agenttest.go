@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/agent/modeltest"
+	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 )
 
 // Command is what the tool-turn prompt has the stand-ins run.

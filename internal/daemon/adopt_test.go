@@ -11,7 +11,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/store"
+	"github.com/agor-sh/agor/internal/daemon/store"
 )
 
 // previousSchema is the store as the version before uids were recorded

@@ -20,12 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/apiwire"
 	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
 	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/credstore"
+	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/logging"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // BenchmarkFiles prints the throughput of writing and reading a 64 MiB

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/events"
-	"github.com/agor-sh/agor/internal/store"
+	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/daemon/store"
 )
 
 // BenchmarkLoad is the daemon's load check (make bench): how many sessions

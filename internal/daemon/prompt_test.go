@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/agent/modeltest"
 	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 )
 
 // The whole prompt path: the daemon issues the task's token and runs

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/store"
+	"github.com/agor-sh/agor/internal/daemon/store"
 )
 
 // retentionOf is the store's part of the retention configuration.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/events"
-	"github.com/agor-sh/agor/internal/store"
+	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/daemon/store"
 )
 
 // TestDaemonRetentionSweep: the daemon sweeps on its schedule: a task

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/dialback"
-	"github.com/agor-sh/agor/internal/lifecycle"
 	"github.com/agor-sh/agor/internal/slurm"
 )
 

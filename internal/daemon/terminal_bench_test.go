@@ -17,9 +17,9 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/agor-sh/agor/internal/apiclient"
-	"github.com/agor-sh/agor/internal/apiwire"
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // benchBytes is what each throughput round streams.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/apiclient"
-	"github.com/agor-sh/agor/internal/apiwire"
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // syncWriter collects a terminal's output while the test looks at it.

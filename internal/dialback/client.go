@@ -12,8 +12,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // ErrRefused is the daemon's refusal of the hello: the token is unknown,

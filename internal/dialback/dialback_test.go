@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 type pki = dialbacktest.PKI

@@ -12,8 +12,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // Bounds on what a dialler may do before it has proved itself: a peer

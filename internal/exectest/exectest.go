@@ -21,7 +21,7 @@ func Main(m *testing.M, binary *string) {
 	}
 	_ = os.Chmod(dir, 0o755) // an executor may run as nobody
 	*binary = filepath.Join(dir, "agor-executor")
-	build := exec.Command("go", "build", "-o", *binary, "../../cmd/agor-executor")
+	build := exec.Command("go", "build", "-o", *binary, "github.com/agor-sh/agor/cmd/agor-executor")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		panic("build agor-executor: " + err.Error() + "\n" + string(out))

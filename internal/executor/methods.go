@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/version"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 func (s *Server) registerBuiltins() {

@@ -9,7 +9,7 @@ import (
 	"net"
 
 	"github.com/agor-sh/agor/internal/peer"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // RawFunc serves a connection whose first request named a raw method

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/peer"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // echoRaw is a raw method for the tests: it replies with its params,

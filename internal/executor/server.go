@@ -16,7 +16,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/dialback"
 	"github.com/agor-sh/agor/internal/peer"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // Config is what a Server needs besides its listener.

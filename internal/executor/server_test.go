@@ -19,9 +19,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agor-sh/agor/internal/peer"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/unixsock"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 func TestMain(m *testing.M) {

@@ -23,8 +23,8 @@ import (
 	"strings"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 	"golang.org/x/sys/unix"
 )
 

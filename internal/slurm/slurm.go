@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // Commands names the binaries ("" : found on PATH by their usual names).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/protocol"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 func TestParseSubmitted(t *testing.T) {

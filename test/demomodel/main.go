@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/agor-sh/agor/internal/agent/modeltest"
+	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 )
 
 func main() {

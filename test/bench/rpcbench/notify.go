@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agor-sh/agor/internal/rpc"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // reportMessage has the fields of the protocol's report_message.

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/dialback"
-	"github.com/agor-sh/agor/internal/protocol"
-	"github.com/agor-sh/agor/internal/rpc"
 	"github.com/agor-sh/agor/internal/slurm"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 func main() {

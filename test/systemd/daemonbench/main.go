@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agor-sh/agor/internal/lifecycle"
+	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 )
 
 func main() {

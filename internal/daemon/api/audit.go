@@ -1,0 +1,107 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agor-sh/agor/internal/daemon/audit"
+	"github.com/agor-sh/agor/internal/daemon/broker"
+	"github.com/agor-sh/agor/internal/daemon/credstore"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// callerName is the caller's user name (never empty: identify refused
+// callers without one), and whether they are an admin.
+func (s *Server) callerName(r *http.Request) (string, bool, error) {
+	c := s.caller(r)
+	return c.user.Name, c.admin, nil
+}
+
+// queryAudit returns the trail: admins everything (or ?user=), users
+// their own records only.
+func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	f := audit.Filter{User: q.Get("user"), Task: q.Get("task"), Action: audit.Action(q.Get("action"))}
+	if !admin { // their own, not an earlier account's of the same name
+		f.User, f.UID = name, audit.UIDOf(s.caller(r).user.UID)
+	}
+	if v := q.Get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 0 {
+			writeError(w, rpc.InvalidParams("limit", "must be a non-negative integer"))
+			return
+		}
+	}
+	if v := q.Get("since"); v != "" {
+		if f.Since, err = time.Parse(time.RFC3339, v); err != nil {
+			writeError(w, rpc.InvalidParams("since", "must be an RFC 3339 time"))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"records": s.Audit.Query(f)})
+}
+
+// listPermissions shows open permission requests: a user's own, or all
+// for an admin.
+func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := []broker.PermissionRequest{}
+	for _, p := range s.Broker.Pending() {
+		if admin || p.User == name {
+			out = append(out, p)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"permissions": out})
+}
+
+func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	if !admin && !s.ownsPermission(id, name) {
+		writeError(w, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no open permission request %q of yours", id))
+		return
+	}
+	var d broker.Decision
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&d); err != nil {
+		writeError(w, rpc.InvalidParams("body", err.Error()))
+		return
+	}
+	if err := s.Broker.Decide(id, d.Approved, d.Reason, d.Scope); err != nil {
+		writeError(w, notFound(err, "not_pending"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "approved": d.Approved})
+}
+
+func (s *Server) ownsPermission(id, name string) bool {
+	for _, p := range s.Broker.Pending() {
+		if p.ID == id {
+			return p.User == name
+		}
+	}
+	return false
+}
+
+// notFound turns the stores' "not there" errors into the API's not found.
+func notFound(err error, reason string) error {
+	if errors.Is(err, credstore.ErrNotFound) || errors.Is(err, broker.ErrNotPending) {
+		return rpc.Errorf(protocol.CodeNotFound, reason, "%v", err)
+	}
+	return err
+}

@@ -1,0 +1,161 @@
+package api
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+
+	"golang.org/x/time/rate"
+
+	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// metrics counts requests by route and status for /v1/metrics.
+type metrics struct {
+	mu       sync.Mutex
+	requests map[[2]string]int64 // route pattern, status code
+	limited  int64
+	tasks    map[string]int64 // ended tasks by status
+	// rawStreams counts raw terminal streams by how they were carried:
+	// "handoff" (the executor serves the client's connection) or "relay".
+	rawStreams map[string]int64
+}
+
+func (m *metrics) rawStream(how string) { m.bump(&m.rawStreams, how) }
+
+func (m *metrics) taskEnded(status string) { m.bump(&m.tasks, status) }
+
+// bump adds one to key in *counts, made on first use.
+func (m *metrics) bump(counts *map[string]int64, key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if *counts == nil {
+		*counts = map[string]int64{}
+	}
+	(*counts)[key]++
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// limiter gives each caller (by uid) a token bucket: one user's script in
+// a loop must not starve everyone else's requests.
+type limiter struct {
+	mu     sync.Mutex
+	perUID map[uint32]*rate.Limiter
+	r      rate.Limit
+	burst  int
+}
+
+func (l *limiter) allow(uid uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perUID == nil {
+		l.perUID = map[uint32]*rate.Limiter{}
+	}
+	lim := l.perUID[uid]
+	if lim == nil {
+		lim = rate.NewLimiter(l.r, l.burst)
+		l.perUID[uid] = lim
+	}
+	return lim.Allow()
+}
+
+// DefaultCallerRate bounds each caller's API requests per second (burst 2x).
+const DefaultCallerRate = 200
+
+// guard wraps next (the mux, behind identify): per-caller rate limit,
+// then counting by the mux's route.
+func (s *Server) guard(mux *http.ServeMux, next http.Handler) http.Handler {
+	lim := &limiter{r: DefaultCallerRate, burst: 2 * DefaultCallerRate}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cred, ok := peer.FromContext(r.Context()); ok && cred.UID != 0 && !lim.allow(cred.UID) {
+			s.metrics.count("limited", http.StatusTooManyRequests)
+			writeError(w, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyRequests, "more than %d requests a second from uid %d", DefaultCallerRate, cred.UID))
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		_, pattern := mux.Handler(r)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		s.metrics.count(pattern, sw.code)
+	})
+}
+
+func (m *metrics) count(route string, code int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.requests == nil {
+		m.requests = map[[2]string]int64{}
+	}
+	if code == http.StatusTooManyRequests && route == "limited" {
+		m.limited++
+		return
+	}
+	m.requests[[2]string{route, strconv.Itoa(code)}]++
+}
+
+// serveMetrics writes the Prometheus text format.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	s.metrics.mu.Lock()
+	keys := make([][2]string, 0, len(s.metrics.requests))
+	for k := range s.metrics.requests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
+	fmt.Fprintln(w, "# HELP agor_api_requests_total API requests by route and status.\n# TYPE agor_api_requests_total counter")
+	for _, k := range keys {
+		fmt.Fprintf(w, "agor_api_requests_total{route=%q,code=%q} %d\n", k[0], k[1], s.metrics.requests[k])
+	}
+	fmt.Fprintln(w, "# HELP agor_tasks_total Tasks ended, by status.\n# TYPE agor_tasks_total counter")
+	for _, st := range slices.Sorted(maps.Keys(s.metrics.tasks)) {
+		fmt.Fprintf(w, "agor_tasks_total{status=%q} %d\n", st, s.metrics.tasks[st])
+	}
+	fmt.Fprintln(w, "# HELP agor_terminal_raw_streams_total Raw terminal streams, by path: handoff (the executor serves the client's connection) or relay (through the daemon).\n# TYPE agor_terminal_raw_streams_total counter")
+	for _, how := range []string{"handoff", "relay"} {
+		fmt.Fprintf(w, "agor_terminal_raw_streams_total{path=%q} %d\n", how, s.metrics.rawStreams[how])
+	}
+	fmt.Fprintf(w, "# HELP agor_api_rate_limited_total API requests refused by the per-caller limit.\n# TYPE agor_api_rate_limited_total counter\nagor_api_rate_limited_total %d\n", s.metrics.limited)
+	s.metrics.mu.Unlock()
+	s.Retained.write(w)
+	fmt.Fprintf(w, "# HELP agor_executors_connected Executors the daemon holds a connection to.\n# TYPE agor_executors_connected gauge\nagor_executors_connected %d\n", len(s.Pool.Live()))
+	s.writeUsageMetrics(r.Context(), w) // usage.go
+	if s.Broker != nil {
+		st := s.Broker.Stats()
+		for _, c := range []struct {
+			name, help string
+			v          int64
+		}{
+			{"agor_api_keys_issued_total", "API keys handed to agents.", st.KeysIssued},
+			{"agor_token_refusals_total", "Executor requests refused for their session token.", st.TokenRefused},
+			{"agor_executor_requests_throttled_total", "Executor requests refused by the per-executor rate limit.", st.Throttled},
+			{"agor_events_stored_total", "Agent events stored.", st.EventsStored},
+			{"agor_events_duplicate_total", "Agent events received twice and stored once.", st.EventsDuplicate},
+			{"agor_events_dropped_total", "Agent events refused (bad token or event).", st.EventsDropped},
+		} {
+			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
+		}
+	}
+}

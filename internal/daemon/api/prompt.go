@@ -1,0 +1,259 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+
+	"github.com/agor-sh/agor/internal/daemon/audit"
+	"github.com/agor-sh/agor/internal/daemon/broker"
+	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/daemon/token"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// prompt runs a turn and streams its events (application/x-ndjson).
+func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.startTask(w, r)
+	if !ok {
+		return
+	}
+	sub := s.Events.Subscribe(t.id, liveBound)
+	defer sub.Close()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flush := func() { _ = http.NewResponseController(w).Flush() }
+	_ = enc.Encode(apiwire.PromptLine{TaskID: t.id, SessionID: t.sess.ID})
+	flush()
+	done := make(chan apiwire.PromptLine, 1)
+	s.background(func(ctx context.Context) { done <- s.runTask(ctx, t) })
+	live := sub.Ready()
+	for {
+		select {
+		case <-live:
+			evs, open := sub.Next()
+			for _, ev := range evs {
+				_ = enc.Encode(apiwire.PromptLine{Event: &ev})
+			}
+			flush()
+			if !open { // closed when the task ends: the result follows
+				live = nil
+			}
+		case last := <-done:
+			drain(sub, enc) // events came before the result; some may still wait here
+			_ = enc.Encode(last)
+			flush()
+			return
+		}
+	}
+}
+
+// promptAsync starts the task and answers at once (202) with its ids; the
+// client follows it with GET /v1/tasks/{id}/events.
+func (s *Server) promptAsync(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.startTask(w, r)
+	if !ok {
+		return
+	}
+	s.background(func(ctx context.Context) { s.runTask(ctx, t) })
+	writeJSON(w, http.StatusAccepted, apiwire.PromptAccepted{TaskID: t.id, SessionID: t.sess.ID, Status: string(store.Queued)})
+}
+
+// started is a task that has its token and its row in the store.
+type started struct {
+	user, id, tok string
+	uid           uint32 // the user's account's
+	body          apiwire.PromptBody
+	sess          store.Session
+}
+
+// startTask reads the prompt, finds or makes the session, issues the
+// task's token and stores the task as queued (runTask makes it running).
+func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, bool) {
+	var b apiwire.PromptBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.promptBodyLimit())).Decode(&b); err != nil {
+		writeError(w, s.decodeErr(err))
+		return started{}, false
+	}
+	if n := int64(len(b.Prompt)); n > s.quotas().MaxPromptBytes {
+		writeError(w, s.promptTooLarge(n))
+		return started{}, false
+	}
+	if b.PermissionMode == "" {
+		b.PermissionMode = string(broker.ModeDefault)
+	}
+	t := started{user: r.PathValue("user"), id: newID(), body: b}
+	var err error
+	if t.user == "" { // POST /v1/sessions/{id}/prompt: the session says whose
+		sess, err := s.Store.GetSession(r.PathValue("id"))
+		if err == nil {
+			err = s.visible(r, sess.UnixUser, sess.UID, audit.Record{Session: sess.ID})
+		}
+		if err != nil {
+			writeError(w, storeErr(err, "session"))
+			return started{}, false
+		}
+		t.user, t.body.SessionID = sess.UnixUser, sess.ID
+	}
+	if t.uid, err = s.uidOf(r, t.user); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
+	if err := s.allowed(r.Context(), t.user); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
+	s.quotaMu.Lock() // until the task is stored: the counts hold
+	defer s.quotaMu.Unlock()
+	if t.body.SessionID == "" {
+		if err := s.checkSessionQuota(t.user, t.uid); err != nil {
+			writeError(w, err)
+			return started{}, false
+		}
+	}
+	if t.sess, err = s.session(t.user, t.uid, &t.body); err == nil {
+		err = s.checkTaskQuota(t.sess.ID)
+	}
+	if err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
+	bind := token.Binding{User: s.executorOf(t.user), Session: t.sess.ID, Task: t.id, UID: t.uid}
+	if bind.User != t.user {
+		bind.Person = t.user
+	}
+	if t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
+	if t.tok, err = s.Broker.StartTask(bind, broker.Mode(t.body.PermissionMode), t.body.Sandbox); err != nil {
+		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
+		return started{}, false
+	}
+	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.user, UID: int64(t.uid), Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
+		s.Broker.EndTask(t.id)
+		writeError(w, err)
+		return started{}, false
+	}
+	t.sess.Status = string(store.Running) // the session follows its task
+	if sess, err := s.Store.UpdateSession(t.sess); err == nil {
+		t.sess = sess
+	}
+	return t, true
+}
+
+// runTask runs the task to its end and records it. A task cut short by
+// the daemon stopping stays "running" in the store, which marks it
+// interrupted at the next start.
+func (s *Server) runTask(ctx context.Context, t started) apiwire.PromptLine {
+	if err := s.Store.SetTaskStatus(t.id, store.Running, nil, ""); err != nil {
+		s.log().Warn("task status not stored", "task", t.id, "err", err)
+	}
+	last := s.runPrompt(ctx, t.user, t.id, t.tok, t.body, t.sess)
+	last.Missing = s.Broker.EndTask(t.id)
+	if ctx.Err() == nil {
+		s.finish(t.id, t.sess, last)
+	}
+	return last
+}
+
+// background runs f with the daemon's lifetime (not a request's): a task
+// outlives the client that started it. Shutdown cancels and waits.
+func (s *Server) background(f func(context.Context)) {
+	s.tasks.Add(1)
+	go func() {
+		defer s.tasks.Done()
+		ctx := s.BaseContext
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		f(ctx)
+	}()
+}
+
+// Wait waits until no background task runs (at shutdown, after
+// BaseContext has ended; in benchmarks, for the tasks to finish).
+func (s *Server) Wait() { s.tasks.Wait() }
+
+func drain(sub *events.Subscription, enc *json.Encoder) {
+	evs, _ := sub.Next()
+	for _, ev := range evs {
+		_ = enc.Encode(apiwire.PromptLine{Event: &ev})
+	}
+}
+
+func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b apiwire.PromptBody, sess store.Session) apiwire.PromptLine {
+	resume := ""
+	if sess.AgenticTool == b.Tool && sess.Cwd == b.Cwd { // agents find their sessions by directory
+		resume = sess.AgentSessionID
+	}
+	params := protocol.ExecutePromptParams{
+		SessionToken: tok, SessionID: sess.ID, TaskID: task, Tool: b.Tool, Prompt: b.Prompt, Cwd: b.Cwd,
+		PermissionMode: b.PermissionMode, Model: b.Model, TimeoutMS: b.TimeoutMS, AgentSessionID: resume,
+		Sandbox: b.Sandbox,
+	}
+	var res json.RawMessage
+	if err := s.Pool.Call(ctx, s.executorOf(user), protocol.MethodExecutePrompt, params, &res); err != nil {
+		_, body := errorBody(err)
+		return apiwire.PromptLine{Error: body}
+	}
+	return apiwire.PromptLine{Result: res}
+}
+
+// session is the prompt's session: the one it names (user's own, made
+// while the name was uid's), or a new one.
+func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.Session, error) {
+	if b.SessionID == "" {
+		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, UID: int64(uid), AgenticTool: b.Tool, Cwd: b.Cwd,
+			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
+	}
+	sess, err := s.Store.GetSession(b.SessionID)
+	if err == nil && sess.UnixUser == user && sess.UID != int64(uid) {
+		s.mismatch(audit.Record{Session: sess.ID}, user, audit.UIDOf(uid), sess.UID)
+	}
+	if err != nil || sess.UnixUser != user || sess.UID != int64(uid) {
+		return store.Session{}, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no session %q of %s", b.SessionID, user)
+	}
+	if b.Tool == "" {
+		b.Tool = sess.AgenticTool
+	}
+	return sess, nil
+}
+
+// finish records the task's end, and the session follows it.
+func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine) {
+	var r protocol.ExecutePromptResult
+	status, msg := store.Failed, ""
+	if last.Error != nil {
+		msg = last.Error.Error.Message
+	} else if json.Unmarshal(last.Result, &r) == nil {
+		if r.Status != "" {
+			status = store.TaskStatus(r.Status)
+		}
+		if r.Error != nil {
+			msg = r.Error.Message
+		}
+	}
+	s.metrics.taskEnded(string(status))
+	if err := s.Store.SetTaskStatus(task, status, last.Result, msg); err != nil {
+		s.log().Warn("task status not stored", "task", task, "err", err)
+	}
+	sess.Status = string(status)
+	if r.AgentSessionID != "" {
+		sess.AgentSessionID = r.AgentSessionID
+	}
+	if _, err := s.Store.UpdateSession(sess); err != nil {
+		s.log().Warn("session not updated", "session", sess.ID, "err", err)
+	}
+}

@@ -1,0 +1,393 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agor-sh/agor/internal/daemon/audit"
+	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// Store is what the API keeps in the daemon's store.
+type Store interface {
+	CreateSession(s store.Session) (store.Session, error)
+	GetSession(id string) (store.Session, error)
+	ListSessions(user string, limit int, after string) ([]store.Session, error)
+	ListSessionsOf(user string, uid uint32, limit int, after string) ([]store.Session, error)
+	UpdateSession(s store.Session) (store.Session, error)
+	CreateTask(t store.Task) (store.Task, error)
+	SetTaskStatus(id string, status store.TaskStatus, result json.RawMessage, errMsg string) error
+	GetTask(id string) (store.Task, error)
+	ListTasks(sessionID string, limit int, after string) ([]store.Task, error)
+	Events(taskID string, afterSeq int64, limit int) ([]events.Event, error)
+	// What accounts own: adoption of the previous version's rows, and
+	// the orphans' listing and purge.
+	Adopt(ctx context.Context, accounts store.Accounts) (store.Adoption, error)
+	Owners() ([]store.Owner, error)
+	Purge(name string, uid int64) (store.Owner, error)
+	OtherUIDs(user string, uid uint32) ([]int64, error)
+	// Counts for the quotas (quotas.go).
+	CountSessions(user string, uid uint32) (int, error)
+	CountTasks(session string) (int, error)
+}
+
+func sessionView(s store.Session) apiwire.SessionView {
+	return apiwire.SessionView{ID: s.ID, UnixUser: s.UnixUser, AgenticTool: s.AgenticTool, Cwd: s.Cwd, Model: s.Model,
+		PermissionMode: s.PermissionMode, Status: s.Status, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
+
+func taskView(t store.Task) apiwire.TaskView {
+	v := apiwire.TaskView{ID: t.ID, SessionID: t.SessionID, UnixUser: t.UnixUser, Prompt: t.Prompt, Status: string(t.Status), Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt}
+	if !t.EndedAt.IsZero() {
+		v.EndedAt = &t.EndedAt
+	}
+	return v
+}
+
+// storeErr maps the store's errors to the API's.
+func storeErr(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no such %s", what)
+	}
+	return err
+}
+
+// page reads ?limit= (default 100, at most 1000) and ?after=.
+func page(r *http.Request) (int, string, error) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return 0, "", rpc.InvalidParams("limit", "must be 1..1000")
+		}
+		limit = n
+	}
+	return limit, r.URL.Query().Get("after"), nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	name, admin, err := s.callerName(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	limit, after, err := page(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var list []store.Session
+	if admin {
+		list, err = s.Store.ListSessions(r.URL.Query().Get("user"), limit, after)
+	} else { // their own name's, made while the name was theirs
+		list, err = s.Store.ListSessionsOf(name, s.caller(r).user.UID, limit, after)
+		s.hiddenSessions(name, s.caller(r).user.UID)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]apiwire.SessionView, 0, len(list))
+	for _, x := range list {
+		out = append(out, sessionView(x))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+}
+
+// hiddenSessions audits, once a window, that name's list left out
+// sessions of earlier accounts of the name.
+func (s *Server) hiddenSessions(name string, uid uint32) {
+	others, err := s.Store.OtherUIDs(name, uid)
+	if err != nil || s.Audit == nil {
+		return
+	}
+	for _, o := range others {
+		s.Audit.Aggregate(audit.Record{Action: audit.AccountMismatch, User: name, UID: audit.UIDOf(uid), StoredUID: audit.StoredUID(o), Reason: "sessions of another account of this name left out"})
+	}
+}
+
+// createSession makes a session: {unix_user, agentic_tool, cwd, model,
+// permission_mode}; unix_user defaults to the caller, and only an admin
+// may name another.
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		UnixUser string `json:"unix_user"`
+		apiwire.PromptBody
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&b); err != nil {
+		writeError(w, rpc.InvalidParams("body", err.Error()))
+		return
+	}
+	c := s.caller(r)
+	if b.UnixUser == "" {
+		b.UnixUser = c.user.Name
+	}
+	if !c.admin && b.UnixUser != c.user.Name {
+		writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may make sessions only for yourself"))
+		return
+	}
+	if b.Tool == "" {
+		writeError(w, rpc.InvalidParams("agentic_tool", "required"))
+		return
+	}
+	if err := s.allowed(r.Context(), b.UnixUser); err != nil {
+		writeError(w, err)
+		return
+	}
+	uid, err := s.uidOf(r, b.UnixUser)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	b.SessionID = ""
+	s.quotaMu.Lock()
+	err = s.checkSessionQuota(b.UnixUser, uid)
+	var sess store.Session
+	if err == nil {
+		sess, err = s.session(b.UnixUser, uid, &b.PromptBody)
+	}
+	s.quotaMu.Unlock()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sessionView(sess))
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.Store.GetSession(r.PathValue("id"))
+	if err == nil {
+		err = s.visible(r, sess.UnixUser, sess.UID, audit.Record{Session: sess.ID})
+	}
+	if err != nil {
+		writeError(w, storeErr(err, "session"))
+		return
+	}
+	limit, after, err := page(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	list, err := s.Store.ListTasks(sess.ID, limit, after)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := make([]apiwire.TaskView, 0, len(list))
+	for _, t := range list {
+		out = append(out, taskView(t))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+}
+
+// visibleTask is the task {id} when the caller may see it; otherwise it
+// writes the error and returns false.
+func (s *Server) visibleTask(w http.ResponseWriter, r *http.Request) (store.Task, bool) {
+	t, err := s.Store.GetTask(r.PathValue("id"))
+	if err == nil {
+		err = s.visible(r, t.UnixUser, t.UID, taskRef(t))
+	}
+	if err != nil {
+		writeError(w, storeErr(err, "task"))
+		return store.Task{}, false
+	}
+	return t, true
+}
+
+// taskRef names t in an audit record.
+func taskRef(t store.Task) audit.Record { return audit.Record{Session: t.SessionID, Task: t.ID} }
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	if t, ok := s.visibleTask(w, r); ok {
+		writeJSON(w, http.StatusOK, taskView(t))
+	}
+}
+
+// stopTask asks the task's executor to stop it (stop_task).
+func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.visibleTask(w, r)
+	if !ok {
+		return
+	}
+	if t.Status.Final() {
+		writeJSON(w, http.StatusOK, apiwire.StopReply{Stopped: false, Status: string(t.Status)})
+		return
+	}
+	if err := s.current(r.Context(), t.UnixUser, t.UID, taskRef(t)); err != nil {
+		writeError(w, err)
+		return
+	}
+	var res protocol.StopTaskResult
+	p := protocol.StopTaskParams{TaskID: t.ID, Reason: "stopped through the API"}
+	if err := s.Pool.Call(r.Context(), s.executorOf(t.UnixUser), protocol.MethodStopTask, p, &res); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, apiwire.StopReply{Stopped: res.Stopped})
+}
+
+// taskEvents streams a task's events as Server-Sent Events: those stored
+// after ?after= (or Last-Event-ID), then, with ?follow=1, new ones live until
+// the task ends. The id of each is its sequence, so a client that
+// reconnects with Last-Event-ID gets every event exactly once.
+func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.visibleTask(w, r)
+	if !ok {
+		return
+	}
+	id := t.ID
+	after, err := resumeFrom(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	follow := r.URL.Query().Get("follow") == "1"
+	var sub *events.Subscription
+	if follow {
+		release, err := s.eventStream(s.caller(r).user.Name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer release()
+		sub = s.Events.Subscribe(id, liveBound) // before the replay, so nothing falls between
+		defer sub.Close()
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	w.WriteHeader(http.StatusOK)
+	_ = sse.rc.Flush() // the client knows at once that its stream is open
+	if after, err = s.replay(sse, id, after); err != nil || !follow {
+		return
+	}
+	s.follow(r, sse, sub, id, after)
+}
+
+func resumeFrom(r *http.Request) (int64, error) {
+	v := r.URL.Query().Get("after")
+	if v == "" {
+		v = r.Header.Get("Last-Event-ID")
+	}
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < -1 {
+		return 0, rpc.InvalidParams("after", "must be a sequence number")
+	}
+	return n, nil
+}
+
+// replay sends the stored events after after; it returns the last sent.
+func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error) {
+	for {
+		evs, err := s.Store.Events(task, after, 500)
+		if err != nil || len(evs) == 0 {
+			return after, err
+		}
+		for _, ev := range evs {
+			if err := sse.event(ev); err != nil {
+				return after, err
+			}
+			after = ev.Sequence
+		}
+	}
+}
+
+// Follower polling of the store for the task's end: the sink's close of
+// the live feed says when a task ends, so while it is open the store is
+// only asked now and then (a follower that subscribed after the end was
+// announced); once closed, often, until the final status is written.
+const (
+	followPollOpen    = 2 * time.Second
+	followPollClosing = 100 * time.Millisecond
+)
+
+// follow sends live events until the task has ended and all are sent.
+func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscription, task string, after int64) {
+	ended := func() bool { // the store says the task is over: send the rest and the end
+		t, err := s.Store.GetTask(task)
+		if err == nil && !t.Status.Final() {
+			return false
+		}
+		_, _ = s.replay(sse, task, after)
+		_ = sse.send("end", "", string(t.Status))
+		return true
+	}
+	if ended() {
+		return
+	}
+	tick := time.NewTicker(followPollOpen)
+	defer tick.Stop()
+	defer func() { sub.Close() }() // the last one, when resubscribed
+	live := sub.Ready()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-live:
+			evs, open := sub.Next()
+			for _, ev := range evs {
+				if ev.Sequence > after {
+					if sse.event(ev) != nil {
+						return
+					}
+					after = ev.Sequence
+				}
+			}
+			if open {
+				continue
+			}
+			if sub.Lagged() { // fell behind a running task: follow anew, catch up from the store
+				sub = s.Events.Subscribe(task, liveBound)
+				live = sub.Ready()
+			} else { // the task ended: its status follows soon
+				live = nil
+				tick.Reset(followPollClosing)
+			}
+			after, _ = s.replay(sse, task, after)
+		case <-tick.C:
+			if ended() {
+				return
+			}
+		}
+	}
+}
+
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (s *sseWriter) event(ev events.Event) error {
+	b, _ := json.Marshal(ev)
+	return s.send(ev.Type, strconv.FormatInt(ev.Sequence, 10), string(b))
+}
+
+func (s *sseWriter) send(name, id, data string) error {
+	if strings.ContainsAny(name, "\r\n") || strings.ContainsAny(id, "\r\n") {
+		// Never from the broker, which takes only the event vocabulary;
+		// a store written before it checked could hold one.
+		name, id = "invalid", ""
+	}
+	if id != "" {
+		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	bin "encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rawframe"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// A raw terminal stream on the API's unix socket is not relayed: the
+// daemon hands the client's connection to the executor (SCM_RIGHTS),
+// which then serves the client itself, so a keystroke and its echo cross
+// no process but the executor on their way to and from the PTY. The
+// daemon keeps its copy of the connection only to answer the client
+// should the executor fail it, and closes it when the executor says the
+// stream ended. A TLS client (bytes the daemon must decrypt) is relayed
+// as before.
+
+type unixClientKey struct{}
+
+// withUnixClient marks a request context whose connection is a unix
+// socket, which can be handed over.
+func withUnixClient(ctx context.Context, c net.Conn) context.Context {
+	if unixOf(c) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, unixClientKey{}, true)
+}
+
+func handOffable(ctx context.Context) bool {
+	ok, _ := ctx.Value(unixClientKey{}).(bool)
+	return ok
+}
+
+// unixOf is the unix socket under c, or nil.
+func unixOf(c net.Conn) *net.UnixConn {
+	for {
+		switch v := c.(type) {
+		case *net.UnixConn:
+			return v
+		case *countedConn:
+			c = v.Conn
+		default:
+			return nil
+		}
+	}
+}
+
+func isInvalidParams(err error) bool {
+	var e *rpc.Error
+	return errors.As(err, &e) && e.Code == rpc.CodeInvalidParams
+}
+
+// handOff passes the client's connection, with what was read of it past
+// the request, to the executor behind raw, then waits for the executor's
+// status lines; the client is answered here only when the executor
+// could not serve it or went away.
+func (s *Server) handOff(conn net.Conn, crd *bufio.Reader, raw *net.UnixConn, rrd *bufio.Reader, id string) {
+	pending, _ := crd.Peek(crd.Buffered())
+	if err := sendClient(raw, unixOf(conn), pending); err != nil {
+		writeHijackedError(conn, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "hand the terminal's stream to the executor: %v", err))
+		return
+	}
+	upgraded := false
+	for {
+		line, err := rrd.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		var st protocol.RawHandoffStatus
+		if json.Unmarshal(line, &st) != nil {
+			continue
+		}
+		switch {
+		case st.Error != nil:
+			writeHijackedError(conn, st.Error)
+			return
+		case st.Ended != "":
+			s.log().Debug("terminal stream ended", "terminal", id, "how", st.Ended)
+			return
+		case st.Upgraded:
+			upgraded = true
+		}
+	}
+	if upgraded {
+		_ = rawframe.Write(conn, rawframe.Error, []byte("the executor's connection ended"))
+		return
+	}
+	writeHijackedError(conn, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "the executor ended the terminal's stream before it started"))
+}
+
+// sendClient writes the handoff message: the client's descriptor on a
+// 4-byte length, then that many bytes already read from the client.
+func sendClient(raw, client *net.UnixConn, pending []byte) error {
+	if client == nil {
+		return errors.New("not a unix socket")
+	}
+	if len(pending) > protocol.RawHandoffMax {
+		return fmt.Errorf("%d bytes read ahead of the stream", len(pending))
+	}
+	msg := bin.BigEndian.AppendUint32(nil, uint32(len(pending)))
+	msg = append(msg, pending...)
+	sc, err := client.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var n int
+	var werr error
+	if err := sc.Control(func(fd uintptr) { n, _, werr = raw.WriteMsgUnix(msg, unix.UnixRights(int(fd)), nil) }); err != nil {
+		return err
+	}
+	if werr == nil && n < len(msg) {
+		_, werr = raw.Write(msg[n:])
+	}
+	return werr
+}
+
+// writeHijackedError answers a client whose connection was taken from
+// the HTTP server, as writeError would have.
+func writeHijackedError(conn net.Conn, err error) {
+	code, body := errorBody(err)
+	b, _ := json.Marshal(body)
+	_, _ = fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
+		code, http.StatusText(code), len(b)+1, b)
+}

@@ -1,0 +1,212 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/user"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+var binary string
+
+func TestMain(m *testing.M) { exectest.Main(m, &binary) }
+
+func target(t *testing.T) (string, int) { return exectest.Target(t) }
+
+func TestPolicy(t *testing.T) {
+	name, uid := target(t)
+	tests := []struct {
+		pol  Policy
+		user string
+		want error
+	}{
+		{Policy{MinUID: 1}, name, nil},
+		{Policy{MinUID: 1}, "root", ErrNotAllowed},
+		{Policy{MinUID: uid + 1}, name, ErrNotAllowed},
+		{Policy{MinUID: 1}, "no-such-user-xyz", ErrNoSuchUser},
+		{Policy{MinUID: 1}, "Bad/Name", ErrInvalidUser},
+		{Policy{MinUID: 1}, "../etc", ErrInvalidUser},
+		{Policy{MinUID: 1, AllowedUsers: []string{"someone-else"}}, name, ErrNotAllowed},
+		{Policy{MinUID: 1, AllowedUsers: []string{name}}, name, nil},
+		{Policy{MinUID: 1, AllowedGroups: []string{"no-such-group-xyz"}}, name, ErrNotAllowed},
+		{Policy{MinUID: 1, AllowedGroups: []string{primaryGroup(t)}}, name, nil},
+		{Policy{MinUID: 1, Accounts: identity.New(identity.NSS{Getent: "/bin/false"})}, name, ErrLookupFailed},
+		{Policy{MinUID: 1}, "1000", ErrInvalidUser},
+	}
+	for _, tc := range tests {
+		_, err := tc.pol.Check(context.Background(), tc.user)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%+v Check(%q) = %v, want %v", tc.pol, tc.user, err, tc.want)
+		}
+	}
+}
+
+// primaryGroup names the target user's primary group.
+func primaryGroup(t *testing.T) string {
+	name, _ := target(t)
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skip(err)
+	}
+	g, err := user.LookupGroupId(u.Gid)
+	if err != nil {
+		t.Skip(err)
+	}
+	return g.Name
+}
+
+func TestUnitNames(t *testing.T) {
+	for name, unit := range map[string]string{
+		"alice":               "agor-executor@alice.socket",
+		"ada.lovelace":        "agor-executor@ada.lovelace.socket",
+		"mary-jane":           `agor-executor@mary\x2djane.socket`,
+		"jsmith@corp.example": `agor-executor@jsmith\x40corp.example.socket`,
+	} {
+		if got := unitName(name, "socket"); got != unit {
+			t.Errorf("unitName(%q) = %q, want %q", name, got, unit)
+		}
+		if u, kind, ok := parseUnit(unit); !ok || u != name || kind != "socket" {
+			t.Errorf("parseUnit(%q) = %q, %q, %v", unit, u, kind, ok)
+		}
+	}
+	if _, _, ok := parseUnit("agor-executor@bad-dash.service"); ok {
+		t.Error("an unescaped '-' was taken for a user name")
+	}
+}
+
+func direct(t *testing.T, idle time.Duration) (*Direct, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agor-direct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := &Direct{
+		Policy:      Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "executors", "{user}.sock")},
+		Binary:      binary,
+		IdleTimeout: idle,
+	}
+	t.Cleanup(d.Close)
+	return d, dir
+}
+
+func ping(t *testing.T, sock string) protocol.PingResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rpc.Dial(ctx, sock, nil, rpc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var res protocol.PingResult
+	if err := c.Call(ctx, protocol.MethodPing, nil, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// The direct backend starts the executor as the user, on a socket handed
+// over as systemd would, and starts it again after it exits when idle.
+func TestDirectEnsureAndReactivate(t *testing.T) {
+	name, uid := target(t)
+	d, _ := direct(t, 200*time.Millisecond)
+	ex, err := d.Ensure(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ping(t, ex.Socket)
+	if first.UID != uid || first.User != name {
+		t.Fatalf("ping = %+v, want uid %d user %s", first, uid, name)
+	}
+	waitStopped(t, d, name)
+	if _, err := d.Ensure(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	second := ping(t, ex.Socket)
+	if second.PID == first.PID {
+		t.Fatalf("same executor pid %d after idle exit", first.PID)
+	}
+	if err := d.Stop(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ex.Socket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left after Stop: %v", err)
+	}
+}
+
+func TestDirectRefusesBeforeStarting(t *testing.T) {
+	d, dir := direct(t, 0)
+	for _, u := range []string{"root", "no-such-user-xyz", "x/y"} {
+		if _, err := d.Ensure(context.Background(), u); err == nil {
+			t.Errorf("Ensure(%q) succeeded", u)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "executors")); len(entries) != 0 {
+		t.Fatalf("refused users left sockets: %v", entries)
+	}
+	if list, _ := d.List(context.Background()); len(list) != 0 {
+		t.Fatalf("List after refusals = %v", list)
+	}
+}
+
+func waitStopped(t *testing.T, d *Direct, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, _ := d.List(context.Background())
+		if len(list) == 1 && list[0].Service == "inactive" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("executor for %s did not exit when idle: %+v", name, list)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestParseUnit(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"agor-executor@alice.socket":     {"alice", "socket"},
+		`agor-executor@bob\x2d2.service`: {"bob-2", "service"},
+	} {
+		u, k, ok := parseUnit(in)
+		if !ok || u != want[0] || k != want[1] {
+			t.Errorf("parseUnit(%q) = %q %q %v", in, u, k, ok)
+		}
+	}
+	if _, _, ok := parseUnit("other@x.service"); ok {
+		t.Error("parsed a foreign unit")
+	}
+}
+
+func TestStatExiting(t *testing.T) {
+	for _, tc := range []struct {
+		stat string
+		want bool
+	}{
+		{"42 (agor-executor) S 1 42 42 0 -1 4194560 100 0", false},
+		{"42 (agor-executor) R 1 42 42 0 -1 4194564 100 0", true}, // PF_EXITING
+		{"42 (a) b) Z 1 42 42 0 -1 4194560 100 0", true},
+		{"42 (x) X 1 42 42 0 -1 0", true},
+		{"42 (x) S 1", true}, // too short to trust
+		{"garbage", true},
+	} {
+		if got := statExiting([]byte(tc.stat)); got != tc.want {
+			t.Errorf("statExiting(%q) = %v, want %v", tc.stat, got, tc.want)
+		}
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil || statExiting(self) {
+		t.Fatalf("this live process reads as exiting (%v): %s", err, self)
+	}
+}

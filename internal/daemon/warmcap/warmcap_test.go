@@ -1,0 +1,168 @@
+package warmcap
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// fakeExec is one executor's connection: it records what it is asked to
+// release, and can be gone.
+type fakeExec struct {
+	mu    sync.Mutex
+	asked []string // the sessions asked back
+	gone  bool
+	block chan struct{} // when set, calls wait for it
+}
+
+func (f *fakeExec) Call(_ context.Context, method string, params, result any) error {
+	if f.block != nil {
+		<-f.block
+	}
+	p := params.(protocol.ReleaseWarmAgentParams)
+	f.mu.Lock()
+	f.asked = append(f.asked, p.SessionID)
+	f.mu.Unlock()
+	if method != protocol.MethodReleaseWarmAgent || p.Reason != "host cap" {
+		return rpc.Errorf(rpc.CodeMethodNotFound, "method_not_found", "%s %+v", method, p)
+	}
+	*result.(*protocol.ReleaseWarmAgentResult) = protocol.ReleaseWarmAgentResult{Released: true}
+	return nil
+}
+
+func (f *fakeExec) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone {
+		return rpc.ErrClosed
+	}
+	return nil
+}
+
+func (f *fakeExec) released() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.asked)
+}
+
+// agents parses "s1@100 s2@200" (session@last_used_ms).
+func agents(s string) []protocol.WarmAgent {
+	var out []protocol.WarmAgent
+	for _, f := range strings.Fields(s) {
+		id, at, _ := strings.Cut(f, "@")
+		var ms int64
+		for _, d := range at {
+			ms = ms*10 + int64(d-'0')
+		}
+		out = append(out, protocol.WarmAgent{SessionID: id, Tool: protocol.ToolClaudeCode, LastUsedMS: ms})
+	}
+	return out
+}
+
+// step is one report (or, with gone, an executor going away).
+type step struct {
+	user, agents string
+	gone         bool
+}
+
+func TestCap(t *testing.T) {
+	cases := []struct {
+		name  string
+		max   int
+		steps []step
+		want  map[string][]string // sessions each user's executor was asked to release
+		held  int
+	}{
+		{"within the cap", 4, []step{{user: "alice", agents: "a1@100 a2@200"}, {user: "bob", agents: "b1@150 b2@300"}}, nil, 4},
+		{"least recently used across users", 3,
+			[]step{{user: "alice", agents: "a1@100 a2@400"}, {user: "bob", agents: "b1@200 b2@300"}},
+			map[string][]string{"alice": {"a1"}}, 4},
+		{"oldest first until within the cap", 1,
+			[]step{{user: "alice", agents: "a1@100"}, {user: "bob", agents: "b1@300 b2@200"}},
+			map[string][]string{"alice": {"a1"}, "bob": {"b2"}}, 3},
+		{"a new report replaces the old", 2,
+			[]step{{user: "alice", agents: "a1@100 a2@200"}, {user: "alice", agents: "a2@200"}, {user: "bob", agents: "b1@300"}},
+			nil, 2},
+		{"ties: the user holding more gives first", 2,
+			[]step{{user: "alice", agents: "a1@100"}, {user: "bob", agents: "b2@100 b1@100"}},
+			map[string][]string{"bob": {"b1"}}, 3},
+		{"ties between equals: by name", 1,
+			[]step{{user: "bob", agents: "b1@100"}, {user: "alice", agents: "a1@100"}},
+			map[string][]string{"alice": {"a1"}}, 2},
+		{"an executor gone takes its agents out of the count", 2,
+			[]step{{user: "alice", agents: "a1@100 a2@200"}, {user: "alice", gone: true}, {user: "bob", agents: "b1@300 b2@400"}},
+			nil, 2},
+		{"no cap", 0, []step{{user: "alice", agents: "a1@1 a2@2 a3@3"}}, nil, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Cap{Max: tc.max}
+			execs := map[string]*fakeExec{}
+			for _, s := range tc.steps {
+				if execs[s.user] == nil {
+					execs[s.user] = &fakeExec{}
+				}
+				if s.gone {
+					execs[s.user].gone = true
+					continue
+				}
+				c.Update(s.user, execs[s.user], agents(s.agents))
+			}
+			c.Wait()
+			got := map[string][]string{}
+			for user, ex := range execs {
+				if r := ex.released(); len(r) > 0 {
+					got[user] = r
+				}
+			}
+			if tc.want == nil {
+				tc.want = map[string][]string{}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("released (-want +got):\n%s", d)
+			}
+			if n := heldBy(c); n != tc.held {
+				t.Errorf("held %d, want %d (as reported: releases show in the next report)", n, tc.held)
+			}
+		})
+	}
+}
+
+// A release in flight is not asked again by the reports that arrive
+// before its answer, and the connection of a gone executor is let go.
+func TestCapAsksOnce(t *testing.T) {
+	c := &Cap{Max: 1}
+	alice := &fakeExec{block: make(chan struct{})}
+	c.Update("alice", alice, agents("a1@100"))
+	c.Update("bob", &fakeExec{}, agents("b1@200"))
+	c.Update("bob", &fakeExec{}, agents("b1@300"))
+	if !c.Keep("alice") || !c.Keep("bob") || c.Keep("carol") {
+		t.Error("Keep: want alice's and bob's connections kept, carol has none")
+	}
+	close(alice.block)
+	c.Wait()
+	if got := alice.released(); !slices.Equal(got, []string{"a1"}) {
+		t.Fatalf("alice asked %v, want a1 once", got)
+	}
+	alice.gone = true
+	if c.Keep("alice") {
+		t.Error("Keep: alice's executor is gone")
+	}
+	if (&Cap{}).Keep("bob") {
+		t.Error("Keep with no cap: nothing to ask back")
+	}
+}
+
+// heldBy is how many warm agents the host holds, as c has them reported.
+func heldBy(c *Cap) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.liveLocked())
+}

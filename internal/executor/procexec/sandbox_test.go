@@ -1,0 +1,85 @@
+package procexec
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agor-sh/agor/internal/sandbox"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// The test binary is the sandbox launcher, as the executor is.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.LauncherArg {
+		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// policy is a sandbox configuration whose temp directory is its own (the
+// tests' roots are beneath the host's /tmp, which must not be writable).
+func policy(t *testing.T, required bool) *sandbox.Policy {
+	return &sandbox.Policy{Default: sandbox.Off, Required: required, Self: os.Args[0], TempDir: t.TempDir()}
+}
+
+// TestExecWorkspace: under workspace, touch ./x works and touch ~/x (the
+// root, here the user's home) fails with EACCES from the kernel; the
+// reply says what was applied.
+func TestExecWorkspace(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	cl := setupWith(t, policy(t, false))
+	ctx := context.Background()
+	res, _, errOut, err := cl.exec(ctx, protocol.ExecParams{Argv: []string{"sh", "-c", "touch ./x && touch ../y"}, Cwd: "work", Sandbox: "workspace"})
+	if err != nil || res.ExitCode == 0 || !strings.Contains(errOut, "Permission denied") {
+		t.Fatalf("touch outside: %+v %q %v", res, errOut, err)
+	}
+	if _, err := os.Stat(filepath.Join(cl.root, "work", "x")); err != nil {
+		t.Fatalf("touch ./x under workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(cl.root, "y")); err == nil {
+		t.Fatal("touch ~/y under workspace was allowed")
+	}
+	if res.Sandbox == nil || res.Sandbox.Level != "workspace" || !res.Sandbox.Enforced || res.Sandbox.ABI == 0 {
+		t.Fatalf("reply's sandbox: %+v", res.Sandbox)
+	}
+	res, _, _, err = cl.exec(ctx, protocol.ExecParams{Argv: []string{"touch", "../y"}, Cwd: "work", Sandbox: "off"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("off: %+v %v", res, err)
+	}
+}
+
+// TestExecNoLandlock acts out a kernel without Landlock: required refuses
+// with the ABI named; otherwise the command runs unconfined and the reply
+// warns.
+func TestExecNoLandlock(t *testing.T) {
+	t.Setenv(sandbox.ForceABIEnv, "0")
+	ctx := context.Background()
+	cl := setupWith(t, policy(t, true))
+	_, _, _, err := cl.exec(ctx, protocol.ExecParams{Argv: []string{"true"}, Cwd: "work", Sandbox: "workspace"})
+	if !rpc.IsCode(err, protocol.CodeExecutorUnavailable) || !strings.Contains(err.Error(), "ABI 0") {
+		t.Fatalf("required, no Landlock: %v", err)
+	}
+	cl = setupWith(t, policy(t, false))
+	res, _, _, err := cl.exec(ctx, protocol.ExecParams{Argv: []string{"touch", "../z"}, Cwd: "work", Sandbox: "workspace"})
+	if err != nil || res.ExitCode != 0 || res.Sandbox == nil || res.Sandbox.Enforced || !strings.Contains(res.Sandbox.Warning, "ABI 0") {
+		t.Fatalf("warn, no Landlock: %+v %v", res, err)
+	}
+}
+
+// TestExecSandboxNotAllowed: a level the configuration does not allow is
+// bad params naming the field.
+func TestExecSandboxNotAllowed(t *testing.T) {
+	p := policy(t, false)
+	p.Allowed = []sandbox.Level{sandbox.Off, sandbox.Workspace}
+	cl := setupWith(t, p)
+	_, _, _, err := cl.exec(context.Background(), protocol.ExecParams{Argv: []string{"true"}, Cwd: "work", Sandbox: "read-only"})
+	if !rpc.IsCode(err, rpc.CodeInvalidParams) || !strings.Contains(err.Error(), "not allowed") {
+		t.Fatalf("read-only not allowed: %v", err)
+	}
+}

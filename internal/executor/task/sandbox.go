@@ -1,0 +1,83 @@
+package task
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/agor-sh/agor/internal/executor/agent"
+	"github.com/agor-sh/agor/internal/sandbox"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+)
+
+// agentState is where each agent CLI keeps its own state, beneath its
+// HOME: writable under every sandbox level, so the agent still starts,
+// reaches its model and keeps its sessions. Dirs are made (0700) if
+// missing, since a confined agent could not make them; files are not.
+var agentState = map[string]struct{ dirs, files []string }{
+	"claude-code": {dirs: []string{".claude"}, files: []string{".claude.json", ".claude.json.backup"}},
+	"codex":       {dirs: []string{".codex"}},
+	"gemini":      {dirs: []string{".gemini"}},
+	"opencode":    {dirs: []string{".local/share/opencode", ".local/state/opencode", ".config/opencode", ".cache/opencode"}},
+}
+
+// runtimeDirs are written by the CLIs' runtime (Node.js, their caches).
+var runtimeDirs = []string{".cache", ".npm"}
+
+// statePaths is tool's writable state for an agent whose environment is
+// env (CODEX_HOME too, for codex).
+func statePaths(tool string, env []string) []string {
+	home := agent.Getenv(env, "HOME")
+	if home == "" {
+		return nil
+	}
+	var out []string
+	if h := agent.Getenv(env, "CODEX_HOME"); h != "" && tool == "codex" {
+		out = append(out, h)
+	}
+	st := agentState[tool]
+	for _, rel := range append(append(st.dirs, runtimeDirs...), st.files...) {
+		out = append(out, filepath.Join(home, rel))
+	}
+	return out
+}
+
+// makeStateDirs makes tool's state directories the agent could not make
+// once confined.
+func makeStateDirs(tool string, env []string) {
+	home := agent.Getenv(env, "HOME")
+	if home == "" {
+		return
+	}
+	for _, rel := range append(agentState[tool].dirs, runtimeDirs...) {
+		_ = os.MkdirAll(filepath.Join(home, rel), 0o700)
+	}
+}
+
+// confine sets req up to run under the task's sandbox level, and says
+// what it got (as the task's first event and in its result); the spec's
+// Cleanup is for when the agent is gone.
+func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
+	spec, applied, err := s.Sandbox.For(p.Sandbox, req.Cwd, agent.Getenv(req.Env, "HOME"), statePaths(p.Tool, req.Env))
+	if err != nil {
+		return spec, nil, err
+	}
+	if applied.Level == string(sandbox.Off) && applied.Warning == "" {
+		return spec, nil, nil
+	}
+	if spec.Level != sandbox.Off {
+		makeStateDirs(p.Tool, req.Env)
+		req.Wrap = spec.Command
+		req.Env = spec.Env(req.Env)
+	}
+	h.Emit(sandboxEvent(applied))
+	return spec, &applied, nil
+}
+
+// sandboxEvent is a task's first event when its agent is confined.
+func sandboxEvent(applied protocol.SandboxInfo) agent.Event {
+	data := map[string]any{"level": applied.Level, "abi": applied.ABI, "enforced": applied.Enforced}
+	if applied.Warning != "" {
+		data["warning"] = applied.Warning
+	}
+	return agent.Event{Type: protocol.EventSandbox, Data: data}
+}

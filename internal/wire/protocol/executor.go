@@ -1,0 +1,41 @@
+package protocol
+
+import "github.com/agor-sh/agor/internal/wire/rpc"
+
+// PingResult is ping's reply (ping takes no params).
+type PingResult struct {
+	Pong      bool   `json:"pong"`
+	Timestamp int64  `json:"timestamp"` // Unix milliseconds
+	PID       int    `json:"pid"`
+	UID       int    `json:"uid"`
+	User      string `json:"user"`
+	Version   string `json:"version"`
+	UptimeMS  int64  `json:"uptime_ms"`
+}
+
+// ShutdownParams asks the executor to stop, letting in-flight work finish
+// for up to TimeoutMS.
+type ShutdownParams struct {
+	Reason    string `json:"reason"`
+	TimeoutMS int64  `json:"timeout_ms"`
+}
+
+// Validate checks the fields.
+func (p ShutdownParams) Validate() error {
+	if p.TimeoutMS < 0 {
+		return rpc.InvalidParams("timeout_ms", "must not be negative")
+	}
+	return nil
+}
+
+// Shutdown statuses: how the executor left its work.
+const (
+	ShutdownIdle        = "idle"        // nothing was running
+	ShutdownCompleted   = "completed"   // in-flight work finished in time
+	ShutdownInterrupted = "interrupted" // in-flight work was cancelled
+)
+
+// ShutdownResult says how the executor left its work.
+type ShutdownResult struct {
+	Status string `json:"status"`
+}

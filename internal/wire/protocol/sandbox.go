@@ -1,0 +1,30 @@
+package protocol
+
+import "github.com/agor-sh/agor/internal/wire/rpc"
+
+// Sandbox levels a request may ask for (execute_prompt, exec,
+// spawn_terminal); "" is the configured default.
+const (
+	SandboxOff       = "off"       // as the user may
+	SandboxWorkspace = "workspace" // writes beneath cwd, the agent's state and temp only
+	SandboxReadOnly  = "read-only" // writes to the agent's state and temp only
+)
+
+// ValidSandbox accepts "" and the three levels.
+func ValidSandbox(level string) error {
+	switch level {
+	case "", SandboxOff, SandboxWorkspace, SandboxReadOnly:
+		return nil
+	}
+	return rpc.InvalidParams("sandbox", "must be off, workspace or read-only")
+}
+
+// SandboxInfo says what confinement a process got: the level, the
+// kernel's Landlock ABI, whether it was enforced, and why not when it was
+// asked for and is not.
+type SandboxInfo struct {
+	Level    string `json:"level"`
+	ABI      int    `json:"abi"`
+	Enforced bool   `json:"enforced"`
+	Warning  string `json:"warning,omitempty"`
+}
