@@ -68,6 +68,7 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	m.HandleFunc("GET /v1/executors", reply(map[string]any{"executors": []map[string]any{{"user": "alice"}, {"user": "bob"}}}))
 	m.HandleFunc("GET /v1/sessions", reply(apiwire.SessionList{Sessions: []apiwire.SessionView{{ID: "s1", UnixUser: "alice", AgenticTool: "codex", Cwd: ".", Status: "idle", UpdatedAt: now}}}))
+	m.HandleFunc("GET /v1/sessions/changed/tasks", reply(map[string]any{"tasks": "a reply of another shape"}))
 	m.HandleFunc("GET /v1/sessions/s1/tasks", reply(apiwire.TaskList{Tasks: []apiwire.TaskView{{ID: "t1", SessionID: "s1", Status: "completed", Prompt: "hello", CreatedAt: now}}}))
 	m.HandleFunc("POST /v1/executors/alice/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{ExitCode: 3}, Stdout: "hi\n"}))
 	m.HandleFunc("PUT /v1/executors/alice", reply(map[string]any{"user": "alice", "connected": true}))
@@ -169,6 +170,16 @@ func TestCredsSet(t *testing.T) {
 	r = agorctl(context.Background(), strings.NewReader(""), "creds", "set", "X", "--api", d.socket)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "no value on standard input") {
 		t.Fatalf("empty stdin: exit %d: %q", r.code, r.stderr)
+	}
+}
+
+// TestTasksBadReply: a reply that does not decode fails the command; it
+// printed an empty table and exited 0.
+func TestTasksBadReply(t *testing.T) {
+	d := newFakeDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "tasks", "changed", "--api", d.socket)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "reply does not decode") || r.stdout != "" {
+		t.Fatalf("exit %d: %q %q", r.code, r.stdout, r.stderr)
 	}
 }
 

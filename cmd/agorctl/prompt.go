@@ -17,6 +17,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/ctl/apiclient"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 type promptOptions struct {
@@ -145,29 +146,39 @@ func (r *renderer) run(ctx context.Context, stream *apiclient.PromptStream) erro
 
 // line handles one stream line; done is true at the end, with the
 // command's error (nil: completed).
-func (r *renderer) line(ctx context.Context, l apiclient.PromptLine) (bool, error) {
+func (r *renderer) line(ctx context.Context, l apiwire.PromptLine) (bool, error) {
 	switch {
 	case l.TaskID != "":
 		r.task, r.session = l.TaskID, l.SessionID
 	case l.Event != nil:
-		r.event(ctx, l.Event)
+		return false, r.event(ctx, l.Event)
 	case l.Error != nil:
 		return true, fmt.Errorf("%s (%s)", l.Error.Error.Message, l.Error.Error.Reason)
 	case l.Result != nil:
-		return true, r.result(l.Result)
+		var res protocol.ExecutePromptResult
+		if err := json.Unmarshal(l.Result, &res); err != nil {
+			return true, fmt.Errorf("bad result from the daemon: %w", err)
+		}
+		return true, r.result(&res)
 	}
 	return false, nil
 }
 
-func (r *renderer) event(ctx context.Context, ev *apiclient.PromptEvent) {
+// event shows one of the agent's events; one that does not decode is an
+// error, not a blank line.
+func (r *renderer) event(ctx context.Context, stored *apiwire.StoredEvent) error {
 	r.mu.Lock()
 	r.events++
 	r.mu.Unlock()
 	if r.json {
-		return
+		return nil
 	}
-	d := ev.EventData.Data
-	switch ev.EventData.Type {
+	var ev protocol.Event
+	if err := json.Unmarshal(stored.Data, &ev); err != nil {
+		return fmt.Errorf("bad event %d from the daemon: %w", stored.Sequence, err)
+	}
+	d := ev.Data
+	switch ev.Type {
 	case "text_delta":
 		r.print(r.out, "%s", d["text"])
 	case "message_stop":
@@ -186,6 +197,7 @@ func (r *renderer) event(ctx context.Context, ev *apiclient.PromptEvent) {
 	case "error":
 		r.print(r.errw, "\nagent error: %v\n", d["message"])
 	}
+	return nil
 }
 
 // ask answers a permission question here when this is a terminal;
@@ -208,10 +220,10 @@ func (r *renderer) ask(ctx context.Context, d map[string]any) {
 	}
 }
 
-func (r *renderer) result(res *apiclient.PromptResult) error {
+func (r *renderer) result(res *protocol.ExecutePromptResult) error {
 	u := res.Usage
-	r.print(r.errw, "\n%s · %d messages · tokens in %v out %v (cache read %v, write %v) · %s · session %s\n",
-		res.Status, res.MessageCount, u["input_tokens"], u["output_tokens"], u["cache_read_tokens"], u["cache_write_tokens"],
+	r.print(r.errw, "\n%s · %d messages · tokens in %d out %d (cache read %d, write %d) · %s · session %s\n",
+		res.Status, res.MessageCount, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
 		time.Since(r.start).Round(100*time.Millisecond), r.session)
 	if res.Error != nil {
 		r.print(r.errw, "%s: %s\n", res.Error.Code, res.Error.Message)

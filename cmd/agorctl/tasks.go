@@ -41,7 +41,9 @@ SESSION USER TOOL CWD STATUS UPDATED, or the daemon's JSON with --json.
 			return nil
 		}
 		var out apiwire.SessionList
-		_ = json.Unmarshal(raw, &out)
+		if err := decodeReply(raw, &out); err != nil {
+			return err
+		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tUSER\tTOOL\tCWD\tSTATUS\tUPDATED")
 		for _, s := range out.Sessions {
@@ -81,7 +83,9 @@ func newTasks(a *app) *cobra.Command {
 			return nil
 		}
 		var out apiwire.TaskList
-		_ = json.Unmarshal(raw, &out)
+		if err := decodeReply(raw, &out); err != nil {
+			return err
+		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tSTATUS\tCREATED\tPROMPT")
 		for _, t := range out.Tasks {
@@ -317,4 +321,14 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// decodeReply decodes a reply kept raw for --json: a reply that does not
+// decode (a daemon of another version, say) is an error, never an empty
+// table and exit 0.
+func decodeReply(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("the daemon's reply does not decode: %w", err)
+	}
+	return nil
 }

@@ -336,7 +336,7 @@ func (d *Daemon) reattach(ctx context.Context) {
 // unitChanged follows executor services: a service that ended takes its
 // connection (and the calls in flight on it) with it at once, unless the
 // connection is to a newer executor already.
-func (d *Daemon) unitChanged(ev lifecycle.Event) {
+func (d *Daemon) unitChanged(ev lifecycle.UnitChange) {
 	if ev.Kind != "service" {
 		return
 	}

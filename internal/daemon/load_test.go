@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // BenchmarkLoad is the daemon's load check (make bench): how many sessions
@@ -79,7 +79,7 @@ func fanOut(b *testing.B, h *harness, user string, n, clients int) float64 {
 	t0 := time.Now()
 	data := []byte(`{"type":"text_delta","data":{"text":"` + strings.Repeat("x", 180) + `"}}`)
 	for seq := range int64(n) {
-		ev := events.Event{TaskID: task, Sequence: seq, Timestamp: time.Now().UnixMilli(), Type: "text_delta", Data: data}
+		ev := apiwire.StoredEvent{TaskID: task, Sequence: seq, Timestamp: time.Now().UnixMilli(), Type: "text_delta", Data: data}
 		if _, err := h.d.srv.Events.Put(ev); err != nil {
 			b.Fatal(err)
 		}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // TestDaemonRetentionSweep: the daemon sweeps on its schedule: a task
@@ -31,7 +31,7 @@ func TestDaemonRetentionSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		for q := range int64(3) {
-			if err := h.d.store.Append(events.Event{TaskID: tk.ID, Sequence: q, Timestamp: 1, Type: "text_delta"}); err != nil {
+			if err := h.d.store.Append(apiwire.StoredEvent{TaskID: tk.ID, Sequence: q, Timestamp: 1, Type: "text_delta"}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -12,34 +12,6 @@ import (
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
-// PromptLine is one line of a streamed prompt, decoded for a client:
-// first the ids, then each event, then the result or an error.
-type PromptLine struct {
-	TaskID    string             `json:"task_id"`
-	SessionID string             `json:"session_id"`
-	Event     *PromptEvent       `json:"event"`
-	Result    *PromptResult      `json:"result"`
-	Missing   json.RawMessage    `json:"missing_events"`
-	Error     *apiwire.ErrorBody `json:"error"`
-}
-
-// PromptEvent is an event of a streamed prompt.
-type PromptEvent struct {
-	Sequence  int64 `json:"sequence"`
-	EventData struct {
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
-	} `json:"event_data"`
-}
-
-// PromptResult is how the turn ended.
-type PromptResult struct {
-	Status       string         `json:"status"` // completed, failed, timeout, cancelled
-	MessageCount int            `json:"message_count"`
-	Usage        map[string]any `json:"token_usage"`
-	Error        *struct{ Code, Message string }
-}
-
 // PromptStream is a prompt's reply, read a line at a time.
 type PromptStream struct {
 	body io.ReadCloser
@@ -60,8 +32,8 @@ func (c *Client) Prompt(ctx context.Context, user string, body apiwire.PromptBod
 
 // Next returns the next line, decoded and as sent; io.EOF when the
 // stream ended.
-func (s *PromptStream) Next() (PromptLine, []byte, error) {
-	var l PromptLine
+func (s *PromptStream) Next() (apiwire.PromptLine, []byte, error) {
+	var l apiwire.PromptLine
 	if !s.sc.Scan() {
 		if err := s.sc.Err(); err != nil {
 			return l, nil, err

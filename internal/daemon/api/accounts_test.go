@@ -110,7 +110,7 @@ func TestAccountReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.db.AppendBatch([]events.Event{{TaskID: "t-done", Sequence: 0, Type: "text", Data: json.RawMessage(`{"text":"old"}`)}}); err != nil {
+	if _, err := e.db.AppendBatch([]apiwire.StoredEvent{{TaskID: "t-done", Sequence: 0, Type: "text", Data: json.RawMessage(`{"text":"old"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := e.as(t, oldAlice, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", `{"value":"sk-old-alice"}`); code != 200 {

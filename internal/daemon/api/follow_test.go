@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // TestFollowerThatLagsCatchesUp: a client that stops reading while a task
@@ -24,7 +24,7 @@ func TestFollowerThatLagsCatchesUp(t *testing.T) {
 	const n = 3 * liveBound
 	data := []byte(`{"text":"` + strings.Repeat("x", 200) + `"}`)
 	for q := range int64(n) { // nobody reads meanwhile: the socket fills, the queue passes its bound
-		if _, err := e.srv.Events.Put(events.Event{TaskID: task, Sequence: q, Timestamp: 1, Type: "text_delta", Data: data}); err != nil {
+		if _, err := e.srv.Events.Put(apiwire.StoredEvent{TaskID: task, Sequence: q, Timestamp: 1, Type: "text_delta", Data: data}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,7 +29,7 @@ type Store interface {
 	SetTaskStatus(id string, status store.TaskStatus, result json.RawMessage, errMsg string) error
 	GetTask(id string) (store.Task, error)
 	ListTasks(sessionID string, limit int, after string) ([]store.Task, error)
-	Events(taskID string, afterSeq int64, limit int) ([]events.Event, error)
+	Events(taskID string, afterSeq int64, limit int) ([]apiwire.StoredEvent, error)
 	// What accounts own: adoption of the previous version's rows, and
 	// the orphans' listing and purge.
 	Adopt(ctx context.Context, accounts store.Accounts) (store.Adoption, error)
@@ -370,7 +370,7 @@ type sseWriter struct {
 	rc *http.ResponseController
 }
 
-func (s *sseWriter) event(ev events.Event) error {
+func (s *sseWriter) event(ev apiwire.StoredEvent) error {
 	b, _ := json.Marshal(ev)
 	return s.send(ev.Type, strconv.FormatInt(ev.Sequence, 10), string(b))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -46,7 +47,7 @@ func (c *conn) reportMessage(_ context.Context, r *rpc.Request) (any, error) {
 		c.dropEvent(reason, nil)
 		return nil, rpc.Errorf(protocol.CodeTokenInvalid, reason, "session token invalid")
 	}
-	out, err := c.b.sink.Put(events.Event{TaskID: p.TaskID, Sequence: p.Sequence, Timestamp: p.Timestamp, Type: p.EventType, Data: p.EventData})
+	out, err := c.b.sink.Put(apiwire.StoredEvent{TaskID: p.TaskID, Sequence: p.Sequence, Timestamp: p.Timestamp, Type: p.EventType, Data: p.EventData})
 	switch {
 	case errors.Is(err, events.ErrInvalid):
 		c.dropEvent("invalid_event", err)

@@ -72,4 +72,4 @@ func (b *Broker) Decide(id string, approved bool, reason, scope string) error {
 // Subscribe follows permission requests as they are asked and resolved,
 // buffering up to buf events; a subscriber that falls further behind is
 // cut off and should re-read Pending. Close it when done.
-func (b *Broker) Subscribe(buf int) *Subscription { return b.queue.subscribe(buf) }
+func (b *Broker) Subscribe(buf int) *PermissionFeed { return b.queue.subscribe(buf) }

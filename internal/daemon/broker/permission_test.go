@@ -22,7 +22,7 @@ func askPermission(ctx context.Context, c *rpc.Conn, tok, task string) (Decision
 }
 
 // nextAsked waits for the next request to enter the queue.
-func nextAsked(t *testing.T, sub *Subscription) PermissionRequest {
+func nextAsked(t *testing.T, sub *PermissionFeed) PermissionRequest {
 	t.Helper()
 	for {
 		select {

@@ -55,11 +55,11 @@ type queue struct {
 	mu      sync.Mutex
 	open    map[string]*pending
 	perUser map[string]int
-	subs    map[*Subscription]struct{}
+	subs    map[*PermissionFeed]struct{}
 }
 
 func newQueue(max int) *queue {
-	return &queue{max: max, open: map[string]*pending{}, perUser: map[string]int{}, subs: map[*Subscription]struct{}{}}
+	return &queue{max: max, open: map[string]*pending{}, perUser: map[string]int{}, subs: map[*PermissionFeed]struct{}{}}
 }
 
 // ask queues req and waits for an answer, at most timeout. A cancelled
@@ -153,8 +153,8 @@ func (q *queue) list() []PermissionRequest {
 	return out
 }
 
-// Subscription delivers permission events as they happen.
-type Subscription struct {
+// PermissionFeed delivers permission events as they happen.
+type PermissionFeed struct {
 	C <-chan PermissionEvent
 
 	q      *queue
@@ -162,9 +162,9 @@ type Subscription struct {
 	lagged bool
 }
 
-func (q *queue) subscribe(buf int) *Subscription {
+func (q *queue) subscribe(buf int) *PermissionFeed {
 	c := make(chan PermissionEvent, buf)
-	s := &Subscription{C: c, q: q, c: c}
+	s := &PermissionFeed{C: c, q: q, c: c}
 	q.mu.Lock()
 	q.subs[s] = struct{}{}
 	q.mu.Unlock()
@@ -184,7 +184,7 @@ func (q *queue) publishLocked(ev PermissionEvent) {
 	}
 }
 
-func (q *queue) dropLocked(s *Subscription) {
+func (q *queue) dropLocked(s *PermissionFeed) {
 	if _, ok := q.subs[s]; ok {
 		delete(q.subs, s)
 		close(s.c)
@@ -192,14 +192,14 @@ func (q *queue) dropLocked(s *Subscription) {
 }
 
 // Close stops the subscription; C is closed.
-func (s *Subscription) Close() {
+func (s *PermissionFeed) Close() {
 	s.q.mu.Lock()
 	defer s.q.mu.Unlock()
 	s.q.dropLocked(s)
 }
 
 // Lagged reports whether the subscription was cut off for falling behind.
-func (s *Subscription) Lagged() bool {
+func (s *PermissionFeed) Lagged() bool {
 	s.q.mu.Lock()
 	defer s.q.mu.Unlock()
 	return s.lagged

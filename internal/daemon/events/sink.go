@@ -13,12 +13,9 @@ import (
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
-// Event is one report_message, as stored and as the API shows it.
-type Event = apiwire.Event
-
 // Store keeps events durably; the message store implements it.
 type Store interface {
-	Append(ev Event) error
+	Append(ev apiwire.StoredEvent) error
 }
 
 // Outcome says what Put did with an event.
@@ -66,7 +63,7 @@ func NewSink(store Store, log *slog.Logger) *Sink {
 
 // Put stores ev once. A sequence past the next expected one is stored
 // too (events may be lost, never reordered by us) and the gap is logged.
-func (s *Sink) Put(ev Event) (Outcome, error) {
+func (s *Sink) Put(ev apiwire.StoredEvent) (Outcome, error) {
 	if ev.TaskID == "" || ev.Sequence < 0 {
 		return 0, fmt.Errorf("%w: task %q sequence %d", ErrInvalid, ev.TaskID, ev.Sequence)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 func newSink() (*Sink, *MemoryStore, *bytes.Buffer) {
@@ -17,9 +19,11 @@ func newSink() (*Sink, *MemoryStore, *bytes.Buffer) {
 	return NewSink(st, slog.New(slog.NewTextHandler(&logs, nil))), st, &logs
 }
 
-func ev(task string, seq int64) Event { return Event{TaskID: task, Sequence: seq, Type: "text_delta"} }
+func ev(task string, seq int64) apiwire.StoredEvent {
+	return apiwire.StoredEvent{TaskID: task, Sequence: seq, Type: "text_delta"}
+}
 
-func seqs(es []Event) []int64 {
+func seqs(es []apiwire.StoredEvent) []int64 {
 	out := []int64{}
 	for _, e := range es {
 		out = append(out, e.Sequence)
@@ -75,7 +79,7 @@ func TestExactlyOnceAndGaps(t *testing.T) {
 
 func TestTasksAreIndependentAndEndForgets(t *testing.T) {
 	s, st, logs := newSink()
-	for _, e := range []Event{ev("a", 0), ev("b", 0), ev("a", 1), ev("b", 2)} {
+	for _, e := range []apiwire.StoredEvent{ev("a", 0), ev("b", 0), ev("a", 1), ev("b", 2)} {
 		if _, err := s.Put(e); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +97,7 @@ func TestTasksAreIndependentAndEndForgets(t *testing.T) {
 
 func TestInvalidAndStoreErrors(t *testing.T) {
 	s, _, _ := newSink()
-	for _, e := range []Event{{TaskID: "", Sequence: 0}, {TaskID: "t", Sequence: -1}} {
+	for _, e := range []apiwire.StoredEvent{{TaskID: "", Sequence: 0}, {TaskID: "t", Sequence: -1}} {
 		if _, err := s.Put(e); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Put(%+v) = %v, want ErrInvalid", e, err)
 		}
@@ -112,7 +116,7 @@ func TestInvalidAndStoreErrors(t *testing.T) {
 
 type failStore struct{}
 
-func (failStore) Append(Event) error { return errors.New("disk full") }
+func (failStore) Append(apiwire.StoredEvent) error { return errors.New("disk full") }
 
 func TestConcurrentDuplicatesStoredOnce(t *testing.T) {
 	s, st, _ := newSink()

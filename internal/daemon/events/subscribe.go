@@ -1,5 +1,7 @@
 package events
 
+import "github.com/agor-sh/agor/internal/wire/apiwire"
+
 // Subscription delivers a task's new events in the order stored. Its
 // queue grows as events wait, up to the bound given to Subscribe: a
 // follower that keeps up holds a few events, not the bound's worth (a
@@ -9,7 +11,7 @@ type Subscription struct {
 	sink   *Sink
 	task   string
 	max    int
-	queue  []Event // guarded by sink.mu
+	queue  []apiwire.StoredEvent // guarded by sink.mu
 	lagged bool
 	closed bool
 }
@@ -34,7 +36,7 @@ func (sub *Subscription) Ready() <-chan struct{} { return sub.ready }
 // Next takes the events waiting, in order; open is false once the
 // subscription has ended (task ended, lagged or closed) and nothing more
 // will come.
-func (sub *Subscription) Next() (evs []Event, open bool) {
+func (sub *Subscription) Next() (evs []apiwire.StoredEvent, open bool) {
 	sub.sink.mu.Lock()
 	defer sub.sink.mu.Unlock()
 	evs, sub.queue = sub.queue, nil
@@ -71,7 +73,7 @@ func (sub *Subscription) wake() {
 	}
 }
 
-func (s *Sink) publishLocked(ev Event) {
+func (s *Sink) publishLocked(ev apiwire.StoredEvent) {
 	for sub := range s.subs[ev.TaskID] {
 		if len(sub.queue) >= sub.max {
 			sub.closeLocked(true)
@@ -85,11 +87,11 @@ func (s *Sink) publishLocked(ev Event) {
 // MemoryStore keeps events in memory, for tests and the direct backend
 // until the message store is configured.
 type MemoryStore struct {
-	Events []Event
+	Events []apiwire.StoredEvent
 }
 
 // Append adds ev.
-func (m *MemoryStore) Append(ev Event) error {
+func (m *MemoryStore) Append(ev apiwire.StoredEvent) error {
 	m.Events = append(m.Events, ev)
 	return nil
 }

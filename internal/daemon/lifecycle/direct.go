@@ -37,7 +37,7 @@ type Direct struct {
 	execs    map[string]*directExec
 	warned   bool
 	wg       sync.WaitGroup
-	watchers map[*func(Event)]struct{}
+	watchers map[*func(UnitChange)]struct{}
 }
 
 var _ Backend = (*Direct)(nil)
@@ -171,7 +171,7 @@ func (d *Direct) spawn(ctx context.Context, e *directExec, name string) error {
 	d.wg.Add(1)
 	go func(done chan struct{}) {
 		defer d.wg.Done()
-		ev := Event{User: name, Kind: "service", State: "inactive", Sub: "dead"}
+		ev := UnitChange{User: name, Kind: "service", State: "inactive", Sub: "dead"}
 		if err := cmd.Wait(); err != nil {
 			ev.State, ev.Sub = "failed", "failed"
 		}
@@ -182,17 +182,17 @@ func (d *Direct) spawn(ctx context.Context, e *directExec, name string) error {
 		d.mu.Unlock()
 	}(e.done)
 	d.log().Info("executor started", "user", name, "pid", cmd.Process.Pid, "backend", "direct")
-	d.emit(Event{User: name, Kind: "service", State: "active", Sub: "running"})
+	d.emit(UnitChange{User: name, Kind: "service", State: "active", Sub: "running"})
 	return nil
 }
 
 // Watch calls fn each time an executor this backend started begins or
 // ends, until ctx ends. fn runs with the backend locked: it must not call
 // the backend.
-func (d *Direct) Watch(ctx context.Context, fn func(Event)) error {
+func (d *Direct) Watch(ctx context.Context, fn func(UnitChange)) error {
 	d.mu.Lock()
 	if d.watchers == nil {
-		d.watchers = map[*func(Event)]struct{}{}
+		d.watchers = map[*func(UnitChange)]struct{}{}
 	}
 	d.watchers[&fn] = struct{}{}
 	d.mu.Unlock()
@@ -204,7 +204,7 @@ func (d *Direct) Watch(ctx context.Context, fn func(Event)) error {
 }
 
 // emit runs with d.mu held.
-func (d *Direct) emit(ev Event) {
+func (d *Direct) emit(ev UnitChange) {
 	for fn := range d.watchers {
 		(*fn)(ev)
 	}

@@ -26,7 +26,7 @@ type Backend interface {
 	// no executor is left out.
 	Usage(ctx context.Context, users []string) (map[string]Usage, error)
 	// Watch reports executor state changes to fn until ctx ends.
-	Watch(ctx context.Context, fn func(Event)) error
+	Watch(ctx context.Context, fn func(UnitChange)) error
 	// Alive reports whether the executor that answered ping with pid is
 	// still there: a process on this host, or a job that has not ended.
 	Alive(user string, pid int) bool

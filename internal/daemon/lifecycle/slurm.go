@@ -43,7 +43,7 @@ type Slurm struct {
 
 	mu      sync.Mutex
 	users   map[string]*remote
-	emit    func(Event) // Watch's fn; nil until Watch runs
+	emit    func(UnitChange) // Watch's fn; nil until Watch runs
 	started time.Time
 }
 
@@ -127,7 +127,7 @@ func (s *Slurm) submit(ctx context.Context, user string, uid uint32) error {
 	s.mu.Unlock()
 	s.log().Info("executor job submitted", "user", user, "job", res.JobID, "partition", params.Partition)
 	if emit != nil {
-		emit(Event{User: user, Kind: "service", State: "activating", Sub: "pending", JobID: res.JobID})
+		emit(UnitChange{User: user, Kind: "service", State: "activating", Sub: "pending", JobID: res.JobID})
 	}
 	return nil
 }
@@ -207,7 +207,7 @@ func (s *Slurm) Deliver(a dialback.Accepted) {
 		old.Close()
 	}
 	if emit != nil {
-		emit(Event{User: a.Job.User, Kind: "service", State: "active", Sub: "running", JobID: a.Job.JobID, Node: a.Job.Node})
+		emit(UnitChange{User: a.Job.User, Kind: "service", State: "active", Sub: "running", JobID: a.Job.JobID, Node: a.Job.Node})
 	}
 }
 
@@ -341,7 +341,7 @@ func serviceState(job string) string {
 
 // Watch follows every user's jobs with one squeue per poll interval, and
 // tells idle dialled-back executors to shut down, until ctx ends.
-func (s *Slurm) Watch(ctx context.Context, fn func(Event)) error {
+func (s *Slurm) Watch(ctx context.Context, fn func(UnitChange)) error {
 	s.mu.Lock()
 	s.emit = fn
 	s.started = time.Now()
@@ -389,7 +389,7 @@ func (s *Slurm) poll(ctx context.Context) {
 	for _, j := range jobs {
 		byID[j.ID] = j
 	}
-	var events []Event
+	var events []UnitChange
 	var ended []string
 	s.mu.Lock()
 	for user, r := range s.users {
@@ -408,7 +408,7 @@ func (s *Slurm) poll(ctx context.Context) {
 			r.node = j.Node
 		}
 		r.touch()
-		ev := Event{User: user, Kind: "service", State: serviceState(j.State), Sub: strings.ToLower(j.State), JobID: r.jobID, Node: r.node}
+		ev := UnitChange{User: user, Kind: "service", State: serviceState(j.State), Sub: strings.ToLower(j.State), JobID: r.jobID, Node: r.node}
 		events = append(events, ev)
 		if j.Ended() {
 			ended = append(ended, r.jobID)

@@ -11,8 +11,8 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 )
 
-// Event is a change of state of a user's executor unit.
-type Event struct {
+// UnitChange is a change of state of a user's executor unit.
+type UnitChange struct {
 	User  string
 	Kind  string // "socket" or "service"
 	State string // ActiveState: active, activating, deactivating, inactive, failed
@@ -22,7 +22,7 @@ type Event struct {
 }
 
 // Ended reports whether a service event means the executor process is gone.
-func (e Event) Ended() bool {
+func (e UnitChange) Ended() bool {
 	return e.Kind == "service" && (e.State == "inactive" || e.State == "failed")
 }
 
@@ -35,7 +35,7 @@ const (
 // Watch follows executor units through systemd's PropertiesChanged
 // signals (no polling) and calls fn for each change of ActiveState, until
 // ctx ends. A dropped bus connection is rebuilt after a second.
-func (s *Systemd) Watch(ctx context.Context, fn func(Event)) error {
+func (s *Systemd) Watch(ctx context.Context, fn func(UnitChange)) error {
 	for {
 		err := s.watchOnce(ctx, fn)
 		if ctx.Err() != nil {
@@ -50,7 +50,7 @@ func (s *Systemd) Watch(ctx context.Context, fn func(Event)) error {
 	}
 }
 
-func (s *Systemd) watchOnce(ctx context.Context, fn func(Event)) error {
+func (s *Systemd) watchOnce(ctx context.Context, fn func(UnitChange)) error {
 	conn, err := godbus.ConnectSystemBus(godbus.WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("connect to the system bus: %w", err)
@@ -88,29 +88,29 @@ func (s *Systemd) watchOnce(ctx context.Context, fn func(Event)) error {
 
 // unitEvent reads a PropertiesChanged signal of an executor unit; other
 // units and changes without ActiveState are skipped.
-func unitEvent(sig *godbus.Signal) (Event, bool) {
+func unitEvent(sig *godbus.Signal) (UnitChange, bool) {
 	path := string(sig.Path)
 	if !strings.HasPrefix(path, executorPrefix) || len(sig.Body) < 2 {
-		return Event{}, false
+		return UnitChange{}, false
 	}
 	changed, ok := sig.Body[1].(map[string]godbus.Variant)
 	if !ok {
-		return Event{}, false
+		return UnitChange{}, false
 	}
 	active, ok := changed["ActiveState"].Value().(string)
 	if !ok {
-		return Event{}, false
+		return UnitChange{}, false
 	}
 	name, err := unescapePath(path[len(unitPaths)+1:])
 	if err != nil {
-		return Event{}, false
+		return UnitChange{}, false
 	}
 	user, kind, ok := parseUnit(name)
 	if !ok {
-		return Event{}, false
+		return UnitChange{}, false
 	}
 	sub, _ := changed["SubState"].Value().(string)
-	return Event{User: user, Kind: kind, State: active, Sub: sub}, true
+	return UnitChange{User: user, Kind: kind, State: active, Sub: sub}, true
 }
 
 // unescapePath undoes sd_bus_path_encode: every byte other than

@@ -18,17 +18,17 @@ func TestUnitEvent(t *testing.T) {
 	tests := []struct {
 		path string
 		body []any
-		want Event
+		want UnitChange
 		ok   bool
 	}{
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", changed("failed", "failed"), Event{User: "alice", Kind: "service", State: "failed", Sub: "failed"}, true},
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_5cx2dx_2esocket", changed("active", ""), Event{User: "j.doe-x", Kind: "socket", State: "active"}, true},
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_2dx_2esocket", changed("active", ""), Event{}, false}, // '-' unescaped: not ours
-		{"/org/freedesktop/systemd1/unit/ssh_2eservice", changed("active", "running"), Event{}, false},
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface, map[string]godbus.Variant{"SubState": godbus.MakeVariant("x")}, []string{}}, Event{}, false},
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2", changed("active", ""), Event{}, false},
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_zz", changed("active", ""), Event{}, false},
-		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface}, Event{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", changed("failed", "failed"), UnitChange{User: "alice", Kind: "service", State: "failed", Sub: "failed"}, true},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_5cx2dx_2esocket", changed("active", ""), UnitChange{User: "j.doe-x", Kind: "socket", State: "active"}, true},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_2dx_2esocket", changed("active", ""), UnitChange{}, false}, // '-' unescaped: not ours
+		{"/org/freedesktop/systemd1/unit/ssh_2eservice", changed("active", "running"), UnitChange{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface, map[string]godbus.Variant{"SubState": godbus.MakeVariant("x")}, []string{}}, UnitChange{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2", changed("active", ""), UnitChange{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_zz", changed("active", ""), UnitChange{}, false},
+		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface}, UnitChange{}, false},
 	}
 	for _, tc := range tests {
 		got, ok := unitEvent(&godbus.Signal{Path: godbus.ObjectPath(tc.path), Body: tc.body})
@@ -41,13 +41,13 @@ func TestUnitEvent(t *testing.T) {
 func TestEventEnded(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		ev   Event
+		ev   UnitChange
 		want bool
 	}{
-		{Event{Kind: "service", State: "failed"}, true},
-		{Event{Kind: "service", State: "inactive"}, true},
-		{Event{Kind: "service", State: "active"}, false},
-		{Event{Kind: "socket", State: "failed"}, false},
+		{UnitChange{Kind: "service", State: "failed"}, true},
+		{UnitChange{Kind: "service", State: "inactive"}, true},
+		{UnitChange{Kind: "service", State: "active"}, false},
+		{UnitChange{Kind: "socket", State: "failed"}, false},
 	} {
 		if got := tc.ev.Ended(); got != tc.want {
 			t.Errorf("%+v: Ended %v, want %v", tc.ev, got, tc.want)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 var _ events.Store = (*DB)(nil)
@@ -17,7 +18,7 @@ const insertEvent = `INSERT INTO events (task_id, sequence, timestamp, event_typ
 // executor resending after a daemon restart, when the sink's memory is
 // empty) is refused with an error wrapping ErrDuplicate and the stored
 // event is kept. An event for a task not in the store is ErrNotFound.
-func (db *DB) Append(ev events.Event) error {
+func (db *DB) Append(ev apiwire.StoredEvent) error {
 	if err := checkEvent(ev); err != nil {
 		return err
 	}
@@ -28,7 +29,7 @@ func (db *DB) Append(ev events.Event) error {
 // AppendBatch stores evs in one transaction and returns how many were new;
 // events already stored are skipped, not errors. One commit for many
 // events is what makes a batch faster than as many Appends.
-func (db *DB) AppendBatch(evs []events.Event) (int, error) {
+func (db *DB) AppendBatch(evs []apiwire.StoredEvent) (int, error) {
 	for _, ev := range evs {
 		if err := checkEvent(ev); err != nil {
 			return 0, err
@@ -57,7 +58,7 @@ func (db *DB) AppendBatch(evs []events.Event) (int, error) {
 	return stored, nil
 }
 
-func checkEvent(ev events.Event) error {
+func checkEvent(ev apiwire.StoredEvent) error {
 	if ev.TaskID == "" || ev.Sequence < 0 {
 		return fmt.Errorf("store event %q/%d: %w", ev.TaskID, ev.Sequence, ErrInvalid)
 	}
@@ -67,7 +68,7 @@ func checkEvent(ev events.Event) error {
 	return nil
 }
 
-func eventErr(ev events.Event, err error) error {
+func eventErr(ev apiwire.StoredEvent, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -82,7 +83,7 @@ func eventErr(ev events.Event, err error) error {
 // Events returns taskID's events with a sequence above afterSeq, in
 // sequence order, at most limit (<= 0: all). Pass -1 to start at the
 // first; a listener resuming passes the last sequence it saw.
-func (db *DB) Events(taskID string, afterSeq int64, limit int) ([]events.Event, error) {
+func (db *DB) Events(taskID string, afterSeq int64, limit int) ([]apiwire.StoredEvent, error) {
 	rows, err := db.r.Query(`SELECT task_id, sequence, timestamp, event_type, event_data FROM events
 		WHERE task_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`, taskID, afterSeq, sqlLimit(limit))
 	if err != nil {
@@ -91,8 +92,8 @@ func (db *DB) Events(taskID string, afterSeq int64, limit int) ([]events.Event, 
 	return collect(rows, scanEvent)
 }
 
-func scanEvent(r scanner) (events.Event, error) {
-	var ev events.Event
+func scanEvent(r scanner) (apiwire.StoredEvent, error) {
+	var ev apiwire.StoredEvent
 	var data []byte // a copy: the event outlives the row
 	err := r.Scan(&ev.TaskID, &ev.Sequence, &ev.Timestamp, &ev.Type, &data)
 	if data != nil {

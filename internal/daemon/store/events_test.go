@@ -8,17 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
-func ev(task string, seq int64) events.Event {
-	return events.Event{TaskID: task, Sequence: seq, Timestamp: 1_700_000_000_000 + seq, Type: "agent_message",
+func ev(task string, seq int64) apiwire.StoredEvent {
+	return apiwire.StoredEvent{TaskID: task, Sequence: seq, Timestamp: 1_700_000_000_000 + seq, Type: "agent_message",
 		Data: json.RawMessage(fmt.Sprintf(`{"text":"chunk %d"}`, seq))}
 }
 
-func evs(task string, from, to int64) []events.Event {
-	var out []events.Event
+func evs(task string, from, to int64) []apiwire.StoredEvent {
+	var out []apiwire.StoredEvent
 	for q := from; q <= to; q++ {
 		out = append(out, ev(task, q))
 	}
@@ -36,10 +38,10 @@ func TestAppendExactlyOnce(t *testing.T) {
 	}
 	changed := ev("t1", 2)
 	changed.Data = json.RawMessage(`{"text":"replayed"}`)
-	noData := events.Event{TaskID: "t2", Sequence: 0, Type: "started"}
+	noData := apiwire.StoredEvent{TaskID: "t2", Sequence: 0, Type: "started"}
 	for _, tc := range []struct {
 		name string
-		ev   events.Event
+		ev   apiwire.StoredEvent
 		want error
 	}{
 		{"duplicate", ev("t1", 3), ErrDuplicate},
@@ -47,9 +49,9 @@ func TestAppendExactlyOnce(t *testing.T) {
 		{"same sequence, other task", ev("t2", 3), nil},
 		{"no data", noData, nil},
 		{"unknown task", ev("nope", 0), ErrNotFound},
-		{"data not JSON", events.Event{TaskID: "t2", Sequence: 9, Data: json.RawMessage("{")}, ErrInvalid},
-		{"negative sequence", events.Event{TaskID: "t2", Sequence: -1}, ErrInvalid},
-		{"no task", events.Event{Sequence: 1}, ErrInvalid},
+		{"data not JSON", apiwire.StoredEvent{TaskID: "t2", Sequence: 9, Data: json.RawMessage("{")}, ErrInvalid},
+		{"negative sequence", apiwire.StoredEvent{TaskID: "t2", Sequence: -1}, ErrInvalid},
+		{"no task", apiwire.StoredEvent{Sequence: 1}, ErrInvalid},
 	} {
 		if err := db.Append(tc.ev); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Append err = %v, want %v", tc.name, err, tc.want)
@@ -63,7 +65,7 @@ func TestAppendExactlyOnce(t *testing.T) {
 		t.Errorf("t1 events (-want +got):\n%s", d)
 	}
 	got, _ = db.Events("t2", -1, 0)
-	if d := cmp.Diff([]events.Event{noData, ev("t2", 3)}, got); d != "" {
+	if d := cmp.Diff([]apiwire.StoredEvent{noData, ev("t2", 3)}, got); d != "" {
 		t.Errorf("t2 events (-want +got):\n%s", d)
 	}
 }
@@ -85,7 +87,7 @@ func TestEventsReplay(t *testing.T) {
 	for _, tc := range []struct {
 		after int64
 		limit int
-		want  []events.Event
+		want  []apiwire.StoredEvent
 	}{
 		{-1, 0, all},
 		{-1, 3, all[:3]},
@@ -106,7 +108,7 @@ func TestEventsReplay(t *testing.T) {
 		})
 	}
 	// Paging through with the last sequence seen returns each event once.
-	var got []events.Event
+	var got []apiwire.StoredEvent
 	for after := int64(-1); ; {
 		page, err := db.Events("t2", after, 6)
 		if err != nil {
@@ -158,7 +160,7 @@ func TestSink(t *testing.T) {
 	sub := sink.Subscribe("t1", 10)
 	defer sub.Close()
 	for _, tc := range []struct {
-		ev   events.Event
+		ev   apiwire.StoredEvent
 		want events.Outcome
 	}{
 		{ev("t1", 0), events.Stored},

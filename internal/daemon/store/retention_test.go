@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/daemon/events"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // fill makes session sid (last touched at touched) with n ended tasks
@@ -25,9 +25,9 @@ func fill(t testing.TB, db *DB, sid string, touched, ended time.Time, n, k int) 
 		if _, err := db.CreateTask(Task{ID: id, SessionID: sid, UnixUser: "alice", UID: 1000, Prompt: "p", Status: Completed, CreatedAt: ended, EndedAt: ended}); err != nil {
 			t.Fatal(err)
 		}
-		batch := make([]events.Event, k)
+		batch := make([]apiwire.StoredEvent, k)
 		for j := range batch {
-			batch[j] = events.Event{TaskID: id, Sequence: int64(j), Timestamp: 1, Type: "text_delta", Data: data}
+			batch[j] = apiwire.StoredEvent{TaskID: id, Sequence: int64(j), Timestamp: 1, Type: "text_delta", Data: data}
 		}
 		if _, err := db.AppendBatch(batch); err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func TestSweep(t *testing.T) {
 	if _, err := db.CreateTask(live); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Append(events.Event{TaskID: "live", Sequence: 0, Timestamp: 1, Type: "text_delta"}); err != nil {
+	if err := db.Append(apiwire.StoredEvent{TaskID: "live", Sequence: 0, Timestamp: 1, Type: "text_delta"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Vacuum(); err != nil {

@@ -47,8 +47,9 @@ type PromptAccepted struct {
 	Status    string `json:"status"`
 }
 
-// Event is one stored event of a task: a report_message without its token.
-type Event struct {
+// StoredEvent is one stored event of a task (the envelope; its data is a
+// protocol.Event, the agent's payload): a report_message without its token.
+type StoredEvent struct {
 	TaskID    string          `json:"task_id"`
 	Sequence  int64           `json:"sequence"`
 	Timestamp int64           `json:"timestamp"`
@@ -65,7 +66,7 @@ type Range struct{ From, To int64 }
 type PromptLine struct {
 	TaskID    string          `json:"task_id,omitempty"`
 	SessionID string          `json:"session_id,omitempty"`
-	Event     *Event          `json:"event,omitempty"`
+	Event     *StoredEvent          `json:"event,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Missing   []Range         `json:"missing_events,omitempty"`
 	Error     *ErrorBody      `json:"error,omitempty"`
