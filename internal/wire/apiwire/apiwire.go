@@ -66,7 +66,7 @@ type Range struct{ From, To int64 }
 type PromptLine struct {
 	TaskID    string          `json:"task_id,omitempty"`
 	SessionID string          `json:"session_id,omitempty"`
-	Event     *StoredEvent          `json:"event,omitempty"`
+	Event     *StoredEvent    `json:"event,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Missing   []Range         `json:"missing_events,omitempty"`
 	Error     *ErrorBody      `json:"error,omitempty"`
