@@ -2,11 +2,11 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"sync"
+
+	"github.com/agor-sh/agor/internal/randid"
 
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -30,9 +30,7 @@ type execOutput struct {
 }
 
 func (o *Outputs) start() (string, *execOutput) {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	id := hex.EncodeToString(b)
+	id := randid.New(12)
 	out := &execOutput{}
 	o.mu.Lock()
 	if o.byID == nil {

@@ -2,10 +2,10 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
+
+	"github.com/agor-sh/agor/internal/randid"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/broker"
@@ -17,11 +17,7 @@ import (
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
-func newID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func newID() string { return randid.New(16) }
 
 // prompt runs a turn and streams its events (application/x-ndjson).
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {

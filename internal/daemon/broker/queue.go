@@ -2,13 +2,13 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/randid"
 
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
@@ -86,9 +86,7 @@ func (q *queue) ask(ctx context.Context, req PermissionRequest, timeout time.Dur
 }
 
 func (q *queue) add(req PermissionRequest) (*pending, error) {
-	var id [12]byte
-	_, _ = rand.Read(id[:]) // never fails (crypto/rand panics instead)
-	req.ID = hex.EncodeToString(id[:])
+	req.ID = randid.New(12)
 	p := &pending{req: req, answer: make(chan Decision, 1)}
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -14,6 +14,9 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // ErrEscape is returned for any path that would leave the root.
@@ -139,4 +142,17 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// WireErr is how a request's path field that could not be opened beneath
+// the root is answered: an escape is permission_denied (path_escape), a
+// missing path not_found, anything else invalid params naming the field.
+func WireErr(field string, err error) error {
+	switch {
+	case errors.Is(err, ErrEscape):
+		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "%s: %v", field, err)
+	case errors.Is(err, os.ErrNotExist):
+		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "%s: %v", field, err)
+	}
+	return rpc.InvalidParams(field, err.Error())
 }

@@ -62,7 +62,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 	}
 	dir, err := s.Root.OpenDir(p.Cwd)
 	if err != nil {
-		return protocol.ExecResult{}, cwdErr(err)
+		return protocol.ExecResult{}, fsroot.WireErr("cwd", err)
 	}
 	defer dir.Close()
 	spec, applied, err := s.confine(p, dir)
@@ -195,14 +195,4 @@ func result(ctx context.Context, cmd *exec.Cmd, waitErr error) (protocol.ExecRes
 		return res, ctx.Err() // answered as "request cancelled"
 	}
 	return res, nil
-}
-
-func cwdErr(err error) error {
-	if errors.Is(err, fsroot.ErrEscape) {
-		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "cwd: %v", err)
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "cwd: %v", err)
-	}
-	return rpc.InvalidParams("cwd", err.Error())
 }

@@ -258,7 +258,7 @@ func (s *Service) cwd(p string) (string, error) {
 	}
 	dir, err := s.Root.OpenDir(p)
 	if err != nil {
-		return "", fsErr("cwd", err)
+		return "", fsroot.WireErr("cwd", err)
 	}
 	defer dir.Close()
 	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(dir.Fd())))
@@ -266,16 +266,6 @@ func (s *Service) cwd(p string) (string, error) {
 		return "", err
 	}
 	return real, nil
-}
-
-func fsErr(field string, err error) error {
-	switch {
-	case errors.Is(err, fsroot.ErrEscape):
-		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "%s: %v", field, err)
-	case errors.Is(err, os.ErrNotExist):
-		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "%s: %v", field, err)
-	}
-	return rpc.Errorf(rpc.CodeInvalidParams, "invalid_params", "%s: %v", field, err)
 }
 
 // resume is the agent session to continue: the one the daemon names, else

@@ -66,7 +66,7 @@ type term struct {
 func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error) {
 	dir, err := s.cfg.Root.OpenDir(p.Cwd)
 	if err != nil {
-		return nil, cwdErr(err)
+		return nil, fsroot.WireErr("cwd", err)
 	}
 	defer dir.Close()
 	shell := p.Shell
@@ -146,16 +146,6 @@ func pollable(f *os.File) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
-}
-
-func cwdErr(err error) error {
-	if errors.Is(err, fsroot.ErrEscape) {
-		return rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonPathEscape, "cwd: %v", err)
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "cwd: %v", err)
-	}
-	return rpc.InvalidParams("cwd", err.Error())
 }
 
 // run starts the terminal's goroutines. unlist runs just before

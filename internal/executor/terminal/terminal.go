@@ -6,12 +6,12 @@ package terminal
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/randid"
 
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -262,11 +262,7 @@ func withConn[P, R any](f func(context.Context, *rpc.Conn, P) (R, error)) rpc.Ha
 	}
 }
 
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "term_" + hex.EncodeToString(b[:])
-}
+func newID() string { return "term_" + randid.New(12) }
 
 // environ is the executor's environment (a variable for tests).
 var environ = os.Environ

@@ -6,12 +6,12 @@ package watch
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/randid"
 
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -165,11 +165,7 @@ func (s *Service) Close() {
 // have closed).
 func (s *Service) Wait() { s.wg.Wait() }
 
-func newID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func newID() string { return randid.New(8) }
 
 func watchErr(err error) error {
 	switch {
