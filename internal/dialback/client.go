@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -72,25 +71,20 @@ func (d *Dialer) Dial(ctx context.Context) (net.Conn, error) {
 }
 
 func (d *Dialer) hello(c net.Conn, br *bufio.Reader) error {
-	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": protocol.MethodHello, "params": d.Hello})
-	if err != nil {
+	if err := rpc.WriteRequest(c, 0, protocol.MethodHello, d.Hello); err != nil {
 		return err
 	}
-	if _, err := c.Write(append(req, '\n')); err != nil {
-		return err
-	}
-	line, err := br.ReadSlice('\n')
-	if err != nil {
-		return fmt.Errorf("reading the daemon's answer: %w", err)
-	}
-	var resp struct {
-		Result *protocol.HelloResult `json:"result"`
-		Error  *rpc.Error            `json:"error"`
-	}
-	if err := json.Unmarshal(line, &resp); err != nil {
+	var res protocol.HelloResult
+	err := rpc.ReadResult(br, &res)
+	var e *rpc.Error
+	switch {
+	case errors.As(err, &e):
+		return ErrRefused
+	case errors.Is(err, rpc.ErrBadResponse):
 		return fmt.Errorf("the daemon's answer: %w", err)
-	}
-	if resp.Error != nil || resp.Result == nil || !resp.Result.Accepted {
+	case err != nil:
+		return fmt.Errorf("reading the daemon's answer: %w", err)
+	case !res.Accepted:
 		return ErrRefused
 	}
 	return nil

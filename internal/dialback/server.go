@@ -97,40 +97,24 @@ func readHello(br *bufio.Reader) (json.RawMessage, protocol.HelloParams, error) 
 		}
 		return nil, hello, fmt.Errorf("reading the hello: %w", err)
 	}
-	var req struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(line, &req); err != nil {
-		return nil, hello, fmt.Errorf("hello: %w", err)
-	}
-	if req.JSONRPC != "2.0" || req.Method != protocol.MethodHello || len(req.ID) == 0 {
-		return req.ID, hello, fmt.Errorf("first line is not a %s request", protocol.MethodHello)
+	req, id, ok := rpc.ParseRequest(line)
+	if !ok || req.Method != protocol.MethodHello {
+		return id, hello, fmt.Errorf("first line is not a %s request", protocol.MethodHello)
 	}
 	if err := json.Unmarshal(req.Params, &hello); err != nil {
-		return req.ID, hello, fmt.Errorf("hello params: %w", err)
+		return id, hello, fmt.Errorf("hello params: %w", err)
 	}
-	return req.ID, hello, hello.Validate()
+	return id, hello, hello.Validate()
 }
 
 func reply(w io.Writer, id json.RawMessage, result any, e *rpc.Error) error {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	msg := map[string]any{"jsonrpc": "2.0", "id": id}
 	if e != nil {
-		msg["error"] = e
-	} else {
-		msg["result"] = result
+		return rpc.WriteResponse(w, id, nil, e)
 	}
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	return rpc.WriteResponse(w, id, result, nil)
 }
 
 func (s *Server) log() *slog.Logger {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 
 	"github.com/agor-sh/agor/internal/peer"
@@ -56,10 +55,10 @@ func (s *Server) route(ctx context.Context, c *net.UnixConn, cred peer.Cred) {
 			return
 		}
 		defer s.unsock(c)
-		_, _ = br.Discard(len(req.line))
+		_, _ = br.Discard(len(req.Raw))
 		log := s.log.With("peer_uid", cred.UID, "peer_pid", cred.PID, "method", req.Method)
 		log.Debug("raw connection accepted")
-		f(peer.NewContext(ctx, cred), req.Params, replier(c, req.ID), bufConn{c, br})
+		f(peer.NewContext(ctx, cred), req.Params, replier(c, req.id), bufConn{c, br})
 		_ = c.Close()
 		log.Debug("raw connection closed")
 	}()
@@ -90,50 +89,23 @@ func firstLine(br *bufio.Reader) []byte {
 }
 
 type rawReq struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	line   []byte
+	rpc.Request
+	id json.RawMessage
 }
 
 // rawRequest decodes line when it is a request (with an id) for a raw
 // method; otherwise f is nil and the connection is JSON-RPC.
 func (s *Server) rawRequest(line []byte) (rawReq, RawFunc) {
-	if len(line) == 0 || !bytes.Contains(line, []byte(`"method"`)) {
+	r, id, ok := rpc.ParseRequest(line)
+	if !ok {
 		return rawReq{}, nil
 	}
-	var r rawReq
-	if json.Unmarshal(line, &r) != nil || len(r.ID) == 0 || string(r.ID) == "null" {
-		return rawReq{}, nil
-	}
-	f := s.raw[r.Method]
-	r.line = line
-	return r, f
+	return rawReq{r, id}, s.raw[r.Method]
 }
 
 // replier writes the one JSON-RPC response of a raw connection.
 func replier(c net.Conn, id json.RawMessage) func(any, error) error {
-	return func(result any, err error) error {
-		msg := struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Result  any             `json:"result,omitempty"`
-			Error   *rpc.Error      `json:"error,omitempty"`
-		}{JSONRPC: "2.0", ID: id, Result: result}
-		if err != nil {
-			var e *rpc.Error
-			if !errors.As(err, &e) {
-				e = rpc.Errorf(rpc.CodeInternalError, "internal", "%v", err)
-			}
-			msg.Result, msg.Error = nil, e
-		}
-		b, jerr := json.Marshal(msg)
-		if jerr != nil {
-			return jerr
-		}
-		_, werr := c.Write(append(b, '\n'))
-		return werr
-	}
+	return func(result any, err error) error { return rpc.WriteResponse(c, id, result, err) }
 }
 
 // bufConn is a connection whose reads go through the reader that looked

@@ -105,11 +105,10 @@ func (s *Server) dialRaw(ctx context.Context, user, id string, offset int64, han
 	if err != nil {
 		return nil, nil, res, err
 	}
-	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": protocol.MethodAttachTerminalRaw,
-		"params": protocol.AttachTerminalRawParams{TerminalID: id, Offset: offset, Handoff: handoff}})
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	rd := bufio.NewReaderSize(c, 64<<10)
-	if _, err = c.Write(append(req, '\n')); err == nil {
+	params := protocol.AttachTerminalRawParams{TerminalID: id, Offset: offset, Handoff: handoff}
+	if err = rpc.WriteRequest(c, 1, protocol.MethodAttachTerminalRaw, params); err == nil {
 		err = readRawReply(rd, &res)
 	}
 	if err != nil {
@@ -120,25 +119,21 @@ func (s *Server) dialRaw(ctx context.Context, user, id string, offset int64, han
 	return c, rd, res, nil
 }
 
+// readRawReply reads the executor's answer to attach_terminal_raw: its
+// error as it worded it, a reply that is not one as bad_reply, a
+// connection that fails as the executor being unavailable.
 func readRawReply(rd *bufio.Reader, res *protocol.AttachTerminalRawResult) error {
-	line, err := rd.ReadSlice('\n')
-	if err != nil {
-		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "attach_terminal_raw: %v", err)
-	}
-	var m struct {
-		Result *protocol.AttachTerminalRawResult `json:"result"`
-		Error  *rpc.Error                        `json:"error"`
-	}
-	switch err := json.Unmarshal(line, &m); {
-	case err != nil:
+	err := rpc.ReadResult(rd, res)
+	var e *rpc.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, rpc.ErrBadResponse):
 		return rpc.Errorf(rpc.CodeInternalError, "bad_reply", "attach_terminal_raw reply: %v", err)
-	case m.Error != nil:
-		return m.Error
-	case m.Result == nil:
-		return rpc.Errorf(rpc.CodeInternalError, "bad_reply", "attach_terminal_raw: no result")
 	}
-	*res = *m.Result
-	return nil
+	return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "attach_terminal_raw: %v", err)
 }
 
 // splice carries one raw attach: output from the executor to the client

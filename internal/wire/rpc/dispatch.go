@@ -152,6 +152,9 @@ func marshalResult(res any) (json.RawMessage, error) {
 	case nil:
 		return json.RawMessage("null"), nil
 	case json.RawMessage:
+		if len(r) == 0 { // as encoding/json marshals a nil RawMessage
+			return json.RawMessage("null"), nil
+		}
 		return compactRaw(r)
 	}
 	return marshal(res)
