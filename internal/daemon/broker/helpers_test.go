@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/wire/rpc/rpctest"
 
 	"go.uber.org/goleak"
 
@@ -95,42 +94,10 @@ func (e *env) start(t testing.TB, user, task string, mode Mode) string {
 // socketpair and returns the executor's end, which calls the daemon.
 func (e *env) executor(t testing.TB, user string) *rpc.Conn {
 	t.Helper()
-	x, y := socketpair(t)
 	// A high in-flight bound so a flood reaches the broker's own limiter
 	// instead of being cut off by the connection first.
-	daemon := rpc.NewConn(x, e.b.Handler(user), rpc.Options{MaxInFlight: 20_000, QueueLen: 20_000, Logger: discard})
-	exec := rpc.NewConn(y, nil, rpc.Options{Logger: discard})
-	serve(t, daemon)
-	serve(t, exec)
+	_, exec := rpctest.Pair(t, e.b.Handler(user), nil, rpc.Options{MaxInFlight: 20_000, QueueLen: 20_000, Logger: discard}, rpc.Options{Logger: discard})
 	return exec
-}
-
-func socketpair(t testing.TB) (net.Conn, net.Conn) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	must(t, err)
-	conv := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "socketpair")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		must(t, err)
-		return c
-	}
-	return conv(fds[0]), conv(fds[1])
-}
-
-func serve(t testing.TB, c *rpc.Conn) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.Serve(context.Background()) }()
-	t.Cleanup(func() {
-		c.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not return after Close")
-		}
-	})
 }
 
 func getKey(ctx context.Context, c *rpc.Conn, tok, name string) (string, error) {

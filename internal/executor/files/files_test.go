@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/wire/rpc/rpctest"
 
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -38,22 +39,8 @@ func setup(t testing.TB) *env {
 	svc := New(r)
 	mux := rpc.NewMux()
 	svc.Register(mux)
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	must(t, err)
-	conn := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "sp")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		must(t, err)
-		return c
-	}
-	server := rpc.NewConn(conn(fds[0]), mux, rpc.Options{})
-	client := rpc.NewConn(conn(fds[1]), nil, rpc.Options{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = server.Serve(context.Background()) }()
-	go func() { defer wg.Done(); _ = client.Serve(context.Background()) }()
-	t.Cleanup(func() { client.Close(); server.Close(); wg.Wait(); svc.Close(); r.Close() })
+	t.Cleanup(func() { svc.Close(); r.Close() }) // after the pair's end
+	_, client := rpctest.Pair(t, mux, nil, rpc.Options{}, rpc.Options{})
 	return &env{root: root, c: client, svc: svc}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,9 +12,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/wire/rpc/rpctest"
 
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -57,24 +57,9 @@ func setupWith(t testing.TB, box *sandbox.Policy) *client {
 		cl.mu.Unlock()
 		return nil, nil
 	})
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "sp")
-		defer f.Close()
-		c, _ := net.FileConn(f)
-		return c
-	}
-	sc := rpc.NewConn(conn(fds[0]), server, rpc.Options{})
+	t.Cleanup(func() { r.Close() }) // after the pair's end
 	cl.mux = &swappable{h: mux}
-	cl.c = rpc.NewConn(conn(fds[1]), cl.mux, rpc.Options{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = sc.Serve(context.Background()) }()
-	go func() { defer wg.Done(); _ = cl.c.Serve(context.Background()) }()
-	t.Cleanup(func() { cl.c.Close(); sc.Close(); wg.Wait(); r.Close() })
+	_, cl.c = rpctest.Pair(t, server, cl.mux, rpc.Options{}, rpc.Options{})
 	return cl
 }
 

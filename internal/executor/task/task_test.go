@@ -4,15 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/wire/rpc/rpctest"
 
 	"github.com/agor-sh/agor/internal/executor/agent"
 	"github.com/agor-sh/agor/internal/executor/fsroot"
@@ -130,23 +130,8 @@ func setupService(t testing.TB, d *daemonSide, configure func(*Service)) (*rpc.C
 	}
 	em := rpc.NewMux()
 	svc.Register(em)
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "sp")
-		defer f.Close()
-		c, _ := net.FileConn(f)
-		return c
-	}
-	ex := rpc.NewConn(conn(fds[0]), em, rpc.Options{})
-	dm := rpc.NewConn(conn(fds[1]), d.mux(), rpc.Options{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = ex.Serve(context.Background()) }()
-	go func() { defer wg.Done(); _ = dm.Serve(context.Background()) }()
-	t.Cleanup(func() { dm.Close(); ex.Close(); wg.Wait(); svc.Close(); root.Close() })
+	t.Cleanup(func() { svc.Close(); root.Close() }) // after the pair's end
+	_, dm := rpctest.Pair(t, em, d.mux(), rpc.Options{}, rpc.Options{})
 	real, _ := filepath.EvalSymlinks(filepath.Join(dir, "work"))
 	return dm, real, svc
 }

@@ -9,9 +9,10 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/wire/rpc/rpctest"
 
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -26,26 +27,11 @@ type rawEnd struct {
 	done chan struct{} // ServeRaw returned
 }
 
-func socketpair(t testing.TB) (net.Conn, net.Conn) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := func(fd int) net.Conn {
-		file := os.NewFile(uintptr(fd), "sp")
-		defer file.Close()
-		c, _ := net.FileConn(file)
-		return c
-	}
-	return conn(fds[0]), conn(fds[1])
-}
-
 // attachRaw serves attach_terminal_raw on a socketpair as the executor
 // does (reply, then the stream) and reads the reply.
 func (f *fixture) attachRaw(t testing.TB, id string, offset int64) (*rawEnd, error) {
 	t.Helper()
-	ours, theirs := socketpair(t)
+	ours, theirs := rpctest.Socketpair(t)
 	e := &rawEnd{c: ours, r: bufio.NewReader(ours), done: make(chan struct{})}
 	params, _ := json.Marshal(protocol.AttachTerminalRawParams{TerminalID: id, Offset: offset})
 	reply := func(res any, err error) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/wire/rpc/rpctest"
 
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -64,16 +65,7 @@ func (f *fixture) connect(t testing.TB) *peer { return f.connectWith(t, nil) }
 // executor sends instead of the peer's own collecting handlers.
 func (f *fixture) connectWith(t testing.TB, h rpc.Handler) *peer {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := func(fd int) net.Conn {
-		file := os.NewFile(uintptr(fd), "sp")
-		defer file.Close()
-		c, _ := net.FileConn(file)
-		return c
-	}
+	x, y := rpctest.Socketpair(t)
 	p := &peer{outs: map[string]*bytes.Buffer{}, seqs: map[string]int64{}, exits: map[string]protocol.TerminalExit{}, wake: make(chan struct{}, 1)}
 	if h == nil {
 		cm := rpc.NewMux()
@@ -81,8 +73,8 @@ func (f *fixture) connectWith(t testing.TB, h rpc.Handler) *peer {
 		cm.Register(protocol.MethodTerminalExit, p.onExit)
 		h = cm
 	}
-	sc := rpc.NewConn(conn(fds[0]), f.sc, rpc.Options{})
-	p.c = rpc.NewConn(conn(fds[1]), h, rpc.Options{})
+	sc := rpc.NewConn(x, f.sc, rpc.Options{})
+	p.c = rpc.NewConn(y, h, rpc.Options{})
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = sc.Serve(context.Background()) }()

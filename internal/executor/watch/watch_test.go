@@ -3,13 +3,13 @@ package watch
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/wire/rpc/rpctest"
 
 	"go.uber.org/goleak"
 
@@ -47,28 +47,12 @@ func setup(t *testing.T) *env {
 		e.mu.Unlock()
 		return nil, nil
 	})
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	must(t, err)
-	conn := func(fd int) net.Conn {
-		f := os.NewFile(uintptr(fd), "sp")
-		defer f.Close()
-		c, _ := net.FileConn(f)
-		return c
-	}
-	e.server = rpc.NewConn(conn(fds[0]), smux, rpc.Options{})
-	e.client = rpc.NewConn(conn(fds[1]), cmux, rpc.Options{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = e.server.Serve(context.Background()) }()
-	go func() { defer wg.Done(); _ = e.client.Serve(context.Background()) }()
-	t.Cleanup(func() {
-		e.client.Close()
-		e.server.Close()
-		wg.Wait()
+	t.Cleanup(func() { // after the pair's end
 		e.svc.Close()
 		e.svc.Wait()
 		r.Close()
 	})
+	e.server, e.client = rpctest.Pair(t, smux, cmux, rpc.Options{}, rpc.Options{})
 	return e
 }
 

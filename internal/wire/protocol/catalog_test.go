@@ -32,7 +32,8 @@ type message struct {
 
 func (m message) file() string { return filepath.Join("testdata", m.method+"."+m.kind+".json") }
 
-// catalog is every message of the wire, as in ARCHITECTURE.md's catalog.
+// catalog is every message of the wire, as documented in docs/protocol.md
+// (checked by docs_test.go).
 var catalog = []message{
 	{protocol.MethodHello, "params", protocol.HelloParams{Token: "q0Gm3c2bC9rYwZx7Jp1sVfLk4tN8uHd6eA5iR2oXyBw", User: "alice", JobID: "4242", Node: "node1", PID: 5150}},
 	{protocol.MethodHello, "result", protocol.HelloResult{Accepted: true}},
