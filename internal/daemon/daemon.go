@@ -190,9 +190,9 @@ func (d *Daemon) build(creds *credstore.Store) {
 	}
 	// The policy is asked before anything is stored for a person, not
 	// only when their executor starts.
-	d.srv.Allowed = func(ctx context.Context, person string) error {
-		_, err := personPolicy(e).Check(ctx, person)
-		return err
+	d.srv.Admit = func(ctx context.Context, person string) (uint32, error) {
+		ex, err := personPolicy(e).Check(ctx, person)
+		return uint32(ex.UID), err
 	}
 	d.api = api.NewHTTPServer(d.srv.Handler())
 }

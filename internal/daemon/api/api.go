@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/broker"
@@ -53,10 +52,11 @@ type Server struct {
 	// account whose executor runs everyone's work; sessions, tasks, keys,
 	// permission questions and the audit trail still name the person.
 	SharedAccount string
-	// Allowed, when set, checks a person against the execution policy
+	// Admit, when set, checks a person against the execution policy
 	// before their work is taken (with a shared account the backend only
-	// sees the shared account).
-	Allowed func(ctx context.Context, person string) error
+	// sees the shared account) and says their account's uid; nil: anyone
+	// with an account.
+	Admit func(ctx context.Context, person string) (uid uint32, err error)
 	// Watches routes file_event to watch streams; nil: files are served
 	// without watch.
 	Watches *Watches
@@ -161,27 +161,6 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// forUser lets a user act on their own {user}, and admins on anyone's.
-func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		c := s.caller(r)
-		name := r.PathValue("user")
-		if err := account.ValidName(name); err != nil {
-			writeError(w, rpc.InvalidParams("user", err.Error()))
-			return
-		}
-		if !c.admin && c.user.Name != name {
-			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
-			return
-		}
-		if err := s.allowed(r.Context(), name); err != nil {
-			writeError(w, err)
-			return
-		}
-		h(w, r)
-	}
-}
-
 // ExecutorInfo is an executor as the API shows it.
 type ExecutorInfo = apiwire.ExecutorInfo
 
@@ -203,17 +182,6 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, apiwire.ExecutorList{Executors: out})
 }
 
-// allowed applies Allowed, when set, as the backend's refusal would read.
-func (s *Server) allowed(ctx context.Context, person string) error {
-	if s.Allowed == nil {
-		return nil
-	}
-	if err := s.Allowed(ctx, person); err != nil {
-		return pool.Unavailable(err)
-	}
-	return nil
-}
-
 // executorOf is the account whose executor runs person's work.
 func (s *Server) executorOf(person string) string {
 	if s.SharedAccount != "" {
@@ -223,7 +191,7 @@ func (s *Server) executorOf(person string) string {
 }
 
 func (s *Server) ensureExecutor(w http.ResponseWriter, r *http.Request) {
-	name := s.executorOf(r.PathValue("user"))
+	name := subjectOf(r).Executor
 	_, ping, err := s.Pool.Get(r.Context(), name)
 	if err != nil {
 		s.log().Warn("executor refused", "user", name, "err", err)

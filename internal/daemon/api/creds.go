@@ -130,7 +130,7 @@ func (s *Server) credentialQuota(r *http.Request, owner credstore.Owner, name st
 		return nil // daemon-wide: admins only
 	}
 	if s.caller(r).cred.UID != 0 {
-		if err := s.allowed(r.Context(), owner.Name); err != nil {
+		if _, err := s.resolve(r.Context(), s.caller(r), owner.Name); err != nil {
 			return err
 		}
 	}

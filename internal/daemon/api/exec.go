@@ -100,7 +100,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	defer s.Outputs.end(id)
 	params := protocol.ExecParams{ExecID: id, Argv: b.Argv, Cwd: b.Cwd, Env: b.Env, Stdin: b.Stdin, TimeoutMS: b.TimeoutMS, Sandbox: level}
 	var res apiwire.ExecReply
-	if err := s.Pool.Call(r.Context(), s.executorOf(r.PathValue("user")), protocol.MethodExec, params, &res.ExecResult); err != nil {
+	if err := s.Pool.Call(r.Context(), subjectOf(r).Executor, protocol.MethodExec, params, &res.ExecResult); err != nil {
 		writeError(w, err)
 		return
 	}

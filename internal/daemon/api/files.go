@@ -54,7 +54,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 		p.Path = "."
 	}
 	var res protocol.ListFilesResult
-	if err := s.Pool.Call(r.Context(), s.executorOf(r.PathValue("user")), protocol.MethodListFiles, p, &res); err != nil {
+	if err := s.Pool.Call(r.Context(), subjectOf(r).Executor, protocol.MethodListFiles, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -116,7 +116,7 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	c, release, err := s.Pool.Acquire(r.Context(), s.executorOf(r.PathValue("user")))
+	c, release, err := s.Pool.Acquire(r.Context(), subjectOf(r).Executor)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -186,8 +186,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		mode := uint32(m)
 		p.Mode = &mode
 	}
-	person := r.PathValue("user")
-	c, release, err := s.Pool.Acquire(r.Context(), s.executorOf(person))
+	person, executor := subjectOf(r).Person, subjectOf(r).Executor
+	c, release, err := s.Pool.Acquire(r.Context(), executor)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -247,9 +247,9 @@ func (s *Server) writeFiles(w http.ResponseWriter, r *http.Request) {
 	for i, f := range b.Files {
 		p.Files[i] = protocol.WriteFileParams{Path: f.Path, Content: f.Content, Mode: f.Mode}
 	}
-	person := r.PathValue("user")
+	person, executor := subjectOf(r).Person, subjectOf(r).Executor
 	var res protocol.WriteFilesResult
-	if err := s.Pool.Call(r.Context(), s.executorOf(person), protocol.MethodWriteFiles, p, &res); err != nil {
+	if err := s.Pool.Call(r.Context(), executor, protocol.MethodWriteFiles, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}

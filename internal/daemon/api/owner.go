@@ -55,22 +55,6 @@ func (s *Server) current(ctx context.Context, name string, uid int64, ref audit.
 	return nil
 }
 
-// uidOf is the uid name's account has now: the caller's own, or looked
-// up (an admin acting for someone).
-func (s *Server) uidOf(r *http.Request, name string) (uint32, error) {
-	if c := s.caller(r); c.user.Name == name {
-		return c.user.UID, nil
-	}
-	u, err := s.accounts().LookupName(r.Context(), name)
-	switch {
-	case errors.Is(err, identity.ErrNotFound):
-		return 0, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no account %q", name)
-	case err != nil:
-		return 0, errUserDatabase(err)
-	}
-	return u.UID, nil
-}
-
 func errUserDatabase(err error) error {
 	return rpc.Errorf(rpc.CodeInternalError, ReasonUserDatabase, "the user database did not answer: %v; try again", err)
 }

@@ -68,10 +68,10 @@ func (s *Server) promptAsync(w http.ResponseWriter, r *http.Request) {
 
 // started is a task that has its token and its row in the store.
 type started struct {
-	user, id, tok string
-	uid           uint32 // the user's account's
-	body          apiwire.PromptBody
-	sess          store.Session
+	subject
+	id, tok string
+	body    apiwire.PromptBody
+	sess    store.Session
 }
 
 // startTask reads the prompt, finds or makes the session, issues the
@@ -89,9 +89,9 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 	if b.PermissionMode == "" {
 		b.PermissionMode = string(broker.ModeDefault)
 	}
-	t := started{user: r.PathValue("user"), id: newID(), body: b}
+	t := started{subject: subjectOf(r), id: newID(), body: b}
 	var err error
-	if t.user == "" { // POST /v1/sessions/{id}/prompt: the session says whose
+	if t.Person == "" { // POST /v1/sessions/{id}/prompt: the session says whose
 		sess, err := s.Store.GetSession(r.PathValue("id"))
 		if err == nil {
 			err = s.visible(r, sess.UnixUser, sess.UID, audit.Record{Session: sess.ID})
@@ -100,34 +100,30 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 			writeError(w, storeErr(err, "session"))
 			return started{}, false
 		}
-		t.user, t.body.SessionID = sess.UnixUser, sess.ID
-	}
-	if t.uid, err = s.uidOf(r, t.user); err != nil {
-		writeError(w, err)
-		return started{}, false
-	}
-	if err := s.allowed(r.Context(), t.user); err != nil {
-		writeError(w, err)
-		return started{}, false
-	}
-	s.quotaMu.Lock() // until the task is stored: the counts hold
-	defer s.quotaMu.Unlock()
-	if t.body.SessionID == "" {
-		if err := s.checkSessionQuota(t.user, t.uid); err != nil {
+		t.body.SessionID = sess.ID
+		if t.subject, err = s.resolve(r.Context(), s.caller(r), sess.UnixUser); err != nil {
 			writeError(w, err)
 			return started{}, false
 		}
 	}
-	if t.sess, err = s.session(t.user, t.uid, &t.body); err == nil {
+	s.quotaMu.Lock() // until the task is stored: the counts hold
+	defer s.quotaMu.Unlock()
+	if t.body.SessionID == "" {
+		if err := s.checkSessionQuota(t.Person, t.UID); err != nil {
+			writeError(w, err)
+			return started{}, false
+		}
+	}
+	if t.sess, err = s.session(t.Person, t.UID, &t.body); err == nil {
 		err = s.checkTaskQuota(t.sess.ID)
 	}
 	if err != nil {
 		writeError(w, err)
 		return started{}, false
 	}
-	bind := token.Binding{User: s.executorOf(t.user), Session: t.sess.ID, Task: t.id, UID: t.uid}
-	if bind.User != t.user {
-		bind.Person = t.user
+	bind := token.Binding{User: t.Executor, Session: t.sess.ID, Task: t.id, UID: t.UID}
+	if bind.User != t.Person {
+		bind.Person = t.Person
 	}
 	if t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox); err != nil {
 		writeError(w, err)
@@ -137,7 +133,7 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
 		return started{}, false
 	}
-	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.user, UID: int64(t.uid), Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
+	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.Person, UID: int64(t.UID), Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
 		s.Broker.EndTask(t.id)
 		writeError(w, err)
 		return started{}, false
@@ -156,7 +152,7 @@ func (s *Server) runTask(ctx context.Context, t started) apiwire.PromptLine {
 	if err := s.Store.SetTaskStatus(t.id, store.Running, nil, ""); err != nil {
 		s.log().Warn("task status not stored", "task", t.id, "err", err)
 	}
-	last := s.runPrompt(ctx, t.user, t.id, t.tok, t.body, t.sess)
+	last := s.runPrompt(ctx, t.Executor, t.id, t.tok, t.body, t.sess)
 	last.Missing = s.Broker.EndTask(t.id)
 	if ctx.Err() == nil {
 		s.finish(t.id, t.sess, last)
@@ -189,7 +185,7 @@ func drain(sub *events.Subscription, enc *json.Encoder) {
 	}
 }
 
-func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b apiwire.PromptBody, sess store.Session) apiwire.PromptLine {
+func (s *Server) runPrompt(ctx context.Context, executor, task, tok string, b apiwire.PromptBody, sess store.Session) apiwire.PromptLine {
 	resume := ""
 	if sess.AgenticTool == b.Tool && sess.Cwd == b.Cwd { // agents find their sessions by directory
 		resume = sess.AgentSessionID
@@ -200,7 +196,7 @@ func (s *Server) runPrompt(ctx context.Context, user, task, tok string, b apiwir
 		Sandbox: b.Sandbox,
 	}
 	var res json.RawMessage
-	if err := s.Pool.Call(ctx, s.executorOf(user), protocol.MethodExecutePrompt, params, &res); err != nil {
+	if err := s.Pool.Call(ctx, executor, protocol.MethodExecutePrompt, params, &res); err != nil {
 		_, body := errorBody(err)
 		return apiwire.PromptLine{Error: body}
 	}

@@ -140,15 +140,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("agentic_tool", "required"))
 		return
 	}
-	if err := s.allowed(r.Context(), b.UnixUser); err != nil {
-		writeError(w, err)
-		return
-	}
-	uid, err := s.uidOf(r, b.UnixUser)
+	t, err := s.resolve(r.Context(), c, b.UnixUser)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	uid := t.UID
 	b.SessionID = ""
 	s.quotaMu.Lock()
 	err = s.checkSessionQuota(b.UnixUser, uid)

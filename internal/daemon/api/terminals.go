@@ -181,8 +181,8 @@ func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var res protocol.SpawnTerminalResult
-	person := r.PathValue("user")
-	if err := s.Pool.Call(r.Context(), s.executorOf(person), protocol.MethodSpawnTerminal, p, &res); err != nil {
+	person, executor := subjectOf(r).Person, subjectOf(r).Executor
+	if err := s.Pool.Call(r.Context(), executor, protocol.MethodSpawnTerminal, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -195,8 +195,8 @@ func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) {
 	var res protocol.ListTerminalsResult
-	person := r.PathValue("user")
-	if err := s.Pool.Call(r.Context(), s.executorOf(person), protocol.MethodListTerminals, struct{}{}, &res); err != nil {
+	person, executor := subjectOf(r).Person, subjectOf(r).Executor
+	if err := s.Pool.Call(r.Context(), executor, protocol.MethodListTerminals, struct{}{}, &res); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -210,8 +210,9 @@ func (s *Server) listTerminals(w http.ResponseWriter, r *http.Request) {
 // terminal of user's: raw frames (Upgrade: agor-terminal-raw, see
 // rawTerminal) or NDJSON Frames (Upgrade: agor-terminal).
 func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
-	person, id := r.PathValue("user"), r.PathValue("id")
-	user := s.executorOf(person)
+	sj, id := subjectOf(r), r.PathValue("id")
+	person := sj.Person
+	user := sj.Executor
 	upgrade := r.Header.Get("Upgrade")
 	if upgrade != "agor-terminal" && upgrade != rawframe.Upgrade {
 		writeError(w, rpc.InvalidParams("Upgrade", `must be "agor-terminal-raw" or "agor-terminal"`))

@@ -92,7 +92,7 @@ func (ws *Watches) takeLost(sub *watchSub) bool {
 // resumed with Last-Event-ID starts with "resync" (list again), as does one
 // whose client fell more than watchBuffer events behind.
 func (s *Server) watchFiles(w http.ResponseWriter, r *http.Request) {
-	person := r.PathValue("user")
+	person, executor := subjectOf(r).Person, subjectOf(r).Executor
 	if !s.watching.take(person, s.maxWatches()) {
 		writeError(w, rpc.Errorf(protocol.CodeLimitReached, protocol.ReasonTooManyWatches,
 			"%s has %d watch streams open, the most one person may", person, s.maxWatches()))
@@ -104,7 +104,7 @@ func (s *Server) watchFiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	user := s.executorOf(person)
+	user := executor
 	c, release, err := s.Pool.Acquire(r.Context(), user)
 	if err != nil {
 		writeError(w, err)

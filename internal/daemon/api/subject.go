@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/agor-sh/agor/internal/account"
+	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// subject is whom a request acts for, resolved once per request: the
+// person, the uid their account has now, and the account whose executor
+// runs their work (theirs, or the shared account). Routes read it from
+// the request's context (subjectOf) instead of working it out again.
+type subject struct {
+	Person   string
+	UID      uint32
+	Executor string
+}
+
+type subjectKey struct{}
+
+// resolve makes person's subject: a valid name, allowed by the execution
+// policy (which looks the account up once, for its uid), and the
+// executor account. The caller's right to act for person is the route's
+// to check first.
+func (s *Server) resolve(ctx context.Context, c who, person string) (subject, error) {
+	if err := account.ValidName(person); err != nil {
+		return subject{}, rpc.InvalidParams("user", err.Error())
+	}
+	t := subject{Person: person, Executor: s.executorOf(person)}
+	var err error
+	switch {
+	case s.Admit != nil:
+		t.UID, err = s.Admit(ctx, person)
+		if err != nil {
+			return subject{}, pool.Unavailable(err)
+		}
+	case c.user.Name == person:
+		t.UID = c.user.UID
+	default:
+		t.UID, err = s.lookupUID(ctx, person)
+	}
+	return t, err
+}
+
+// lookupUID is the uid name's account has now, refused as the backend
+// would refuse a name without one.
+func (s *Server) lookupUID(ctx context.Context, name string) (uint32, error) {
+	u, err := s.accounts().LookupName(ctx, name)
+	switch {
+	case errors.Is(err, identity.ErrNotFound):
+		return 0, pool.Unavailable(fmt.Errorf("%w: %q", lifecycle.ErrNoSuchUser, name))
+	case err != nil:
+		return 0, errUserDatabase(err)
+	}
+	return u.UID, nil
+}
+
+// forUser lets a user act on their own {user}, and admins on anyone's,
+// and resolves the subject for the route.
+func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := s.caller(r)
+		name := r.PathValue("user")
+		if err := account.ValidName(name); err != nil {
+			writeError(w, rpc.InvalidParams("user", err.Error()))
+			return
+		}
+		if !c.admin && c.user.Name != name {
+			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
+			return
+		}
+		t, err := s.resolve(r.Context(), c, name)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, t)))
+	}
+}
+
+// subjectOf is the subject forUser resolved.
+func subjectOf(r *http.Request) subject {
+	t, _ := r.Context().Value(subjectKey{}).(subject)
+	return t
+}
