@@ -277,15 +277,38 @@ func (s *Server) pump(ctx context.Context, exe *rpc.Client, id string, rd *bufio
 			}
 			return
 		}
-		switch {
-		case f.Detach:
+		input := func(p []byte) {
+			_ = exe.Notify(protocol.MethodTerminalInput, protocol.TerminalInputParams{TerminalID: id, Data: p})
+		}
+		if !control(ctx, exe, id, controlOf(f), input) {
 			return
-		case f.Terminate:
-			_ = exe.Call(ctx, protocol.MethodTerminateTerminal, protocol.TerminalIDParams{TerminalID: id}, nil)
-		case f.Resize != nil:
-			_ = exe.Call(ctx, protocol.MethodResizeTerminal, protocol.ResizeTerminalParams{TerminalID: id, Cols: f.Resize[0], Rows: f.Resize[1]}, nil)
-		case len(f.Input) > 0:
-			_ = exe.Notify(protocol.MethodTerminalInput, protocol.TerminalInputParams{TerminalID: id, Data: f.Input})
 		}
 	}
+}
+
+// controlOf is an NDJSON frame as the raw stream's Control.
+func controlOf(f apiwire.Frame) rawframe.Control {
+	c := rawframe.Control{Input: f.Input, Terminate: f.Terminate, Detach: f.Detach}
+	if f.Resize != nil {
+		c.Cols, c.Rows = f.Resize[0], f.Resize[1]
+	}
+	return c
+}
+
+// control is the one way the daemon acts on a terminal for a client it
+// relays, whichever stream the client speaks: keystrokes through input,
+// a resize or terminate as calls to the executor. It returns false when
+// the client detached.
+func control(ctx context.Context, exe *rpc.Client, id string, c rawframe.Control, input func([]byte)) bool {
+	switch {
+	case c.Detach:
+		return false
+	case c.Terminate:
+		_ = exe.Call(ctx, protocol.MethodTerminateTerminal, protocol.TerminalIDParams{TerminalID: id}, nil)
+	case c.Cols > 0:
+		_ = exe.Call(ctx, protocol.MethodResizeTerminal, protocol.ResizeTerminalParams{TerminalID: id, Cols: c.Cols, Rows: c.Rows}, nil)
+	case len(c.Input) > 0:
+		input(c.Input)
+	}
+	return true
 }

@@ -204,6 +204,11 @@ func (sp *splice) finish() {
 	_ = rawframe.Write(sp.client, rawframe.Error, []byte(why))
 }
 
+// writeRaw passes keystrokes on the executor's raw stream. A failed write
+// means the executor ended the stream: output then sends the exit and
+// ends input.
+func (sp *splice) writeRaw(p []byte) { _, _ = sp.raw.Write(p) }
+
 // input passes the client's frames on until it detaches or goes.
 func (sp *splice) input(ctx context.Context, crd *bufio.Reader) {
 	var buf []byte
@@ -215,18 +220,8 @@ func (sp *splice) input(ctx context.Context, crd *bufio.Reader) {
 			}
 			return
 		}
-		switch typ {
-		case rawframe.Input:
-			// A failed write means the executor ended the stream: output
-			// then sends the exit and ends this loop.
-			_, _ = sp.raw.Write(p)
-		case rawframe.Resize:
-			if cols, rows, ok := rawframe.ParseSize(p); ok {
-				_ = sp.exe.Call(ctx, protocol.MethodResizeTerminal, protocol.ResizeTerminalParams{TerminalID: sp.id, Cols: cols, Rows: rows}, nil)
-			}
-		case rawframe.Terminate:
-			_ = sp.exe.Call(ctx, protocol.MethodTerminateTerminal, protocol.TerminalIDParams{TerminalID: sp.id}, nil)
-		case rawframe.Detach:
+		c, ok := rawframe.Decode(typ, p)
+		if ok && !control(ctx, sp.exe, sp.id, c, sp.writeRaw) {
 			return
 		}
 	}

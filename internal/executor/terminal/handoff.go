@@ -284,20 +284,18 @@ func (t *term) pumpFrames(h *handed) string {
 		if err != nil {
 			return "client_gone"
 		}
-		switch typ {
-		case rawframe.Input:
+		c, ok := rawframe.Decode(typ, p)
+		switch {
+		case !ok:
+		case c.Detach:
+			return "detached"
+		case c.Input != nil:
 			// Written here, not through the writer goroutine: one handoff
 			// less before a keystroke's echo. A failed write means the
 			// shell has gone; its exit frame follows.
-			_, _ = t.master.Write(p)
-		case rawframe.Resize:
-			if cols, rows, ok := rawframe.ParseSize(p); ok {
-				_ = t.setSize(cols, rows)
-			}
-		case rawframe.Terminate:
-			t.terminate()
-		case rawframe.Detach:
-			return "detached"
+			_, _ = t.master.Write(c.Input)
+		default:
+			_ = t.control(c)
 		}
 	}
 }

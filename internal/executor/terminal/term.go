@@ -19,6 +19,7 @@ import (
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rawframe"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
@@ -221,6 +222,20 @@ func (t *term) write() {
 
 // input queues data for the program; it waits only while the queue is
 // full, which pushes back on the sender.
+// control resizes or terminates the terminal for a client, whichever
+// route it came by (a handed-off raw stream, resize_terminal,
+// terminate_terminal); keystrokes go by input or, on a raw stream, straight
+// to the master.
+func (t *term) control(c rawframe.Control) error {
+	switch {
+	case c.Terminate:
+		t.terminate()
+	case c.Cols > 0:
+		return t.setSize(c.Cols, c.Rows)
+	}
+	return nil
+}
+
 func (t *term) input(data []byte) {
 	if len(data) == 0 {
 		return

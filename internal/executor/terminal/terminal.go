@@ -16,6 +16,7 @@ import (
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rawframe"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
@@ -202,7 +203,7 @@ func (s *Service) resize(_ context.Context, p protocol.ResizeTerminalParams) (st
 	if err != nil {
 		return struct{}{}, err
 	}
-	if err := t.setSize(p.Cols, p.Rows); err != nil {
+	if err := t.control(rawframe.Control{Cols: p.Cols, Rows: p.Rows}); err != nil {
 		if _, ok := err.(*rpc.Error); ok {
 			return struct{}{}, err
 		}
@@ -216,7 +217,7 @@ func (s *Service) terminate(_ context.Context, p protocol.TerminalIDParams) (pro
 	if err != nil {
 		return protocol.TerminateTerminalResult{}, err
 	}
-	t.terminate()
+	_ = t.control(rawframe.Control{Terminate: true})
 	return protocol.TerminateTerminalResult{Terminated: true}, nil
 }
 

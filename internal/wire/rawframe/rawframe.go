@@ -107,3 +107,32 @@ func WriteUpgrade(w io.Writer, offset int64) error {
 		Upgrade, OffsetHeader, offset)
 	return err
 }
+
+// Control is what a client asks of its terminal in one frame: keystrokes,
+// a new size, terminate, or detach. Every route from a client to a PTY
+// (the raw stream handed to the executor or relayed by the daemon, and the
+// NDJSON stream) decodes into it, so each side acts on a terminal in one
+// place.
+type Control struct {
+	Input      []byte
+	Cols, Rows int // a resize when Cols > 0
+	Terminate  bool
+	Detach     bool
+}
+
+// Decode reads a client's frame; ok is false for a frame a reader skips
+// (a type it does not know, or a resize whose size does not parse).
+func Decode(typ byte, p []byte) (c Control, ok bool) {
+	switch typ {
+	case Input:
+		return Control{Input: p}, true
+	case Resize:
+		c.Cols, c.Rows, ok = ParseSize(p)
+		return c, ok && c.Cols > 0
+	case Terminate:
+		return Control{Terminate: true}, true
+	case Detach:
+		return Control{Detach: true}, true
+	}
+	return c, false
+}

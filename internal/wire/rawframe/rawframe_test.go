@@ -63,3 +63,26 @@ func FuzzReadRawFrame(f *testing.F) {
 		}
 	})
 }
+
+func TestDecode(t *testing.T) {
+	for _, tc := range []struct {
+		typ  byte
+		p    []byte
+		want Control
+		ok   bool
+	}{
+		{Input, []byte("ls\r"), Control{Input: []byte("ls\r")}, true},
+		{Resize, Size(120, 40), Control{Cols: 120, Rows: 40}, true},
+		{Resize, []byte{1}, Control{}, false},
+		{Resize, Size(0, 40), Control{Rows: 40}, false},
+		{Terminate, nil, Control{Terminate: true}, true},
+		{Detach, nil, Control{Detach: true}, true},
+		{Output, []byte("x"), Control{}, false},
+		{'?', nil, Control{}, false},
+	} {
+		got, ok := Decode(tc.typ, tc.p)
+		if ok != tc.ok || string(got.Input) != string(tc.want.Input) || got.Cols != tc.want.Cols || got.Rows != tc.want.Rows || got.Terminate != tc.want.Terminate || got.Detach != tc.want.Detach {
+			t.Errorf("Decode(%q, %v) = %+v %v, want %+v %v", tc.typ, tc.p, got, ok, tc.want, tc.ok)
+		}
+	}
+}
