@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/agor-sh/agor/internal/identity"
 )
 
 // Errors callers tell apart.
@@ -106,7 +108,7 @@ var Daemon = Owner{}
 
 // NoUID is the uid of keys stored before uids were recorded whose
 // account was gone when they were adopted: nobody's.
-const NoUID int64 = -1
+const NoUID = identity.NoUID
 
 // User is the owner of account name with uid.
 func User(name string, uid uint32) Owner { return Owner{Name: name, UID: int64(uid)} }

@@ -3,60 +3,30 @@ package credstore
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/agor-sh/agor/internal/identity"
 )
 
-// Accounts names the account a user name has now; *identity.Resolver is
-// one.
-type Accounts interface {
-	LookupName(ctx context.Context, name string) (identity.User, error)
-}
-
-var _ Accounts = (*identity.Resolver)(nil)
+// Accounts names the account a user name has now.
+type Accounts = identity.Names
 
 // Adoption is what Adopt did, by user name.
-type Adoption struct {
-	Adopted  map[string]uint32 // the name's account now owns its keys
-	Orphaned []string          // no account has the name: NoUID, kept for admins
-	Pending  map[string]error  // the user database did not answer: tried again next time
-}
+type Adoption = identity.Adoption
 
 // Adopt moves the previous version's keys ("USER/NAME", no uid) to the
-// account their name has now: resealed in the account's slot. A name no
-// account has gets NoUID for good (an account made later with that name
-// inherits nothing); one the user database cannot answer for is left as
-// it is, unusable, until a later call.
+// account their name has now (identity.Adopt): resealed in the account's
+// slot, or under NoUID for a name no account has. Keys of a name the user
+// database cannot answer for are left as they are, unusable, until a
+// later call.
 func (s *Store) Adopt(ctx context.Context, accounts Accounts) (Adoption, error) {
-	a := Adoption{Adopted: map[string]uint32{}, Pending: map[string]error{}}
 	byName := s.legacy()
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range byName {
-			if !yield(n) {
-				return
-			}
-		}
+	names := slices.Sorted(maps.Keys(byName))
+	return identity.Adopt(ctx, accounts, names, func(user string, uid int64) error {
+		return s.move(user, Owner{Name: user, UID: uid}, byName[user])
 	})
-	for _, user := range names {
-		o := Owner{Name: user, UID: NoUID}
-		u, err := accounts.LookupName(ctx, user)
-		switch {
-		case errors.Is(err, identity.ErrNotFound):
-			a.Orphaned = append(a.Orphaned, user)
-		case err != nil:
-			a.Pending[user] = err
-			continue
-		default:
-			o.UID = int64(u.UID)
-			a.Adopted[user] = u.UID
-		}
-		if err := s.move(user, o, byName[user]); err != nil {
-			return a, err
-		}
-	}
-	return a, nil
 }
 
 // legacy lists the previous version's keys, by user name.

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/agor-sh/agor/internal/identity"
@@ -12,53 +11,24 @@ import (
 // NoUID is the uid of rows whose account is not known: written before
 // uids were recorded and either not adopted yet or adopted when no
 // account had the name. It matches no account, so only admins see them.
-const NoUID int64 = -1
+const NoUID = identity.NoUID
 
-// Accounts names the account a user name has now; *identity.Resolver is
-// one.
-type Accounts interface {
-	LookupName(ctx context.Context, name string) (identity.User, error)
-}
-
-var _ Accounts = (*identity.Resolver)(nil)
+// Accounts names the account a user name has now.
+type Accounts = identity.Names
 
 // Adoption is what Adopt did, by user name.
-type Adoption struct {
-	Adopted  map[string]uint32 // the name's account now owns its rows
-	Orphaned []string          // no account has the name: rows kept for admins
-	Pending  map[string]error  // the user database did not answer: tried again next time
-}
+type Adoption = identity.Adoption
 
 // Adopt gives the rows written before uids were recorded (the previous
-// version's) the uid their user name has now: the account the data
-// belonged to when this version first ran. A name no account has marks
-// its rows NoUID for good, so that an account made later with that name
-// inherits nothing; a name the user database cannot answer for stays
-// unadopted (invisible but to admins) until a later call.
+// version's) the uid their user name has now (identity.Adopt); rows of a
+// name the user database cannot answer for stay unadopted (invisible but
+// to admins) until a later call.
 func (db *DB) Adopt(ctx context.Context, accounts Accounts) (Adoption, error) {
-	a := Adoption{Adopted: map[string]uint32{}, Pending: map[string]error{}}
 	names, err := db.unadopted()
 	if err != nil {
-		return a, err
+		return Adoption{}, err
 	}
-	for _, name := range names {
-		uid := NoUID
-		u, err := accounts.LookupName(ctx, name)
-		switch {
-		case errors.Is(err, identity.ErrNotFound):
-			a.Orphaned = append(a.Orphaned, name)
-		case err != nil:
-			a.Pending[name] = err
-			continue
-		default:
-			uid = int64(u.UID)
-			a.Adopted[name] = u.UID
-		}
-		if err := db.setUID(name, uid); err != nil {
-			return a, err
-		}
-	}
-	return a, nil
+	return identity.Adopt(ctx, accounts, names, db.setUID)
 }
 
 func (db *DB) unadopted() ([]string, error) {
