@@ -13,9 +13,6 @@
 package dialback
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,6 +21,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/secret"
 )
 
 // Errors of Check; on the wire all are one refusal, the reason logged.
@@ -78,11 +77,9 @@ func OpenJobs(path string) (*Jobs, error) {
 // Issue makes a token for user's next job; Bind names the job once the
 // submission returns its id.
 func (j *Jobs) Issue(user string, uid uint32) (token string, err error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if token, err = secret.New(); err != nil {
 		return "", err
 	}
-	token = base64.RawURLEncoding.EncodeToString(b[:])
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.jobs[hash(token)] = &Job{User: user, UID: uid, Issued: time.Now(), Hash: hash(token)}
@@ -203,6 +200,6 @@ func (j *Jobs) saveLocked() error {
 }
 
 func hash(token string) string {
-	h := sha256.Sum256([]byte(token))
+	h := secret.Hash(token)
 	return hex.EncodeToString(h[:])
 }

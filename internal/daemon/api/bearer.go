@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agor-sh/agor/internal/secret"
+
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/identity"
@@ -81,7 +83,7 @@ var errNoToken = errors.New("no token")
 // line is the token's line, found by its hash. Hashes are compared in
 // constant time.
 func (b *Bearer) line(tok string) ([sha256.Size]byte, tokenLine, bool) {
-	sum := sha256.Sum256([]byte(tok))
+	sum := secret.Hash(tok)
 	for h, line := range b.load() {
 		if subtle.ConstantTimeCompare(h[:], sum[:]) == 1 {
 			return h, line, true

@@ -2,10 +2,11 @@ package broker
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/secret"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/events"
@@ -63,7 +64,7 @@ func (c *conn) reportMessage(_ context.Context, r *rpc.Request) (any, error) {
 
 // eventToken returns "" when tok may report for task, else the reason.
 func (c *conn) eventToken(tok, task string) string {
-	h := sha256.Sum256([]byte(tok))
+	h := secret.Hash(tok)
 	if _, live := c.b.live(task); live && c.ev.trusted(h, task) {
 		return ""
 	}

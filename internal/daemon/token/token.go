@@ -5,14 +5,14 @@
 package token
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/agor-sh/agor/internal/secret"
 )
 
 // Errors a check can fail with; all are "token invalid" on the wire, and
@@ -78,12 +78,11 @@ func New(ttl time.Duration, maxUses int) *Service {
 // Issue makes a token for b. The returned string is the only copy of the
 // secret: it is never stored.
 func (s *Service) Issue(b Binding) (string, error) {
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("token: random: %w", err)
+	tok, err := secret.New()
+	if err != nil {
+		return "", fmt.Errorf("token: %w", err)
 	}
-	tok := base64.RawURLEncoding.EncodeToString(raw[:])
-	e := &entry{hash: sha256.Sum256([]byte(tok)), binding: b, expires: s.now().Add(s.ttl), maxUses: s.maxUses}
+	e := &entry{hash: secret.Hash(tok), binding: b, expires: s.now().Add(s.ttl), maxUses: s.maxUses}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.byHash[e.hash] = e
@@ -94,7 +93,7 @@ func (s *Service) Issue(b Binding) (string, error) {
 // Check validates tok for a request that must act for want (empty fields
 // are not checked), counts a use, and returns the token's binding.
 func (s *Service) Check(tok string, want Binding) (Binding, error) {
-	h := sha256.Sum256([]byte(tok))
+	h := secret.Hash(tok)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.byHash[h]
