@@ -1,8 +1,11 @@
 // Package api is the daemon's client API: HTTP/1.1 and JSON on a Unix
-// socket, where every caller is known by SO_PEERCRED. A local user acts
-// as themselves only; root and members of the admin group may act for
-// anyone. This first part serves executors; sessions, prompts, events
-// and terminals join it.
+// socket, where every caller is known by SO_PEERCRED (or, on the optional
+// TCP listener, by a bearer token). A local user acts as themselves only;
+// root and members of the admin group may act for anyone. It serves
+// executors, exec, files and watches, terminals (raw streams handed to the
+// executor), prompts, sessions, tasks and their events, permission
+// questions, credentials, accounts, the audit trail and the metrics. Whom
+// a request acts for is resolved once (subject.go).
 package api
 
 import (
