@@ -163,7 +163,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		},
 	})
 	outputs, terms, watches := &api.Outputs{}, &api.Terminals{}, &api.Watches{}
-	d.warm = &warmcap.Cap{Max: d.cfg.Agents.WarmPerHost, Log: d.log}
+	d.warm = &warmcap.Cap{Max: d.cfg.Agents.WarmPerHost, PerUser: d.cfg.Agents.WarmPerUser, Log: d.log}
 	d.pool = &pool.Pool{
 		Backend: d.backend,
 		Handler: func(user string) rpc.Handler {

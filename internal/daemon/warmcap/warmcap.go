@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -33,7 +34,13 @@ const releaseTimeout = 30 * time.Second
 // Cap is safe for concurrent use.
 type Cap struct {
 	Max int // warm agents on the host at most; 0: no cap
-	Log *slog.Logger
+	// PerUser is the most one user's report counts for
+	// (agents.warm_per_user): a report listing more is cut to its most
+	// recently used PerUser; 0 counts none.
+	PerUser int
+	Log     *slog.Logger
+
+	warnedMS atomic.Int64 // last warning of a cut report: one a minute, not a flood
 
 	mu    sync.Mutex
 	users map[string]held // each user's latest report
@@ -64,6 +71,9 @@ func (c *Cap) Handler(user string, next rpc.Handler) rpc.Handler {
 		if err := rpc.Bind(r.Params, &p); err != nil {
 			return nil, err
 		}
+		// The report is user's word and counts for user only: user can
+		// take this connection over (same uid) and say anything on it, so
+		// Update clamps what it lists to what user could really hold.
 		c.Update(user, r.Conn, p.Agents)
 		return nil, nil
 	})
@@ -72,6 +82,7 @@ func (c *Cap) Handler(user string, next rpc.Handler) rpc.Handler {
 // Update takes user's warm agents as ex reports them, replacing the
 // previous report, and asks back what the host holds beyond the cap.
 func (c *Cap) Update(user string, ex Executor, agents []protocol.WarmAgent) {
+	agents = c.counted(user, agents, time.Now().UnixMilli())
 	c.mu.Lock()
 	if c.users == nil {
 		c.users, c.asked = map[string]held{}, map[victim]bool{}
@@ -86,6 +97,27 @@ func (c *Cap) Update(user string, ex Executor, agents []protocol.WarmAgent) {
 	for _, a := range out {
 		c.release(a)
 	}
+}
+
+// counted is what user's report counts for. Its timestamps are clamped
+// to now, when it came in: a use in the future would make every other
+// user's agent the least recently used. Beyond PerUser (which user's
+// executor keeps to itself) only the most recently used count, so one
+// user's report can claim no more of the host than their own share.
+func (c *Cap) counted(user string, agents []protocol.WarmAgent, now int64) []protocol.WarmAgent {
+	out := slices.Clone(agents)
+	for i := range out {
+		out[i].LastUsedMS = min(out[i].LastUsedMS, now)
+	}
+	if len(out) <= c.PerUser {
+		return out
+	}
+	if last := c.warnedMS.Load(); now-last >= 60_000 && c.warnedMS.CompareAndSwap(last, now) {
+		c.log().Warn("warm_agents report lists more than warm_per_user; counting the most recently used",
+			"user", user, "agents", len(agents), "warm_per_user", c.PerUser)
+	}
+	slices.SortStableFunc(out, func(x, y protocol.WarmAgent) int { return cmp.Compare(y.LastUsedMS, x.LastUsedMS) })
+	return out[:max(c.PerUser, 0)]
 }
 
 // ask is a release to make, and the connection to make it on.

@@ -2,10 +2,12 @@ package warmcap
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -103,7 +105,7 @@ func TestCap(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Cap{Max: tc.max}
+			c := &Cap{Max: tc.max, PerUser: 4}
 			execs := map[string]*fakeExec{}
 			for _, s := range tc.steps {
 				if execs[s.user] == nil {
@@ -138,7 +140,7 @@ func TestCap(t *testing.T) {
 // A release in flight is not asked again by the reports that arrive
 // before its answer, and the connection of a gone executor is let go.
 func TestCapAsksOnce(t *testing.T) {
-	c := &Cap{Max: 1}
+	c := &Cap{Max: 1, PerUser: 4}
 	alice := &fakeExec{block: make(chan struct{})}
 	c.Update("alice", alice, agents("a1@100"))
 	c.Update("bob", &fakeExec{}, agents("b1@200"))
@@ -165,4 +167,47 @@ func heldBy(c *Cap) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.liveLocked())
+}
+
+// A report is its executor's user's word, and that user can forge it
+// (the executor runs as them). However many agents it lists and however
+// late it says they were used, it counts for that user's share only: at
+// most PerUser agents, used no later than the report came in.
+func TestForgedWarmReport(t *testing.T) {
+	now := time.Now().UnixMilli()
+	future := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "f%d@%d ", i, now+3_600_000+int64(i))
+		}
+		return b.String()
+	}
+	t.Run("more than the per-user cap", func(t *testing.T) {
+		c := &Cap{Max: 6, PerUser: 2}
+		bob, carol, alice := &fakeExec{}, &fakeExec{}, &fakeExec{}
+		c.Update("bob", bob, agents("b1@100 b2@200"))
+		c.Update("carol", carol, agents("c1@150 c2@250"))
+		c.Update("alice", alice, agents(future(16)))
+		c.Wait()
+		if r := append(bob.released(), carol.released()...); len(r) > 0 {
+			t.Errorf("alice's forged report of 16 released others' agents: %v", r)
+		}
+		if n := len(c.Of("alice")); n != 2 {
+			t.Errorf("alice's report counts %d agents, want the per-user cap 2", n)
+		}
+	})
+	t.Run("used in the future", func(t *testing.T) {
+		c := &Cap{Max: 1, PerUser: 4}
+		bob, alice := &fakeExec{}, &fakeExec{}
+		c.Update("alice", alice, agents(future(1)))
+		time.Sleep(5 * time.Millisecond)
+		c.Update("bob", bob, agents(fmt.Sprintf("b1@%d", time.Now().UnixMilli())))
+		c.Wait()
+		if r := bob.released(); len(r) > 0 {
+			t.Errorf("bob's agent, used after alice's report came in, was released: %v", r)
+		}
+		if r := alice.released(); !slices.Equal(r, []string{"f0"}) {
+			t.Errorf("alice asked %v, want f0 (the least recently used once clamped to its report's time)", r)
+		}
+	})
 }
