@@ -38,6 +38,10 @@ type ACP struct {
 	// Setup prepares one run (writes the agent's configuration into
 	// HOME, adds variables to req.Env) and returns the CLI's arguments.
 	Setup func(req *Request) ([]string, error)
+	// ToolOutput, when set, finds what a finished tool call printed when
+	// the agent's tool_call_update carries nothing (gemini's shell tool):
+	// from the agent's own session record beneath home.
+	ToolOutput func(ctx context.Context, home, sessionID, toolCallID string) string
 }
 
 var _ Opener = (*ACP)(nil)
@@ -72,6 +76,10 @@ func (a *ACP) Open(ctx context.Context, req Request, host Host) (Result, Live, e
 		return res, nil, err
 	}
 	l := &acpLive{p: p, kill: kill, c: &acpClient{}}
+	if a.ToolOutput != nil {
+		home := Getenv(req.Env, "HOME")
+		l.c.toolOutput = func(ctx context.Context, sid, id string) string { return a.ToolOutput(ctx, home, sid, id) }
+	}
 	l.c.conn, l.served = p.ServeRPC(procCtx, rpc.HandlerFunc(l.c.handle), rpc.Options{
 		OnLine: keyRedactor(req.Env, a.Key),
 		Logger: slog.Default().With("agent", filepath.Base(req.Binary), "task", req.TaskID),
@@ -240,7 +248,8 @@ func acpCrashErr(runErr, waitErr error, p *Proc) *Error {
 // goroutine of its own, so a question waiting for the daemon never stops
 // the reading (acpTurn serialises the two).
 type acpClient struct {
-	conn *rpc.Conn
+	conn       *rpc.Conn
+	toolOutput func(ctx context.Context, sid, toolCallID string) string // ACP.ToolOutput, for this agent's HOME
 
 	mu     sync.Mutex
 	active *acpTurn // the turn whose updates are being reported

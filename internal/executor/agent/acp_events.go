@@ -25,6 +25,8 @@ type acpTurn struct {
 	messages  int
 	usage     Usage
 	calls     map[string]bool // tool calls already reported
+	// toolOutput finds a finished call's output the update left out.
+	toolOutput func(toolCallID string) string
 }
 
 // result ends the turn's message and settles its Result from the
@@ -126,8 +128,12 @@ func (t *acpTurn) update(params json.RawMessage, raw json.RawMessage) {
 	case "tool_call_update":
 		if u.Status == "completed" || u.Status == "failed" {
 			t.toolCall(u, p.Update, raw) // when no tool_call came first
+			out := acpOutput(u.Content, u.RawOutput)
+			if out == "" && t.toolOutput != nil {
+				out = t.toolOutput(u.ToolCallID)
+			}
 			t.host.Emit(Event{Type: protocol.EventToolResult, Data: map[string]any{
-				"tool_use_id": u.ToolCallID, "output": acpOutput(u.Content, u.RawOutput), "is_error": u.Status == "failed",
+				"tool_use_id": u.ToolCallID, "output": out, "is_error": u.Status == "failed",
 			}, Raw: raw})
 		}
 	}

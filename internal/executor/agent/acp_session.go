@@ -57,6 +57,9 @@ func (c *acpClient) open(ctx context.Context, req Request) (string, error) {
 // protocol); the turn's permission questions do not.
 func (c *acpClient) prompt(ctx context.Context, sid string, req Request, host Host) (Result, error) {
 	t := &acpTurn{ctx: ctx, host: host, mode: req.PermissionMode}
+	if c.toolOutput != nil {
+		t.toolOutput = func(id string) string { return c.toolOutput(ctx, sid, id) }
+	}
 	c.setTurn(t)
 	var pr acpPromptResult
 	err := call(context.WithoutCancel(ctx), c.conn, "session/prompt", map[string]any{

@@ -229,7 +229,7 @@ func testACPPlain(t *testing.T, c acpCase) {
 }
 
 func testACPTool(t *testing.T, c acpCase, allow bool) {
-	req, model := c.request(t, "Make a file. "+c.marker+"touch made-by-agent")
+	req, model := c.request(t, "Make a file. "+c.marker+"echo printed-by-agent; touch made-by-agent")
 	h := &acpHost{decision: Decision{Approved: allow, Reason: "test says so"}}
 	res, err := c.run(t, t.Context(), req, h)
 	if err != nil {
@@ -263,6 +263,8 @@ func testACPTool(t *testing.T, c acpCase, allow bool) {
 		}
 		if results := h.ofType(protocol.EventToolResult); len(results) == 0 || results[0].Data["is_error"] != false {
 			t.Errorf("tool results %v, want one that succeeded", results)
+		} else if out, _ := results[0].Data["output"].(string); !strings.Contains(out, "printed-by-agent") {
+			t.Errorf("tool result's output %q: want what the command printed", out) // gemini 0.61 sends content: []
 		}
 		checkACPUsage(t, h, res, c.toolUsage)
 	}

@@ -36,6 +36,7 @@ func NewGemini(general map[string]any) *ACP {
 		Setup: func(req *Request) ([]string, error) {
 			return geminiSetup(req, general)
 		},
+		ToolOutput: geminiToolOutput,
 	}
 }
 

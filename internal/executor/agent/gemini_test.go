@@ -63,3 +63,27 @@ func TestGeminiSetAsideSession(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiRecordedOutput: a shell call's output is read back from the
+// session record, unwrapped; another call's or a broken line is not taken.
+func TestGeminiRecordedOutput(t *testing.T) {
+	home := t.TempDir()
+	chats := filepath.Join(home, ".gemini", "tmp", "work", "chats")
+	if err := os.MkdirAll(chats, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lines := `{"type":"user","content":[{"text":"run it"}]}
+not json "call_1"
+{"type":"gemini","toolCalls":[{"id":"call_0","result":[{"functionResponse":{"response":{"output":"other"}}}]}]}
+{"type":"gemini","toolCalls":[{"id":"call_1","result":[{"functionResponse":{"id":"call_1","response":{"output":"<untrusted_context>\nOutput: printed\nProcess Group PGID: 7\n</untrusted_context>"}}}]}]}
+`
+	if err := os.WriteFile(filepath.Join(chats, "session-2026-11-25T10-00-4186670a.jsonl"), []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := geminiToolOutput(t.Context(), home, "4186670a-dd2b", "call_1"); got != "Output: printed\nProcess Group PGID: 7" {
+		t.Errorf("call_1: %q", got)
+	}
+	if got := geminiToolOutput(t.Context(), home, "ffffffff-0000", "call_1"); got != "" {
+		t.Errorf("another session's record was read: %q", got)
+	}
+}
