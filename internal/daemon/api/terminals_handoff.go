@@ -61,6 +61,15 @@ func isInvalidParams(err error) bool {
 	return errors.As(err, &e) && e.Code == rpc.CodeInvalidParams
 }
 
+// Status lines are the executor's word, and its user's: it writes three
+// at most (upgraded, then ended or an error), each a few hundred bytes.
+// Reading stops past these bounds, so a line without end or an endless
+// run of lines cannot grow the daemon.
+const (
+	maxStatusLine  = 4096
+	maxStatusLines = 16
+)
+
 // handOff passes the client's connection, with what was read of it past
 // the request, to the executor behind raw, then waits for the executor's
 // status lines; the client is answered here only when the executor
@@ -72,14 +81,17 @@ func (s *Server) handOff(conn net.Conn, crd *bufio.Reader, raw *net.UnixConn, rr
 		return
 	}
 	upgraded := false
-	for {
-		line, err := rrd.ReadBytes('\n')
+	for n := 0; ; n++ {
+		st, err := readStatus(rrd, n)
+		if errors.Is(err, errBadStatus) {
+			s.log().Warn("terminal handoff: the executor's status is over its bounds; letting the stream go", "terminal", id, "err", err)
+			if !upgraded { // once upgraded, the stream is the executor's to end
+				writeHijackedError(conn, rpc.Errorf(protocol.CodeExecutorUnavailable, "bad_reply", "terminal handoff: %v", err))
+			}
+			return
+		}
 		if err != nil {
 			break
-		}
-		var st protocol.RawHandoffStatus
-		if json.Unmarshal(line, &st) != nil {
-			continue
 		}
 		switch {
 		case st.Error != nil:
@@ -97,6 +109,38 @@ func (s *Server) handOff(conn net.Conn, crd *bufio.Reader, raw *net.UnixConn, rr
 		return
 	}
 	writeHijackedError(conn, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "the executor ended the terminal's stream before it started"))
+}
+
+var errBadStatus = errors.New("status out of bounds")
+
+// readStatus reads the n-th status line (counting from 0); a line that
+// is not a status reads as an empty one.
+func readStatus(rrd *bufio.Reader, n int) (protocol.RawHandoffStatus, error) {
+	var st protocol.RawHandoffStatus
+	if n >= maxStatusLines {
+		return st, fmt.Errorf("%w: more than %d lines", errBadStatus, maxStatusLines)
+	}
+	line, err := readLine(rrd, maxStatusLine)
+	if err != nil {
+		return st, err
+	}
+	_ = json.Unmarshal(line, &st)
+	return st, nil
+}
+
+// readLine reads one line of at most max bytes, keeping no more than that.
+func readLine(rd *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		part, err := rd.ReadSlice('\n')
+		if len(line)+len(part) > max {
+			return nil, fmt.Errorf("%w: a line over %d bytes", errBadStatus, max)
+		}
+		line = append(line, part...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }
 
 // sendClient writes the handoff message: the client's descriptor on a
