@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -23,6 +25,9 @@ type Pool struct {
 	Backend lifecycle.Backend
 	// Handler returns what serves the requests of user's executor to the
 	// daemon; each connection gets its own, which knows whose it is.
+	// Everything that arrives on the connection is said by user (who can
+	// take the executor's end over: same uid) and may count for user
+	// only; its notifications are paced per user (see paced).
 	Handler func(user string) rpc.Handler
 	Log     *slog.Logger
 	Max     int // live connections at most; 0: no limit
@@ -36,11 +41,16 @@ type Pool struct {
 	// warm agents that the host's cap may ask back over it (and that keep
 	// the executor up anyway). Called with the pool's lock held.
 	Keep func(user string) bool
+	// NotifyRate and NotifyBurst pace each user's notifications (zero:
+	// DefaultNotifyRate, DefaultNotifyBurst; rate.Inf: unpaced).
+	NotifyRate  rate.Limit
+	NotifyBurst int
 
 	mu      sync.Mutex
 	conns   map[string]*entry
-	sockets map[string]string // user → executor socket, for DialRaw
-	wg      sync.WaitGroup    // one watcher per connection, ended by Close
+	sockets map[string]string        // user → executor socket, for DialRaw
+	pacers  map[string]*rate.Limiter // user → notification allowance
+	wg      sync.WaitGroup           // one watcher per connection, ended by Close
 }
 
 type entry struct {
@@ -126,7 +136,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 	p.setSocket(user, ex.Socket)
 	var h rpc.Handler
 	if p.Handler != nil {
-		h = p.Handler(user)
+		h = p.paced(user, p.Handler(user))
 	}
 	c, err := dial(ctx, ex, h, rpc.Options{Logger: p.log().With("user", user)})
 	if err != nil {
