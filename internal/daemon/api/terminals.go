@@ -60,14 +60,21 @@ type termClient struct {
 	ready   bool
 	from    int64 // first seq not in the scrollback
 	pending []protocol.TerminalOutput
+	held    int           // bytes in pending, at most maxTermPending
 	done    chan struct{} // closed on exit
 	once    sync.Once
 }
 
+// maxTermPending bounds the output held for an NDJSON client until its
+// attach reply; a well-behaved executor sends a few chunks in that time.
+const maxTermPending = 4 << 20
+
 func key(user, id string) string { return user + "/" + id }
 
 // Handler serves terminal_output and terminal_exit from user's executor and
-// passes everything else to next.
+// passes everything else to next. They are user's word and reach only
+// user's terminals: the key is the connection's user, never a name in the
+// message.
 func (t *Terminals) Handler(user string, next rpc.Handler) rpc.Handler {
 	return rpc.HandlerFunc(func(ctx context.Context, r *rpc.Request) (any, error) {
 		switch r.Method {
@@ -125,7 +132,13 @@ func (c *termClient) output(o protocol.TerminalOutput) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.ready {
-		c.pending = append(c.pending, o)
+		// The executor sends both this output and the attach reply, so
+		// it could hold the reply back and flood: what is kept meanwhile
+		// is bounded, and output past the bound is not kept.
+		if c.held+len(o.Data) <= maxTermPending {
+			c.held += len(o.Data)
+			c.pending = append(c.pending, o)
+		}
 		return
 	}
 	if o.Seq >= c.from {

@@ -31,7 +31,8 @@ type watchSub struct {
 }
 
 // Handler serves file_event from user's executor and passes everything
-// else to next.
+// else to next. An event is user's word and reaches only user's watches
+// (the key is the connection's user); a full stream drops, never grows.
 func (ws *Watches) Handler(user string, next rpc.Handler) rpc.Handler {
 	return rpc.HandlerFunc(func(ctx context.Context, r *rpc.Request) (any, error) {
 		if r.Method != protocol.MethodFileEvent {

@@ -32,7 +32,9 @@ type conn struct {
 
 // Handler returns the handler for one connection to the executor of unix
 // user user. Each call makes a fresh rate limiter, so one executor's flood
-// cannot use up another's allowance.
+// cannot use up another's allowance. Everything on the connection is
+// user's word (user can take the executor's end over): each token is
+// checked against user, and what a request asks counts for user only.
 func (b *Broker) Handler(user string) rpc.Handler {
 	c := &conn{
 		b: b, user: user, log: b.log.With("user", user),
