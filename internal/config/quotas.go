@@ -16,8 +16,24 @@ type Quotas struct {
 	MaxPromptBytes        int64 `yaml:"max_prompt_bytes"`           // one prompt (413)
 	MaxCredentialsPerUser int   `yaml:"max_credentials_per_user"`   // stored keys per account (429)
 	MaxCredentialBytes    int64 `yaml:"max_credential_bytes"`       // one key's value (413)
-	MaxEventStreams       int   `yaml:"max_event_streams_per_user"` // open event streams per person (429)
+	MaxEventStreams       int   `yaml:"max_event_streams_per_user"` // open event streams, replays and follows, per person (429)
+	// What a task's events may hold in the store, and a person's events
+	// over all their tasks, running ones included (bytes as stored: an
+	// agent's raw line counts once however many events it gave). Past
+	// either, the task's next event is replaced by an "error" event with
+	// code event_quota_exceeded, and EventQuotaAction says what follows.
+	MaxEventBytesPerTask int64 `yaml:"max_event_bytes_per_task"`
+	MaxEventBytesPerUser int64 `yaml:"max_event_bytes_per_user"`
+	// EventQuotaAction is "stop" (the task is stopped, as stop_task
+	// would) or "stop_storing" (it runs on; its events are not kept).
+	EventQuotaAction string `yaml:"event_quota_action"`
 }
+
+// Event quota actions.
+const (
+	EventQuotaStop        = "stop"
+	EventQuotaStopStoring = "stop_storing"
+)
 
 // Retention is what the daemon removes on a schedule: ended tasks (with
 // their events) older than TaskMaxAge, events older than EventMaxAge,
@@ -38,10 +54,13 @@ type Retention struct {
 // DefaultQuotas: 1000 sessions and 1000 tasks each is years of a
 // person's work; 1 MiB is more than any prompt typed or pasted (and the
 // API's body limit); 64 keys of 16 KiB cover every provider's key and a
-// service-account JSON.
+// service-account JSON. A task's transcript of 256 MiB is days of an
+// agent's output; 1 GiB a person is a quarter of the default store, so
+// four people at their bound still fit in it.
 func DefaultQuotas() Quotas {
 	return Quotas{MaxSessionsPerUser: 1000, MaxTasksPerSession: 1000, MaxPromptBytes: 1 << 20,
-		MaxCredentialsPerUser: 64, MaxCredentialBytes: 16 << 10, MaxEventStreams: 32}
+		MaxCredentialsPerUser: 64, MaxCredentialBytes: 16 << 10, MaxEventStreams: 32,
+		MaxEventBytesPerTask: 256 << 20, MaxEventBytesPerUser: 1 << 30, EventQuotaAction: EventQuotaStop}
 }
 
 // DefaultRetention: 30 days of history, a 4 GiB store, 64 MiB audit
@@ -66,10 +85,15 @@ func (q Quotas) validate() error {
 		{"max_credentials_per_user", int64(q.MaxCredentialsPerUser)},
 		{"max_credential_bytes", q.MaxCredentialBytes},
 		{"max_event_streams_per_user", int64(q.MaxEventStreams)},
+		{"max_event_bytes_per_task", q.MaxEventBytesPerTask},
+		{"max_event_bytes_per_user", q.MaxEventBytesPerUser},
 	} {
 		if e := positive(ch.v); e != "" {
 			return fmt.Errorf("quotas.%s: %s", ch.key, e)
 		}
+	}
+	if q.EventQuotaAction != EventQuotaStop && q.EventQuotaAction != EventQuotaStopStoring {
+		return fmt.Errorf("quotas.event_quota_action: %q is neither %q nor %q", q.EventQuotaAction, EventQuotaStop, EventQuotaStopStoring)
 	}
 	if q.MaxPromptBytes > 1<<30 {
 		return fmt.Errorf("quotas.max_prompt_bytes: at most 1 GiB, got %d", q.MaxPromptBytes)

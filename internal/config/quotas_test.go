@@ -18,6 +18,9 @@ func TestQuotasAndRetention(t *testing.T) {
 		{"quotas:\n  max_prompt_bytes: -1\n", "quotas.max_prompt_bytes: must be positive"},
 		{"quotas:\n  max_prompt_bytes: 2000000000\n", "quotas.max_prompt_bytes: at most 1 GiB"},
 		{"quotas:\n  max_event_streams: 3\n", "unknown key max_event_streams"},
+		{"quotas:\n  max_event_bytes_per_task: 0\n", "quotas.max_event_bytes_per_task: must be positive"},
+		{"quotas:\n  max_event_bytes_per_user: -5\n", "quotas.max_event_bytes_per_user: must be positive"},
+		{"quotas:\n  event_quota_action: pause\n", `quotas.event_quota_action: "pause" is neither`},
 		{"retention:\n  store_max_bytes: -1\n", "retention.store_max_bytes: must be 0 (no bound) or positive"},
 		{"retention:\n  sweep_interval_s: 0\n", "retention.sweep_interval_s: must be positive"},
 	} {

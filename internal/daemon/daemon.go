@@ -184,6 +184,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.srv.Quotas, d.srv.Retained = d.cfg.Quotas, &api.Retained{Size: d.store.Size}
+	d.boundEvents(sink)
 	e = d.cfg.Execution
 	if !e.RunAsUnixUser {
 		d.srv.SharedAccount = e.ExecutorUnixUser
@@ -195,6 +196,20 @@ func (d *Daemon) build(creds *credstore.Store) {
 		return uint32(ex.UID), err
 	}
 	d.api = api.NewHTTPServer(d.srv.Handler())
+}
+
+// boundEvents puts quotas' event bounds on the sink: a running task's
+// events count toward its person's share as they are stored.
+func (d *Daemon) boundEvents(sink *events.Sink) {
+	q := d.cfg.Quotas
+	stop := q.EventQuotaAction != config.EventQuotaStopStoring
+	sink.SetBounds(events.Bounds{
+		PerTask: q.MaxEventBytesPerTask, PerUser: q.MaxEventBytesPerUser,
+		Held: func(o events.Owner) (int64, error) { return d.store.EventBytes(o.Name, o.UID) },
+		Exceeded: func(task string, o events.Owner, quota string) {
+			d.srv.EventQuotaHit(task, o, quota, stop)
+		},
+	})
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -36,6 +36,7 @@ func (d *Daemon) sweep(ctx context.Context) {
 func (d *Daemon) sweepOnce() {
 	d.audit.Prune()
 	sw, err := d.store.Sweep(retentionOf(d.cfg.Retention))
+	d.srv.Events.Recount() // what each person's events hold, read anew
 	d.srv.Retained.Add(sw.Sessions, sw.Tasks, sw.Events, sw.Audit)
 	args := []any{"sessions", sw.Sessions, "tasks", sw.Tasks, "events", sw.Events, "audit_rows", sw.Audit,
 		"bytes_before", sw.BytesBefore, "bytes_after", sw.BytesAfter, "took_ms", sw.Took.Milliseconds()}

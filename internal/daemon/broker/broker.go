@@ -145,6 +145,8 @@ func (b *Broker) StartTask(bind token.Binding, mode Mode, sandbox string) (strin
 	b.mu.Lock()
 	b.tasks[bind.Task] = mode
 	b.mu.Unlock()
+	// Its events count toward the person's bound, as the store owns tasks.
+	b.sink.Begin(bind.Task, events.Owner{Name: bind.Who(), UID: int64(bind.UID)})
 	rec := audit.Record{Action: audit.TaskStarted, User: bind.User, Session: bind.Session, Task: bind.Task, Mode: string(mode), Sandbox: sandbox}
 	if bind.Person == "" {
 		rec.UID = audit.UIDOf(bind.UID)

@@ -56,6 +56,8 @@ func (c *conn) reportMessage(_ context.Context, r *rpc.Request) (any, error) {
 		c.dropEvent("store_failed", err)
 	case out == events.Duplicate:
 		c.b.stats.eventsDuplicate.Add(1)
+	case out == events.Capped: // over a quota: the sink said so once, in the task's events
+		c.b.stats.eventsDropped.Add(1)
 	default:
 		c.b.stats.eventsStored.Add(1)
 	}

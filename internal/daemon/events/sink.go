@@ -25,6 +25,7 @@ type Outcome int
 const (
 	Stored    Outcome = iota // new, stored and published
 	Duplicate                // seen before: dropped
+	Capped                   // over a bound: the task's notice stored in its place, or nothing once it has one
 )
 
 // ErrInvalid is returned for an event that cannot belong to any task.
@@ -43,14 +44,19 @@ type Sink struct {
 	store Store
 	log   *slog.Logger
 
-	mu    sync.Mutex
-	tasks map[string]*taskState
-	subs  map[string]map[*Subscription]struct{}
+	mu     sync.Mutex
+	tasks  map[string]*taskState
+	subs   map[string]map[*Subscription]struct{}
+	bounds Bounds
+	held   map[Owner]int64 // stored event bytes by person, once read
 }
 
 type taskState struct {
-	next  int64              // every sequence below it has been stored
-	ahead map[int64]struct{} // stored sequences above next
+	next   int64              // every sequence below it has been stored
+	ahead  map[int64]struct{} // stored sequences above next
+	owner  *Owner             // whose bound the task counts toward (Begin)
+	bytes  int64              // stored by this sink
+	capped bool               // over a bound: nothing more is stored
 }
 
 // NewSink returns a sink writing to store.
@@ -58,33 +64,69 @@ func NewSink(store Store, log *slog.Logger) *Sink {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Sink{store: store, log: log, tasks: map[string]*taskState{}, subs: map[string]map[*Subscription]struct{}{}}
+	return &Sink{store: store, log: log, tasks: map[string]*taskState{}, subs: map[string]map[*Subscription]struct{}{}, held: map[Owner]int64{}}
 }
 
 // Put stores ev once. A sequence past the next expected one is stored
 // too (events may be lost, never reordered by us) and the gap is logged.
+// An event that would pass a bound is replaced by the task's notice, and
+// the task's later events are not stored (Capped); Bounds.Exceeded hears
+// of it once.
 func (s *Sink) Put(ev apiwire.StoredEvent) (Outcome, error) {
 	if ev.TaskID == "" || ev.Sequence < 0 {
 		return 0, fmt.Errorf("%w: task %q sequence %d", ErrInvalid, ev.TaskID, ev.Sequence)
 	}
+	out, exceeded, err := s.put(ev)
+	if exceeded != nil {
+		exceeded()
+	}
+	return out, err
+}
+
+// put is Put under the lock, held across Append: one writer path keeps
+// order. When this event passed a bound it returns the call to make
+// about it, once the lock is released.
+func (s *Sink) put(ev apiwire.StoredEvent) (Outcome, func(), error) {
 	s.mu.Lock()
-	defer s.mu.Unlock() // held across Append: one writer path keeps order
+	defer s.mu.Unlock()
 	st := s.task(ev.TaskID)
 	if _, seen := st.ahead[ev.Sequence]; seen || ev.Sequence < st.next {
-		return Duplicate, nil
+		return Duplicate, nil, nil
 	}
-	if err := s.store.Append(ev); errors.Is(err, ErrDuplicate) {
+	if st.capped { // counted as received, so that it is no gap
 		st.record(ev.Sequence)
-		return Duplicate, nil
+		return Capped, nil, nil
+	}
+	quota := s.overLocked(st, ev)
+	if quota != "" {
+		st.capped, ev = true, s.notice(ev, quota)
+	}
+	n, err := s.appendLocked(ev)
+	if errors.Is(err, ErrDuplicate) {
+		st.record(ev.Sequence)
+		return Duplicate, nil, nil
 	} else if err != nil {
-		return 0, fmt.Errorf("store event %s/%d: %w", ev.TaskID, ev.Sequence, err)
+		st.capped = false // the notice is still to be stored
+		return 0, nil, fmt.Errorf("store event %s/%d: %w", ev.TaskID, ev.Sequence, err)
 	}
 	if ev.Sequence > st.next {
 		s.log.Warn("event sequence gap", "task_id", ev.TaskID, "missing_from", st.next, "missing_to", ev.Sequence-1)
 	}
 	st.record(ev.Sequence)
+	s.countLocked(st, n)
 	s.publishLocked(ev)
-	return Stored, nil
+	if quota == "" {
+		return Stored, nil, nil
+	}
+	var o Owner
+	if st.owner != nil {
+		o = *st.owner
+	}
+	cb, task := s.bounds.Exceeded, ev.TaskID
+	if cb == nil {
+		return Capped, nil, nil
+	}
+	return Capped, func() { cb(task, o, quota) }, nil
 }
 
 func (s *Sink) task(id string) *taskState {

@@ -12,13 +12,19 @@ type Subscription struct {
 	task   string
 	max    int
 	queue  []apiwire.StoredEvent // guarded by sink.mu
+	queued int64                 // bytes of event data in queue
 	lagged bool
 	closed bool
 }
 
-// Subscribe follows task's new events, queueing up to buf. A listener
-// that falls further behind is cut off (Lagged reports it) rather than
-// slowing the sink: it resumes from the store by sequence.
+// MaxQueuedBytes bounds the event data waiting for one follower, however
+// few events hold it (an event may be up to a 1 MiB line).
+const MaxQueuedBytes = 8 << 20
+
+// Subscribe follows task's new events, queueing up to buf of them and
+// MaxQueuedBytes. A listener that falls further behind is cut off
+// (Lagged reports it) rather than slowing the sink or growing the
+// daemon: it resumes from the store by sequence.
 func (s *Sink) Subscribe(task string, buf int) *Subscription {
 	sub := &Subscription{ready: make(chan struct{}, 1), sink: s, task: task, max: max(buf, 1)}
 	s.mu.Lock()
@@ -39,7 +45,7 @@ func (sub *Subscription) Ready() <-chan struct{} { return sub.ready }
 func (sub *Subscription) Next() (evs []apiwire.StoredEvent, open bool) {
 	sub.sink.mu.Lock()
 	defer sub.sink.mu.Unlock()
-	evs, sub.queue = sub.queue, nil
+	evs, sub.queue, sub.queued = sub.queue, nil, 0
 	return evs, !sub.closed
 }
 
@@ -75,11 +81,12 @@ func (sub *Subscription) wake() {
 
 func (s *Sink) publishLocked(ev apiwire.StoredEvent) {
 	for sub := range s.subs[ev.TaskID] {
-		if len(sub.queue) >= sub.max {
+		if len(sub.queue) >= sub.max || sub.queued+int64(len(ev.Data)) > MaxQueuedBytes {
 			sub.closeLocked(true)
 			continue
 		}
 		sub.queue = append(sub.queue, ev)
+		sub.queued += int64(len(ev.Data))
 		sub.wake()
 	}
 }

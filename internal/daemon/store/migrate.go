@@ -79,6 +79,23 @@ var migrations = []string{
 	// 4: retention finds ended tasks and stale sessions by age.
 	`CREATE INDEX tasks_by_ended ON tasks (ended_at, id) WHERE ended_at > 0;
 	CREATE INDEX sessions_by_updated ON sessions (updated_at);`,
+
+	// 5: an agent CLI's raw line kept once per task however many events
+	// were derived from it (event_raws, events.raw_id), and the bytes each
+	// task's events hold (tasks.event_bytes), counted for the event quotas
+	// and for retention's fair shares. Events stored before keep their raw
+	// line inline; their bytes are counted here once.
+	`CREATE TABLE event_raws (
+		id      INTEGER PRIMARY KEY,
+		task_id TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+		hash    BLOB NOT NULL,
+		raw     TEXT NOT NULL,
+		UNIQUE (task_id, hash)
+	) STRICT;
+	ALTER TABLE events ADD COLUMN raw_id INTEGER;
+	ALTER TABLE tasks ADD COLUMN event_bytes INTEGER NOT NULL DEFAULT 0;
+	UPDATE tasks SET event_bytes = (SELECT coalesce(sum(length(CAST(event_data AS BLOB))), 0)
+		FROM events WHERE events.task_id = tasks.id);`,
 }
 
 // migrate applies the migrations the database has not seen yet.

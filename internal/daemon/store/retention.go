@@ -18,7 +18,7 @@ type Retention struct {
 	TaskMaxAge    time.Duration // tasks that ended longer ago, with their events
 	SessionMaxAge time.Duration // sessions untouched this long with no live task, with theirs
 	AuditMaxAge   time.Duration // audit rows
-	MaxBytes      int64         // past it, the oldest ended tasks go until the pages in use fit
+	MaxBytes      int64         // past it, ended tasks of those over their share go until the pages in use fit
 }
 
 // Swept is what one Sweep removed, and the store's size around it.
@@ -77,7 +77,7 @@ func (db *DB) sweepEvents(r Retention, sw *Swept) error {
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		n, err := db.deleteIn(`DELETE FROM events WHERE task_id IN ()`, ids)
+		n, err := db.dropEvents(ids)
 		if err != nil {
 			return err
 		}
@@ -149,11 +149,19 @@ func (db *DB) deleteTasks(ids []string, sw *Swept) error {
 // errNoProgress ends a sweep loop whose batch removed nothing.
 var errNoProgress = errors.New("sweep: no progress")
 
-func (db *DB) deleteIn(stmt string, ids []string) (int64, error) {
+// dropEvents removes the events of tasks ids, and their raw lines, and
+// says the tasks hold no event bytes any more.
+func (db *DB) dropEvents(ids []string) (int64, error) {
 	var n int64
 	err := db.tx(func(tx *sql.Tx) error {
 		var err error
-		n, err = execIn(tx, stmt, ids)
+		if n, err = execIn(tx, `DELETE FROM events WHERE task_id IN ()`, ids); err != nil {
+			return err
+		}
+		if _, err = execIn(tx, `DELETE FROM event_raws WHERE task_id IN ()`, ids); err != nil {
+			return err
+		}
+		_, err = execIn(tx, `UPDATE tasks SET event_bytes = 0 WHERE id IN ()`, ids)
 		return err
 	})
 	return n, err
@@ -221,8 +229,14 @@ func (db *DB) sweepAudit(r Retention, sw *Swept) error {
 	return nil
 }
 
-// sweepSize drops the oldest ended tasks while the pages in use exceed
-// the bound (the file itself shrinks at the vacuum that follows).
+// sweepSize takes ended work from whoever holds more than their share
+// while the pages in use exceed the bound (the file itself shrinks at the
+// vacuum that follows). A share is the bound divided among the people
+// with tasks stored; each round takes the oldest ended tasks of the one
+// furthest over. Someone within their share loses nothing, even when the
+// store stays over the bound: one person's flood never costs another
+// their history. Running tasks count toward their person's holding but
+// are never removed.
 func (db *DB) sweepSize(r Retention, sw *Swept) error {
 	if r.MaxBytes <= 0 {
 		return nil
@@ -232,14 +246,72 @@ func (db *DB) sweepSize(r Retention, sw *Swept) error {
 		if err != nil || used <= r.MaxBytes {
 			return err
 		}
-		ids, _, err := db.endedTasksN(sizeBatch, `1`) // small batches: stop near the bound
+		o, ok, err := db.furthestOver(r.MaxBytes, used)
+		if err != nil || !ok {
+			return err // nobody over their share has ended work left
+		}
+		ids, _, err := db.endedTasksN(sizeBatch, `unix_user = ? AND unix_uid IS ?`, o.user, o.uid) // small batches: stop near the bound
 		if err != nil || len(ids) == 0 {
-			return err // nothing ended left: live work is never removed
+			return err
 		}
 		if err := db.deleteTasks(ids, sw); err != nil {
 			return ignoreNoProgress(err)
 		}
 	}
+}
+
+// holder is a person as the store owns tasks: a name and the uid it had
+// (NULL before adoption).
+type holder struct {
+	user string
+	uid  sql.NullInt64
+}
+
+// furthestOver is the person holding the most past their share of bound
+// who has ended tasks. What a person holds is their tasks' prompts and
+// events as stored (Holdings), as a part of the used pages: indexes and
+// page slack are spread over people as their data is, so a person holds
+// used × held / (everyone's held), and is over when that passes
+// bound / people.
+func (db *DB) furthestOver(bound, used int64) (holder, bool, error) {
+	var h holder
+	err := db.w.QueryRow(`WITH o AS (`+holdings+`)
+		SELECT unix_user, unix_uid FROM o
+		WHERE ended > 0 AND held * 1.0 * ? > ? * 1.0 * (SELECT sum(held) FROM o) / (SELECT count(*) FROM o)
+		ORDER BY held DESC LIMIT 1`, used, bound).Scan(&h.user, &h.uid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return h, false, nil
+	}
+	if err != nil {
+		return h, false, fmt.Errorf("sweep: shares: %w", err)
+	}
+	return h, true, nil
+}
+
+// holdings sums, per person, the bytes of their tasks and how many ended.
+const holdings = `SELECT unix_user, unix_uid,
+	sum(event_bytes + length(CAST(prompt AS BLOB)) + coalesce(length(CAST(result AS BLOB)), 0)) AS held,
+	sum(ended_at > 0) AS ended
+	FROM tasks GROUP BY unix_user, unix_uid`
+
+// Holding is what one person's tasks hold in the store.
+type Holding struct {
+	User  string
+	UID   int64 // -1 before adoption
+	Bytes int64
+}
+
+// Holdings lists what each person's tasks hold (prompts, results and
+// events as stored), most first: retention's measure of shares.
+func (db *DB) Holdings() ([]Holding, error) {
+	rows, err := db.r.Query(`SELECT unix_user, coalesce(unix_uid, -1), held FROM (` + holdings + `) ORDER BY held DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("holdings: %w", err)
+	}
+	return collect(rows, func(s scanner) (Holding, error) {
+		var h Holding
+		return h, s.Scan(&h.User, &h.UID, &h.Bytes)
+	})
 }
 
 // usedBytes is the size of the pages that hold data (not the free list).
