@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,12 +36,10 @@ failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
 			body := apiwire.ExecBody{Argv: args[1:], Cwd: cwd, TimeoutMS: limit.Milliseconds(), Sandbox: level}
-			var res apiwire.ExecReply
-			if err := c.Do(ctx, "POST", "/v1/executors/"+url.PathEscape(args[0])+"/exec", body, &res); err != nil {
+			res, err := c.Exec(ctx, args[0], body, a.stdout, a.stderr) // streamed as it comes
+			if err != nil {
 				return err
 			}
-			io.WriteString(a.stdout, res.Stdout)
-			io.WriteString(a.stderr, res.Stderr)
 			if res.Signal != "" {
 				fmt.Fprintf(a.stderr, "agorctl exec: killed by %s\n", res.Signal)
 				return exitWith(128 + 9)

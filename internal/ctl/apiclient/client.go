@@ -102,6 +102,11 @@ func (c *Client) Open(ctx context.Context, method, path string, body any) (*http
 }
 
 func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	return c.sendWith(ctx, method, path, body, nil)
+}
+
+// sendWith is send with extra request headers (nil: none).
+func (c *Client) sendWith(ctx context.Context, method, path string, body any, hdr http.Header) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -113,6 +118,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	req, err := http.NewRequestWithContext(ctx, method, "http://agor"+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // serve runs h on a Unix socket and returns a client of it.
@@ -95,5 +97,48 @@ func TestEventsNotFound(t *testing.T) {
 	var e *Error
 	if err := c.Events(context.Background(), "nope", EventsOptions{After: -1, Follow: true}, &bytes.Buffer{}); !errors.As(err, &e) || e.Reason != "not_found" {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestExecStream: the streamed exec writes each chunk to its stream as
+// it comes and returns the result; an error after output is the error;
+// a daemon that answers with one JSON reply is read as before.
+func TestExecStream(t *testing.T) {
+	m := http.NewServeMux()
+	m.HandleFunc("POST /v1/executors/alice/exec", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept") == "" {
+			t.Error("no Accept header")
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprint(w, `{"stream":"stdout","data":"AAE="}`+"\n"+`{"stream":"stderr","data":"b29wcw=="}`+"\n"+`{"result":{"exit_code":3}}`+"\n")
+	})
+	m.HandleFunc("POST /v1/executors/bob/exec", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprint(w, `{"stream":"stdout","data":"AA=="}`+"\n"+`{"error":{"code":-32003,"reason":"executor_crashed","message":"gone"}}`+"\n")
+	})
+	m.HandleFunc("POST /v1/executors/carol/exec", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"stdout":"hi\n","stderr":"","exit_code":1}`)
+	})
+	m.HandleFunc("POST /v1/executors/dave/exec", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprint(w, `{"stream":"stdout","data":"AA=="}`+"\n")
+	})
+	c := serve(t, m)
+	ctx := context.Background()
+	var out, errs bytes.Buffer
+	res, err := c.Exec(ctx, "alice", apiwire.ExecBody{Argv: []string{"x"}}, &out, &errs)
+	if err != nil || res.ExitCode != 3 || out.String() != "\x00\x01" || errs.String() != "oops" {
+		t.Fatalf("alice: %+v %v; out %q err %q", res, err, out.String(), errs.String())
+	}
+	var e *Error
+	if _, err := c.Exec(ctx, "bob", apiwire.ExecBody{}, &out, &errs); !errors.As(err, &e) || e.Reason != "executor_crashed" {
+		t.Fatalf("bob: %v", err)
+	}
+	out.Reset()
+	if res, err := c.Exec(ctx, "carol", apiwire.ExecBody{}, &out, &errs); err != nil || res.ExitCode != 1 || out.String() != "hi\n" {
+		t.Fatalf("carol (JSON reply): %+v %v %q", res, err, out.String())
+	}
+	if _, err := c.Exec(ctx, "dave", apiwire.ExecBody{}, &out, &errs); !errors.Is(err, errNoResult) {
+		t.Fatalf("dave (cut short): %v", err)
 	}
 }

@@ -30,6 +30,7 @@ type Store interface {
 	GetTask(id string) (store.Task, error)
 	ListTasks(sessionID string, limit int, after string) ([]store.Task, error)
 	Events(taskID string, afterSeq int64, limit int) ([]apiwire.StoredEvent, error)
+	EventPage(taskID string, afterSeq int64, limit int, maxBytes int64) ([]apiwire.StoredEvent, error)
 	// What accounts own: adoption of the previous version's rows, and
 	// the orphans' listing and purge.
 	Adopt(ctx context.Context, accounts store.Accounts) (store.Adoption, error)
@@ -249,14 +250,16 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	follow := r.URL.Query().Get("follow") == "1"
+	// A replay holds a page of events while it is written, so it counts
+	// toward the person's streams as a follow does.
+	release, err := s.eventStream(s.caller(r).user.Name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer release()
 	var sub *events.Subscription
 	if follow {
-		release, err := s.eventStream(s.caller(r).user.Name)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		defer release()
 		sub = s.Events.Subscribe(id, liveBound) // before the replay, so nothing falls between
 		defer sub.Close()
 	}
@@ -286,10 +289,18 @@ func resumeFrom(r *http.Request) (int64, error) {
 	return n, nil
 }
 
+// Replays read the store a page at a time: at most replayPage events and,
+// past replayPageBytes, no more (one event at least), so that a stream
+// holds about a megabyte however large the task's events are.
+const (
+	replayPage      = 500
+	replayPageBytes = 1 << 20
+)
+
 // replay sends the stored events after after; it returns the last sent.
 func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error) {
 	for {
-		evs, err := s.Store.Events(task, after, 500)
+		evs, err := s.Store.EventPage(task, after, replayPage, replayPageBytes)
 		if err != nil || len(evs) == 0 {
 			return after, err
 		}

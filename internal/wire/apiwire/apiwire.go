@@ -127,12 +127,29 @@ type ExecBody struct {
 }
 
 // ExecReply is exec's result with the output the daemon collected (up to
-// a bound per stream; OutputDroppedBytes counts what did not fit).
+// a bound per stream and per person; OutputDroppedBytes counts what did
+// not fit), for a client that did not ask for the stream (ExecLine).
 type ExecReply struct {
 	protocol.ExecResult
 	Stdout             string `json:"stdout"`
 	Stderr             string `json:"stderr"`
 	OutputDroppedBytes int64  `json:"output_dropped_bytes,omitempty"`
+}
+
+// NDJSON is the media type of the API's line streams. A client that
+// sends it in Accept to POST /v1/executors/{user}/exec gets ExecLines.
+const NDJSON = "application/x-ndjson"
+
+// ExecLine is one line of exec's streamed reply: output chunks in the
+// order the command wrote them, then the result, or an error when the
+// call failed after output had been sent (before it, the reply is an
+// HTTP error as usual). Data is the bytes as written (base64), NULs and
+// invalid UTF-8 included.
+type ExecLine struct {
+	Stream string               `json:"stream,omitempty"` // stdout or stderr
+	Data   []byte               `json:"data,omitempty"`
+	Result *protocol.ExecResult `json:"result,omitempty"`
+	Error  *ErrorDetail         `json:"error,omitempty"`
 }
 
 // Frame is one line of a terminal's attach stream, both ways (NDJSON):
