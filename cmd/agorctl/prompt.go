@@ -228,8 +228,14 @@ func (r *renderer) result(res *protocol.ExecutePromptResult) error {
 	if res.Error != nil {
 		r.print(r.errw, "%s: %s\n", res.Error.Code, res.Error.Message)
 	}
+	for _, w := range res.Warnings {
+		r.print(r.errw, "warning: %s\n", w)
+	}
 	switch res.Status {
 	case "completed":
+		if len(res.Warnings) > 0 {
+			return exitWith(exitFailure) // what was asked did not all run as meant
+		}
 		return nil
 	case "timeout":
 		return exitWith(exitTimeout)

@@ -41,6 +41,14 @@ const (
 // Levels lists them, weakest first.
 var Levels = []Level{Off, Workspace, ReadOnly}
 
+// Stricter is the stricter of a and b (read-only over workspace over off).
+func Stricter(a, b Level) Level {
+	if slices.Index(Levels, b) > slices.Index(Levels, a) {
+		return b
+	}
+	return a
+}
+
 // ParseLevel accepts a level's name.
 func ParseLevel(s string) (Level, error) {
 	for _, l := range Levels {
@@ -242,17 +250,29 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 // For resolves requested and prepares it, in one step; a nil Policy runs
 // everything unconfined and refuses a request for confinement.
 func (p *Policy) For(requested, cwd, home string, state []string) (Spec, Applied, error) {
+	return p.ForAtLeast(requested, Off, cwd, home, state)
+}
+
+// ForAtLeast is For with a floor: the process runs at least that
+// confined, whatever was asked (and whether or not the operator lets
+// requests ask for that level: the floor is agor's, not the request's).
+// A nil Policy cannot confine: a floor above off then runs unconfined,
+// saying so in Applied's warning.
+func (p *Policy) ForAtLeast(requested string, floor Level, cwd, home string, state []string) (Spec, Applied, error) {
 	if p == nil {
-		if requested == "" || requested == string(Off) {
-			return Spec{Level: Off}, Applied{Level: string(Off)}, nil
+		switch {
+		case requested != "" && requested != string(Off):
+			return Spec{}, Applied{}, fmt.Errorf("%w: this executor has no sandbox configured", ErrUnavailable)
+		case floor != Off:
+			return Spec{Level: Off}, Applied{Level: string(Off), Warning: fmt.Sprintf("this executor has no sandbox configured: the %s level the permission mode needs is not enforced", floor)}, nil
 		}
-		return Spec{}, Applied{}, fmt.Errorf("%w: this executor has no sandbox configured", ErrUnavailable)
+		return Spec{Level: Off}, Applied{Level: string(Off)}, nil
 	}
 	level, err := p.Resolve(requested)
 	if err != nil {
 		return Spec{}, Applied{}, err
 	}
-	return p.Prepare(level, cwd, home, state)
+	return p.Prepare(Stricter(level, floor), cwd, home, state)
 }
 
 // DirPath is the path of an open directory, as the kernel resolved it.

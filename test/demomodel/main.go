@@ -1,8 +1,12 @@
-// Command demomodel serves a stand-in of the Anthropic Messages API on
-// 127.0.0.1 where there is no model API to reach (the make run demo, the
-// real-systemd suite): one turn in which the model runs a shell command
-// through Claude Code's Bash tool and then answers (then -plain text-only
-// turns, for follow-up prompts). It prints its URL and serves until killed.
+// Command demomodel serves a stand-in model API on 127.0.0.1 where there is
+// no model API to reach (the make run demo, the real-systemd suite). By
+// default it is Anthropic's Messages API: one turn in which the model runs
+// a shell command through Claude Code's Bash tool and then answers (then
+// -plain text-only turns, for follow-up prompts). With -api it is instead
+// OpenAI's Responses API for codex (which runs -bash), Gemini's API for
+// gemini or OpenAI's chat completions for opencode (these two run the
+// command the prompt names after modeltest's marker). It prints its URL
+// and serves until killed.
 package main
 
 import (
@@ -12,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
@@ -22,26 +27,62 @@ func main() {
 	text := flag.String("text", "Done: agent-demo.txt is in your home directory.", "the model's answer after the command")
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on (loopback)")
 	plain := flag.Int("plain", 0, "answer this many further turns (follow-up prompts) with text only")
+	tools := flag.Int("tools", 1, "anthropic: play the tool turn this many times (one per prompt) before the -plain turns")
+	api := flag.String("api", "anthropic", "the API to stand in for: anthropic, openai-responses, gemini or openai-chat")
 	flag.Parse()
-	script := []modeltest.AnthTurn{{Bash: *bash, Text: *text}}
-	for i := range *plain {
-		script = append(script, modeltest.AnthTurn{Text: fmt.Sprintf("Noted (follow-up %d).", i+1)})
+	url, handler, err := serve(*api, *bash, *text, *tools, *plain)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demomodel:", err)
+		os.Exit(2)
 	}
-	srv := modeltest.ServeAnthropic(script...)
-	defer srv.Close()
-	url := srv.URL
 	if *listen != "127.0.0.1:0" {
 		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "demomodel:", err)
 			os.Exit(1)
 		}
-		go func() { _ = http.Serve(ln, srv.Config.Handler) }()
-		url = "http://" + ln.Addr().String()
+		go func() { _ = http.Serve(ln, handler) }()
+		url = "http://" + ln.Addr().String() + basePath(url) // the stand-in's path (/v1) on our port
 	}
 	fmt.Println(url)
 	_ = os.Stdout.Sync()
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
 	<-ch
+}
+
+// basePath is the path of a stand-in's base URL ("" or "/v1").
+func basePath(u string) string {
+	rest := strings.TrimPrefix(u, "http://")
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[i:]
+	}
+	return ""
+}
+
+// serve starts the stand-in of api: its base URL (as the CLI's
+// configuration wants it) and its handler.
+func serve(api, bash, text string, tools, plain int) (string, http.Handler, error) {
+	switch api {
+	case "anthropic":
+		var script []modeltest.AnthTurn
+		for range tools {
+			script = append(script, modeltest.AnthTurn{Bash: bash, Text: text})
+		}
+		for i := range plain {
+			script = append(script, modeltest.AnthTurn{Text: fmt.Sprintf("Noted (follow-up %d).", i+1)})
+		}
+		srv := modeltest.ServeAnthropic(script...)
+		return srv.URL, srv.Config.Handler, nil
+	case "openai-responses":
+		srv := modeltest.ServeOpenAIResponses(modeltest.OpenAIResponsesScript{Text: text, Command: bash})
+		return srv.URL, srv.Handler(), nil
+	case "gemini":
+		srv := modeltest.ServeGemini()
+		return srv.URL, srv.Handler(), nil
+	case "openai-chat":
+		srv := modeltest.ServeOpenAIChat()
+		return srv.URL, srv.Handler(), nil
+	}
+	return "", nil, fmt.Errorf("-api %q: want anthropic, openai-responses, gemini or openai-chat", api)
 }

@@ -44,8 +44,11 @@ CGO_ENABLED=0 go test -c -o "$work/opt/identity.test" ./internal/identity
 CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
 CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench
 CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
-# The real Claude Code CLI for the prompt checks (make test installs it).
-./test/agents.sh claude-code >/dev/null
+# The four real agent CLIs for the prompt and modes checks (make test
+# installs them), and the host's Node.js for gemini, which is a Node.js
+# program (the others are native binaries).
+./test/agents.sh >/dev/null
+node_bin=$(readlink -f "$(command -v node)")
 
 # --- lint the packages on the host -------------------------------------------
 lint_out=$work/opt/lint.txt
@@ -114,7 +117,7 @@ echo "== booting systemd in systemd-nspawn"
 	SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
 		--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
 		--register=no --keep-unit --private-network --console=read-only \
-		--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents/claude-code:/opt/agents/claude-code" </dev/null >"$work/boot.log" 2>&1
+		--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" </dev/null >"$work/boot.log" 2>&1
 ) &
 nspawn_pid=$!
 leader=

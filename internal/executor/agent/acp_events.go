@@ -227,10 +227,7 @@ func (t *acpTurn) byMode(kind string) (Decision, bool) {
 			return Decision{Approved: true, Reason: "acceptEdits"}, true
 		}
 	case "plan":
-		switch kind {
-		case "edit", "delete", "move", "execute":
-			return Decision{Approved: false, Reason: "plan mode changes nothing"}, true
-		}
+		return planRefuses(t.mode)
 	}
 	return Decision{}, false
 }

@@ -108,3 +108,15 @@ func Lookup(name string) (Adapter, error) {
 	sort.Strings(names)
 	return nil, fmt.Errorf("unknown agentic_tool %q (known: %v)", name, names)
 }
+
+// planRefuses answers what an agent asks to do in plan mode, the same for
+// every agent: plan changes nothing, so each command, edit or fetch it
+// asks for is refused without asking anyone. What runs without asking is
+// what each CLI holds to change nothing: reads, and Codex's known-safe
+// commands.
+func planRefuses(mode string) (Decision, bool) {
+	if mode == "plan" {
+		return Decision{Approved: false, Reason: "plan mode changes nothing"}, true
+	}
+	return Decision{}, false
+}

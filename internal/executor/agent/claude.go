@@ -109,7 +109,8 @@ type claudeTurn struct {
 	p      *Proc
 	host   Host
 	redact func([]byte) []byte
-	init   bool // send initialize first (the process's first turn)
+	init   bool   // send initialize first (the process's first turn)
+	mode   string // the turn's permission mode
 	res    Result
 	done   bool // the result line came
 }
@@ -394,7 +395,10 @@ func (t *claudeTurn) control(l claudeLine, raw []byte) error {
 		input = json.RawMessage("{}")
 	}
 	t.emit(protocol.EventPermissionAsked, map[string]any{"tool_name": r.ToolName, "tool_input": input, "tool_use_id": r.ToolUseID}, raw)
-	d := t.host.Ask(t.ctx, r.ToolName, input)
+	d, decided := planRefuses(t.mode)
+	if !decided {
+		d = t.host.Ask(t.ctx, r.ToolName, input)
+	}
 	t.emit(protocol.EventPermissionDecided, map[string]any{"tool_name": r.ToolName, "approved": d.Approved, "reason": d.Reason}, raw)
 	answer := map[string]any{"behavior": "allow", "updatedInput": input}
 	if !d.Approved {

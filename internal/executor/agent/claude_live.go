@@ -84,7 +84,7 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 		}
 	}
 	ch := &counting{Host: host}
-	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun}
+	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun, mode: req.PermissionMode}
 	l.begun = true
 	l.setActive(true)
 	stop := context.AfterFunc(ctx, l.interrupt)

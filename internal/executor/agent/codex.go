@@ -24,22 +24,21 @@ func init() { Register("codex", Codex{}) }
 // turn per Run, command and file-change approvals answered through
 // Host.Ask.
 //
-// Permission modes map onto Codex's approval policy and sandbox:
+// Permission modes map onto Codex's approval policy; its sandbox is
+// always "danger-full-access" (codexMode says why) and agor confines the
+// agent instead:
 //
-//	default           approvalPolicy "untrusted", sandbox "workspace-write":
-//	                  anything but Codex's known-safe read-only commands
-//	                  asks; file edits ask.
+//	default           approvalPolicy "untrusted": anything but Codex's
+//	                  known-safe read-only commands asks; file edits ask;
+//	                  agor's workspace level.
 //	acceptEdits       as default, but file-change approvals are accepted
 //	                  without asking (commands still ask).
-//	bypassPermissions approvalPolicy "never", sandbox "danger-full-access":
-//	                  the user chose no checks, and the executor already
-//	                  runs as the user's own Unix account, which is the
-//	                  boundary agor relies on; workspace-write would also
-//	                  cut the network and writes outside cwd, which
-//	                  bypassPermissions promises not to do.
-//	plan              approvalPolicy "never", sandbox "read-only": the
-//	                  model may look but not change anything, and is not
-//	                  offered a way to ask for more.
+//	bypassPermissions approvalPolicy "never": the user chose no checks,
+//	                  and the executor already runs as the user's own
+//	                  Unix account; confined only when the task asks.
+//	plan              approvalPolicy "untrusted": what it asks for is
+//	                  refused (plan changes nothing, for every agent);
+//	                  agor's workspace level, as default.
 type Codex struct{}
 
 var _ Opener = Codex{}
@@ -114,14 +113,18 @@ func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, 
 }
 
 // codexMode maps a permission mode onto an approval policy and a sandbox.
+// Codex's own sandbox is never asked for: for workspace-write and
+// read-only it starts bubblewrap, which needs user namespaces, mount(2)
+// and seccomp(2), all refused by the executor's unit (and its legacy
+// Landlock backend runs approved commands unconfined). Codex is told
+// danger-full-access and agor's sandbox confines the whole agent at the
+// level the mode promises instead (the task package's modeFloor).
 func codexMode(mode string) (policy, sandbox string, err error) {
 	switch mode {
-	case "", "default", "acceptEdits":
-		return "untrusted", "workspace-write", nil
+	case "", "default", "acceptEdits", "plan":
+		return "untrusted", "danger-full-access", nil
 	case "bypassPermissions":
 		return "never", "danger-full-access", nil
-	case "plan":
-		return "never", "read-only", nil
 	}
 	return "", "", fmt.Errorf("codex: unknown permission mode %q", mode)
 }

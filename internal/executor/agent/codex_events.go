@@ -301,9 +301,12 @@ func (t *codexTurn) decide(ctx context.Context, tool string, input map[string]an
 	}
 	in, _ := json.Marshal(input)
 	t.emit(protocol.EventPermissionAsked, map[string]any{"tool_name": tool, "tool_input": input}, raw)
-	t.mu.Unlock()
-	d := t.host.Ask(ctx, tool, in)
-	t.mu.Lock()
+	d, decided := planRefuses(t.req.PermissionMode)
+	if !decided {
+		t.mu.Unlock()
+		d = t.host.Ask(ctx, tool, in)
+		t.mu.Lock()
+	}
 	t.emit(protocol.EventPermissionDecided, map[string]any{"tool_name": tool, "approved": d.Approved, "reason": d.Reason}, nil)
 	return d
 }

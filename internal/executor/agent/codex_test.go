@@ -254,8 +254,8 @@ func TestCodexModes(t *testing.T) {
 		mode    string
 		created bool // the file exists afterwards
 	}{
-		{"bypassPermissions", true}, // never asks, no sandbox
-		{"plan", false},             // never asks, read-only sandbox
+		{"bypassPermissions", true}, // never asks
+		{"plan", false},             // asks, and plan refuses it without asking the host
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
@@ -267,8 +267,12 @@ func TestCodexModes(t *testing.T) {
 			if created := err == nil; created != tc.created {
 				t.Errorf("file created %v, want %v", created, tc.created)
 			}
-			if asked := host.of(protocol.EventPermissionAsked); len(asked) != 0 {
+			asked, decided := host.of(protocol.EventPermissionAsked), host.of(protocol.EventPermissionDecided)
+			switch {
+			case tc.created && len(asked) != 0:
 				t.Errorf("asked %+v", asked)
+			case !tc.created && (len(decided) != 1 || decided[0].Data["approved"] != false || decided[0].Data["reason"] != "plan mode changes nothing"):
+				t.Errorf("plan's decisions %+v", decided)
 			}
 			results := host.of(protocol.EventToolResult)
 			// codex 0.169 does not always report the command's item when the

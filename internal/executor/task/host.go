@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ type host struct {
 
 	mu  sync.Mutex // one sequence, in send order
 	seq int64
+	// unconfined are the tool calls whose own sandbox could not start
+	// (sandboxFailure), for the task's result.
+	unconfined []string
 }
 
 var _ agent.Host = (*host)(nil)
@@ -30,6 +34,24 @@ var _ agent.Host = (*host)(nil)
 func (h *host) Emit(ev agent.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.emitLocked(ev)
+	if why := sandboxFailure(ev); why != "" {
+		// Never silent: the tool's output said it, and nothing else would.
+		msg := "a tool call's sandbox could not start: " + why
+		h.unconfined = append(h.unconfined, msg)
+		h.log.Warn("tool sandbox failed", "task", h.task, "err", why)
+		h.emitLocked(agent.Event{Type: protocol.EventError, Data: map[string]any{"code": protocol.TaskSandbox, "message": msg}})
+	}
+}
+
+// warnings are what the task's result records besides its status.
+func (h *host) warnings() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unconfined
+}
+
+func (h *host) emitLocked(ev agent.Event) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		h.log.Warn("event not encoded", "task", h.task, "type", ev.Type, "err", err)
@@ -63,4 +85,27 @@ func (h *host) apiKey(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("get_api_key %s: %w", name, err)
 	}
 	return res.APIKey, nil
+}
+
+// sandboxFailures are what an agent CLI's own sandbox prints when it
+// cannot start (bubblewrap without user namespaces, codex's sandbox
+// errors): the command then did not run as the agent meant, whatever
+// status the turn ends with.
+var sandboxFailures = []string{"bwrap: ", "No permissions to create a new namespace", "sandbox error: ", "landlock_sandbox_executable_not_provided"}
+
+// sandboxFailure is the line of a tool result that says its sandbox could
+// not start, or "".
+func sandboxFailure(ev agent.Event) string {
+	if ev.Type != protocol.EventToolResult {
+		return ""
+	}
+	out, _ := ev.Data["output"].(string)
+	for _, line := range strings.Split(out, "\n") {
+		for _, sig := range sandboxFailures {
+			if strings.Contains(line, sig) {
+				return strings.TrimSpace(line)
+			}
+		}
+	}
+	return ""
 }

@@ -53,11 +53,27 @@ func makeStateDirs(tool string, env []string) {
 	}
 }
 
-// confine sets req up to run under the task's sandbox level, and says
-// what it got (as the task's first event and in its result); the spec's
-// Cleanup is for when the agent is gone.
+// modeFloor is the least confinement a turn runs under, whatever its task
+// asked for: codex in default, acceptEdits and plan runs under agor's
+// workspace level. Codex's own sandbox (bubblewrap) cannot start under the
+// executor's unit, which refuses user namespaces, mount and seccomp, so
+// codex is told danger-full-access and agor gives the workspace-write its
+// mode promised: approved commands write beneath the cwd only. (Plan
+// changes nothing for any agent by refusal: the agent package's
+// planRefuses.)
+func modeFloor(tool, mode string) sandbox.Level {
+	if tool == "codex" && mode != "bypassPermissions" {
+		return sandbox.Workspace
+	}
+	return sandbox.Off
+}
+
+// confine sets req up to run under the task's sandbox level (at least
+// the mode's floor), and says what it got (as the task's first event and
+// in its result); the spec's Cleanup is for when the agent is gone.
 func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
-	spec, applied, err := s.Sandbox.For(p.Sandbox, req.Cwd, agent.Getenv(req.Env, "HOME"), statePaths(p.Tool, req.Env))
+	floor := modeFloor(p.Tool, p.PermissionMode)
+	spec, applied, err := s.Sandbox.ForAtLeast(p.Sandbox, floor, req.Cwd, agent.Getenv(req.Env, "HOME"), statePaths(p.Tool, req.Env))
 	if err != nil {
 		return spec, nil, err
 	}

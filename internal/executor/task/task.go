@@ -136,7 +136,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 	}
 	res, live, err := s.open(ctx, a, req, h)
 	out := s.result(ctx, res, err)
-	out.Sandbox = box
+	out.Sandbox, out.Warnings = box, h.warnings()
 	if res.AgentSession != "" {
 		s.remember(p, res.AgentSession)
 		out.AgentSessionID = res.AgentSession
@@ -179,7 +179,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 		return protocol.ExecutePromptResult{}, false
 	}
 	out := s.result(ctx, res, err)
-	out.Sandbox, out.Warm = w.box, true
+	out.Sandbox, out.Warm, out.Warnings = w.box, true, h.warnings()
 	if res.AgentSession != "" {
 		w.agentSession = res.AgentSession
 	}

@@ -97,7 +97,11 @@ type settings struct {
 
 func settingsOf(p protocol.ExecutePromptParams, req agent.Request) settings {
 	h := sha256.New()
-	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, p.Sandbox}, req.Env...) {
+	// The mode's sandbox floor is fixed too: a change of mode across it
+	// (codex into or out of bypassPermissions) restarts the agent at the
+	// new level.
+	floor := string(modeFloor(p.Tool, req.PermissionMode))
+	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, p.Sandbox, floor}, req.Env...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

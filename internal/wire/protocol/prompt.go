@@ -90,6 +90,10 @@ type ExecutePromptResult struct {
 	// Warm says the turn ran on the session's agent process kept from
 	// its previous turn, rather than a new process resuming the session.
 	Warm bool `json:"warm,omitempty"`
+	// Warnings are what went wrong in a turn that still ended: a tool
+	// call whose own sandbox could not start, so its command did not run
+	// as the agent meant (each also an "error" event, code "sandbox").
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // TokenUsage is token usage from the agent's own final figures.

@@ -46,12 +46,22 @@ type GeminiRequest struct {
 
 // NewGemini starts the stand-in; it stops when the test ends.
 func NewGemini(t testing.TB) *Gemini {
-	g := &Gemini{}
-	g.srv = httptest.NewServer(g.Arrivals.wrap(g.serve))
-	g.URL = g.srv.URL
+	g := ServeGemini()
 	t.Cleanup(g.srv.Close)
 	return g
 }
+
+// ServeGemini starts the stand-in outside a test (the suite's demomodel);
+// the caller closes it.
+func ServeGemini() *Gemini {
+	g := &Gemini{}
+	g.srv = httptest.NewServer(g.Arrivals.wrap(g.serve))
+	g.URL = g.srv.URL
+	return g
+}
+
+// Handler serves the stand-in's API, for a listener of the caller's.
+func (g *Gemini) Handler() http.Handler { return g.srv.Config.Handler }
 
 // Close stops the server early (a dead model API).
 func (g *Gemini) Close() { g.srv.Close() }

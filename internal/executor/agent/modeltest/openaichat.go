@@ -50,12 +50,22 @@ type OpenAIChatRequest struct {
 
 // NewOpenAIChat starts the stand-in; it stops when the test ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
-	o := &OpenAIChat{}
-	o.srv = httptest.NewServer(o.Arrivals.wrap(o.serve))
-	o.URL = o.srv.URL + "/v1"
+	o := ServeOpenAIChat()
 	t.Cleanup(o.srv.Close)
 	return o
 }
+
+// ServeOpenAIChat starts the stand-in outside a test (the suite's
+// demomodel); the caller closes it.
+func ServeOpenAIChat() *OpenAIChat {
+	o := &OpenAIChat{}
+	o.srv = httptest.NewServer(o.Arrivals.wrap(o.serve))
+	o.URL = o.srv.URL + "/v1"
+	return o
+}
+
+// Handler serves the stand-in's API, for a listener of the caller's.
+func (o *OpenAIChat) Handler() http.Handler { return o.srv.Config.Handler }
 
 // Close stops the server early (a dead model API).
 func (o *OpenAIChat) Close() { o.srv.Close() }

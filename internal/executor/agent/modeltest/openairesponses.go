@@ -64,12 +64,22 @@ type OpenAIResponses struct {
 // NewOpenAIResponses starts a stand-in, closed when the test ends.
 func NewOpenAIResponses(t testing.TB, script OpenAIResponsesScript) *OpenAIResponses {
 	t.Helper()
-	s := &OpenAIResponses{script: script}
-	s.srv = httptest.NewServer(s.Arrivals.wrap(s.serve))
-	s.URL = s.srv.URL + "/v1"
+	s := ServeOpenAIResponses(script)
 	t.Cleanup(s.srv.Close)
 	return s
 }
+
+// ServeOpenAIResponses starts a stand-in outside a test (the suite's
+// demomodel); the caller closes it.
+func ServeOpenAIResponses(script OpenAIResponsesScript) *OpenAIResponses {
+	s := &OpenAIResponses{script: script}
+	s.srv = httptest.NewServer(s.Arrivals.wrap(s.serve))
+	s.URL = s.srv.URL + "/v1"
+	return s
+}
+
+// Handler serves the stand-in's API, for a listener of the caller's.
+func (s *OpenAIResponses) Handler() http.Handler { return s.srv.Config.Handler }
 
 // Requests returns a copy of the requests seen so far.
 func (s *OpenAIResponses) Requests() []OpenAIRequest {

@@ -1,0 +1,128 @@
+# Every agent in every permission mode under the shipped unit (sourced by
+# checks.sh after the prompt checks: uses start_model and task_of). Each
+# of the four real CLIs, against its stand-in model, is asked to run
+# `id -un > ran.txt; echo out > ../outside.txt; pwd` in a directory of its
+# own, every permission question approved by a second agorctl; judged on
+# disk: ran.txt exists, is alice's and holds her name (plan: no file, for
+# every agent); a write outside the cwd lands only where nothing confines
+# the agent (codex's default and acceptEdits run under agor's workspace
+# level: codex's own sandbox cannot start under the unit).
+
+modes_cmd='id -un > ran.txt; echo out > ../outside.txt; pwd'
+modes_cols="default acceptEdits bypassPermissions plan bypassPermissions+workspace default+workspace"
+
+# modes_models starts the three other stand-ins beside start_model's
+# Anthropic one (18080): Responses for codex, Gemini, chat for opencode.
+modes_models() {
+	local api port
+	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
+		port=${api#*:}
+		api=${api%%:*}
+		pkill -f "demomodel -api $api" 2>/dev/null || true
+		"$T/demomodel" -api "$api" -listen "127.0.0.1:$port" -bash "$modes_cmd" -text 'done.' >"/tmp/model-$api.url" 2>"/tmp/model-$api.log" &
+	done
+	for _ in $(seq 50); do [ -s /tmp/model-openai-chat.url ] && [ -s /tmp/model-gemini.url ] && [ -s /tmp/model-openai-responses.url ] && return 0; sleep 0.1; done
+	echo "a stand-in model did not start"; cat /tmp/model-*.log; return 1
+}
+
+modes_agents() {
+	# gemini is a Node.js program: the host's node, bound at /opt/node.
+	ln -sf /opt/node/node /usr/local/bin/node
+	cat >/etc/agor/agents.yaml <<'YAML'
+claude-code:
+  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  env:
+    ANTHROPIC_BASE_URL: http://127.0.0.1:18080
+    CLAUDE_CODE_MAX_RETRIES: "0"
+codex:
+  binary: /opt/agents/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+  env:
+    AGOR_CODEX_BASE_URL: http://127.0.0.1:18081/v1
+gemini:
+  binary: /opt/agents/gemini/node_modules/.bin/gemini
+  env:
+    GOOGLE_GEMINI_BASE_URL: http://127.0.0.1:18082
+opencode:
+  binary: /opt/agents/opencode/node_modules/opencode-ai/bin/opencode.exe
+  env:
+    AGOR_OPENCODE_BASE_URL: http://127.0.0.1:18083/v1
+YAML
+	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
+	printf 'sk-oai-suite-0123456789\n' | agorctl creds set OPENAI_API_KEY --daemon >/dev/null
+	printf 'gm-suite-0123456789\n' | agorctl creds set GEMINI_API_KEY --daemon >/dev/null
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read agents.yaml afresh
+}
+
+# modes_approver approves every question of alice's until killed.
+modes_approver() {
+	local id
+	while :; do
+		for id in $(as alice agorctl permissions list 2>/dev/null | grep -o '"id":"[^"]*"' | cut -d'"' -f4); do
+			as alice agorctl permissions approve "$id" --reason 'suite approves' >/dev/null 2>&1 || true
+		done
+		sleep 0.2
+	done
+}
+
+# modes_cell TOOL COL: one prompt; prints "TOOL COL asked ran outside".
+modes_cell() {
+	local tool=$1 col=$2 mode=${2%%+*} dir=m/$1-$2 args=() prompt out task evs asked ran outside
+	[ "$col" = "${col%+workspace}" ] || args=(--sandbox workspace)
+	prompt="run it. $modes_cmd"
+	case $tool in gemini | opencode) prompt="run the shell command: $modes_cmd" ;; esac
+	as alice install -d "/home/alice/m" "/home/alice/$dir"
+	rm -f "/home/alice/$dir/ran.txt" /home/alice/m/outside.txt
+	out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode "$mode" --cwd "$dir" "${args[@]}" --json 2>&1 </dev/null) || true
+	task=$(grep -o '"task_id":"[0-9a-f]*"' <<<"$out" | head -n 1 | cut -d'"' -f4)
+	evs=$(as alice agorctl events "$task" 2>/dev/null || true)
+	asked=no
+	grep -q '"event_type":"permission_asked"' <<<"$evs" && asked=asked
+	ran="no file"
+	if [ -e "/home/alice/$dir/ran.txt" ]; then
+		ran="$(stat -c %U "/home/alice/$dir/ran.txt"):$(head -n 1 "/home/alice/$dir/ran.txt")"
+	fi
+	outside=denied
+	[ -e /home/alice/m/outside.txt ] && outside=written
+	grep -q '"status":"completed"' <<<"$out" || ran="$ran (not completed: $(tail -n 1 <<<"$out" | cut -c1-160))"
+	echo "$tool $col $asked $ran $outside"
+}
+
+# modes_want TOOL COL: what a cell must show (ran, outside).
+modes_want() {
+	local tool=$1 col=$2
+	case $col in
+	plan) echo "no file denied" ;;
+	*+workspace) echo "alice:alice denied" ;;
+	default | acceptEdits) [ "$tool" = codex ] && echo "alice:alice denied" || echo "alice:alice written" ;;
+	*) echo "alice:alice written" ;;
+	esac
+}
+
+modes_matrix() {
+	setup_agents >/dev/null
+	start_model -bash "$modes_cmd" -text 'done.' -tools 6
+	modes_models
+	modes_agents
+	modes_approver &
+	local approver=$! tool col got want bad=0 row rows=()
+	# One agent's cells in a row, the four agents side by side.
+	for tool in claude-code codex gemini opencode; do
+		(for col in $modes_cols; do modes_cell "$tool" "$col"; done >"/tmp/modes-$tool.txt") &
+		rows+=($!)
+	done
+	wait "${rows[@]}" || true
+	kill "$approver" 2>/dev/null
+	printf '%-12s' agent; for col in $modes_cols; do printf ' | %-28s' "$col"; done; echo
+	for tool in claude-code codex gemini opencode; do
+		row=$(printf '%-12s' "$tool")
+		while read -r t c asked rest; do
+			got="${rest% *} ${rest##* }"
+			want=$(modes_want "$t" "$c")
+			[ "$got" = "$want" ] || { bad=1; echo "MISMATCH $t $c: got '$got', want '$want'" >&2; }
+			row+=$(printf ' | %-28s' "$asked, ${rest% *}, out ${rest##* }")
+		done <"/tmp/modes-$tool.txt"
+		echo "$row"
+	done
+	return $bad
+}
+check "each agent in each permission mode under the shipped unit: the command runs as alice where approved, plan changes nothing, codex's default is confined by agor (table)" modes_matrix
