@@ -52,6 +52,7 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/executor/files
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/executor/procexec
 	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon
+	$(GO) test -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon
 	$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon
 	$(GO) test -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
 	$(GO) test -run '^$$' -bench Usage100 -benchtime 11x ./internal/daemon/lifecycle

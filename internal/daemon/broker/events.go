@@ -37,7 +37,10 @@ type eventTokens struct {
 
 // reportMessage stores one agent event. It is a notification: nothing can
 // be answered, so refusals are counted, aggregated in the audit trail and
-// logged at most once a second.
+// logged at most once a second. What it stores counts toward the task's
+// person's event bounds (quotas.max_event_bytes_per_task and _per_user,
+// the sink's), never another's: the token names the task, the task its
+// person. The daemon holds one line of it at a time (1 MiB, the rpc limit).
 func (c *conn) reportMessage(_ context.Context, r *rpc.Request) (any, error) {
 	var p protocol.ReportMessage
 	if err := rpc.Bind(r.Params, &p); err != nil {
