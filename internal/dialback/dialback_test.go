@@ -33,7 +33,7 @@ func serve(t *testing.T, jobs *Jobs, p pki) (addr string, got chan Accepted) {
 	got = make(chan Accepted, 4)
 	s := &Server{Jobs: jobs, TLS: &tls.Config{Certificates: []tls.Certificate{p.Cert}}, Deliver: func(a Accepted) {
 		got <- a
-		go func() { io.Copy(a.Conn, a.Conn); a.Conn.Close(); jobs.Release(a.Job.JobID) }()
+		go func() { io.Copy(a.Conn, a.Conn); a.Conn.Close(); jobs.Release(a.Job) }()
 	}}
 	go s.Serve(ctx, ln)
 	return ln.Addr().String(), got
@@ -136,10 +136,11 @@ func waitReleased(t *testing.T, jobs *Jobs, id string) {
 func TestFirstHelloBindsJob(t *testing.T) {
 	jobs, _ := OpenJobs("")
 	tok, _ := jobs.Issue("alice", 1001)
-	if _, err := jobs.Check(tok, "alice", "7", "node2"); err != nil {
+	job, err := jobs.Check(tok, "alice", "7", "node2")
+	if err != nil {
 		t.Fatal(err)
 	}
-	jobs.Release("7")
+	jobs.Release(job)
 	if err := jobs.Bind(tok, "8"); !errors.Is(err, ErrWrongJob) {
 		t.Errorf("rebinding to another job: %v", err)
 	}
@@ -245,13 +246,14 @@ func TestListener(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 	first.Conn.Close()
-	jobs.Release("9")
+	jobs.Release(first.Job)
 	c.Close()
 	if err := <-next; err != nil {
 		t.Fatalf("redial after close: %v", err)
 	}
-	(<-got).Conn.Close()
-	jobs.Release("9")
+	second := <-got
+	second.Conn.Close()
+	jobs.Release(second.Job)
 
 	jobs.Revoke("9")
 	if _, err := l.Accept(); !errors.Is(err, ErrRefused) {

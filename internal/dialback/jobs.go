@@ -31,6 +31,7 @@ var (
 	ErrWrongUser    = errors.New("token bound to another user")
 	ErrWrongJob     = errors.New("token bound to another job")
 	ErrConnected    = errors.New("the job's executor is already connected")
+	ErrJobTaken     = errors.New("job bound to another token")
 )
 
 // Job is what one token is bound to.
@@ -103,8 +104,9 @@ func (j *Jobs) Bind(token, jobID string) error {
 
 // Check admits a hello: the token is live, bound to user and to jobID (a
 // token not yet bound takes the job its first hello names: the job can
-// start before sbatch has answered), and no connection holds it. The
-// caller calls Release when the connection ends.
+// start before sbatch has answered, but not a job another token holds),
+// and no connection holds it. The caller passes the Job returned to
+// Release when the connection ends.
 func (j *Jobs) Check(token, user, jobID, node string) (Job, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -116,6 +118,8 @@ func (j *Jobs) Check(token, user, jobID, node string) (Job, error) {
 		return Job{}, ErrWrongUser
 	case job.JobID != "" && job.JobID != jobID:
 		return Job{}, ErrWrongJob
+	case job.JobID == "" && j.heldLocked(jobID, job.Hash):
+		return Job{}, ErrJobTaken
 	case job.Present:
 		return Job{}, ErrConnected
 	}
@@ -123,15 +127,26 @@ func (j *Jobs) Check(token, user, jobID, node string) (Job, error) {
 	return *job, j.saveLocked()
 }
 
-// Release marks the job's connection gone; the token stays valid (a
-// restarted daemon, or a dropped link, is dialled again).
-func (j *Jobs) Release(jobID string) {
+// heldLocked says whether a token other than the one hashed self is
+// bound to jobID.
+func (j *Jobs) heldLocked(jobID, self string) bool {
+	for h, job := range j.jobs {
+		if h != self && job.JobID == jobID {
+			return true
+		}
+	}
+	return false
+}
+
+// Release marks the connection that Check admitted as job gone: that
+// token's mark only, never another's that names the same job id. The
+// token stays valid (a restarted daemon, or a dropped link, is dialled
+// again).
+func (j *Jobs) Release(job Job) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for _, job := range j.jobs {
-		if job.JobID == jobID {
-			job.Present = false
-		}
+	if held, ok := j.jobs[job.Hash]; ok {
+		held.Present = false
 	}
 }
 

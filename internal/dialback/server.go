@@ -2,6 +2,7 @@ package dialback
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -36,29 +38,116 @@ type Server struct {
 	TLS  *tls.Config // the daemon's certificate; TLS 1.3 is required
 	Log  *slog.Logger
 	// Deliver receives each proved connection; it owns Conn and calls
-	// Jobs.Release(job id) when the connection ends.
+	// Jobs.Release(job) when the connection ends.
 	Deliver func(Accepted)
+	// MaxPending bounds the connections that have not yet said hello, in
+	// all and from one remote address (zero: DefaultMaxPending,
+	// DefaultMaxPendingPerRemote). Anyone who can reach the port can
+	// open them, and each costs a goroutine and a descriptor for up to
+	// helloTimeout; past a bound a new one is closed at once.
+	MaxPending, MaxPendingPerRemote int
 }
 
-// Serve accepts on ln until ctx ends.
+// Defaults for the Server's bounds.
+const (
+	DefaultMaxPending          = 256
+	DefaultMaxPendingPerRemote = 16
+)
+
+// Accept errors (EMFILE, ENFILE, ECONNABORTED) pass: the listener waits
+// and accepts again, from firstAcceptRetry doubling to maxAcceptRetry.
+const (
+	firstAcceptRetry = 5 * time.Millisecond
+	maxAcceptRetry   = time.Second
+)
+
+// Serve accepts on ln until ctx ends, and returns once every connection
+// it is still reading a hello from has been answered.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cfg := s.TLS.Clone()
 	cfg.MinVersion = tls.VersionTLS13
-	tl := tls.NewListener(ln, cfg)
-	context.AfterFunc(ctx, func() { tl.Close() })
+	context.AfterFunc(ctx, func() { ln.Close() })
+	g := gate{max: cmp.Or(s.MaxPending, DefaultMaxPending), maxPer: cmp.Or(s.MaxPendingPerRemote, DefaultMaxPendingPerRemote)}
+	var admits sync.WaitGroup
+	defer admits.Wait()
+	wait := firstAcceptRetry
 	for {
-		c, err := tl.Accept()
+		c, err := ln.Accept()
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			s.log().Warn("dial-back accept failed; retrying", "err", err, "in", wait)
+			if !sleep(ctx, wait) {
+				return nil
 			}
-			return err
+			wait = min(2*wait, maxAcceptRetry)
+			continue
 		}
-		go s.admit(c)
+		wait = firstAcceptRetry
+		remote := remoteHost(c)
+		if !g.take(remote) {
+			s.log().Debug("dial-back refused before hello: too many pending", "remote", remote)
+			c.Close()
+			continue
+		}
+		admits.Add(1)
+		go func() {
+			defer admits.Done()
+			defer g.done(remote)
+			s.admit(tls.Server(c, cfg))
+		}()
+	}
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func remoteHost(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// gate counts the connections waiting for their hello.
+type gate struct {
+	max, maxPer int
+	mu          sync.Mutex
+	total       int
+	by          map[string]int
+}
+
+func (g *gate) take(remote string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.total >= g.max || g.by[remote] >= g.maxPer {
+		return false
+	}
+	if g.by == nil {
+		g.by = map[string]int{}
+	}
+	g.total++
+	g.by[remote]++
+	return true
+}
+
+func (g *gate) done(remote string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.total--
+	if g.by[remote]--; g.by[remote] <= 0 {
+		delete(g.by, remote)
 	}
 }
 
@@ -72,7 +161,7 @@ func (s *Server) admit(c net.Conn) {
 		job, err = s.Jobs.Check(hello.Token, hello.User, hello.JobID, hello.Node)
 		if err == nil {
 			if err = reply(c, id, protocol.HelloResult{Accepted: true}, nil); err != nil {
-				s.Jobs.Release(job.JobID)
+				s.Jobs.Release(job)
 				c.Close()
 				return
 			}

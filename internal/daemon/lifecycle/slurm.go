@@ -187,7 +187,7 @@ func (s *Slurm) callLocal(ctx context.Context, user, method string, params, resu
 
 // Deliver takes a job's proved dial-back (the dialback Server's Deliver).
 func (s *Slurm) Deliver(a dialback.Accepted) {
-	conn := &releasing{Conn: a.Conn, release: func() { s.Jobs.Release(a.Job.JobID) }}
+	conn := &releasing{Conn: a.Conn, release: func() { s.Jobs.Release(a.Job) }}
 	s.mu.Lock()
 	r := s.remoteLocked(a.Job.User)
 	if r.jobID != "" && r.jobID != a.Job.JobID && r.live() {
