@@ -2,7 +2,8 @@
 # checks.sh after the prompt checks: uses start_model and task_of). Each
 # of the four real CLIs, against its stand-in model, is asked to run
 # `id -un > ran.txt; echo out > ../outside.txt; pwd` in a directory of its
-# own, every permission question approved by a second agorctl; judged on
+# own (m/TOOL/COLUMN), every permission question approved by a second
+# agorctl; judged on
 # disk: ran.txt exists, is alice's and holds her name (plan: no file, for
 # every agent); a write outside the cwd lands only where nothing confines
 # the agent (codex's default and acceptEdits run under agor's workspace
@@ -66,35 +67,39 @@ modes_approver() {
 
 # modes_cell TOOL COL: one prompt; prints "TOOL COL asked ran outside".
 modes_cell() {
-	local tool=$1 col=$2 mode=${2%%+*} dir=m/$1-$2 args=() prompt out task evs asked ran outside
+	local tool=$1 col=$2 mode=${2%%+*} dir=m/$1/$2 args=() prompt out task evs asked ran outside
 	[ "$col" = "${col%+workspace}" ] || args=(--sandbox workspace)
 	prompt="run it. $modes_cmd"
 	case $tool in gemini | opencode) prompt="run the shell command: $modes_cmd" ;; esac
-	as alice install -d "/home/alice/m" "/home/alice/$dir"
-	rm -f "/home/alice/$dir/ran.txt" /home/alice/m/outside.txt
+	as alice install -d "/home/alice/m" "/home/alice/m/$tool" "/home/alice/$dir"
+	rm -f "/home/alice/$dir/ran.txt" "/home/alice/m/$tool/outside.txt"
 	out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode "$mode" --cwd "$dir" "${args[@]}" --json 2>&1 </dev/null) || true
 	task=$(grep -o '"task_id":"[0-9a-f]*"' <<<"$out" | head -n 1 | cut -d'"' -f4)
 	evs=$(as alice agorctl events "$task" 2>/dev/null || true)
-	asked=no
-	grep -q '"event_type":"permission_asked"' <<<"$evs" && asked=asked
+	# asked: a person answered (the approver's reason); refused: agor did,
+	# for plan; unasked: the mode decided, or nothing was asked.
+	asked=unasked
+	grep -q '"reason":"suite approves"' <<<"$evs" && asked=asked
+	grep -q '"reason":"plan mode changes nothing"' <<<"$evs" && asked=refused
 	ran="no file"
 	if [ -e "/home/alice/$dir/ran.txt" ]; then
 		ran="$(stat -c %U "/home/alice/$dir/ran.txt"):$(head -n 1 "/home/alice/$dir/ran.txt")"
 	fi
 	outside=denied
-	[ -e /home/alice/m/outside.txt ] && outside=written
+	[ -e "/home/alice/m/$tool/outside.txt" ] && outside=written
 	grep -q '"status":"completed"' <<<"$out" || ran="$ran (not completed: $(tail -n 1 <<<"$out" | cut -c1-160))"
 	echo "$tool $col $asked $ran $outside"
 }
 
-# modes_want TOOL COL: what a cell must show (ran, outside).
+# modes_want TOOL COL: what a cell must show (asked, ran, outside).
 modes_want() {
 	local tool=$1 col=$2
 	case $col in
-	plan) echo "no file denied" ;;
-	*+workspace) echo "alice:alice denied" ;;
-	default | acceptEdits) [ "$tool" = codex ] && echo "alice:alice denied" || echo "alice:alice written" ;;
-	*) echo "alice:alice written" ;;
+	plan) echo "refused no file denied" ;;
+	bypassPermissions+workspace) echo "unasked alice:alice denied" ;;
+	default+workspace) echo "asked alice:alice denied" ;;
+	default | acceptEdits) [ "$tool" = codex ] && echo "asked alice:alice denied" || echo "asked alice:alice written" ;;
+	bypassPermissions) echo "unasked alice:alice written" ;;
 	esac
 }
 
@@ -116,7 +121,7 @@ modes_matrix() {
 	for tool in claude-code codex gemini opencode; do
 		row=$(printf '%-12s' "$tool")
 		while read -r t c asked rest; do
-			got="${rest% *} ${rest##* }"
+			got="$asked ${rest% *} ${rest##* }"
 			want=$(modes_want "$t" "$c")
 			[ "$got" = "$want" ] || { bad=1; echo "MISMATCH $t $c: got '$got', want '$want'" >&2; }
 			row+=$(printf ' | %-28s' "$asked, ${rest% *}, out ${rest##* }")
