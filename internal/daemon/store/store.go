@@ -24,7 +24,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -67,6 +69,9 @@ type DB struct {
 // date. It does not touch tasks: the daemon calls MarkInterrupted once at
 // start, when no task of the previous run can still be live.
 func Open(path string) (*DB, error) {
+	if err := private(path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	w, err := sql.Open("sqlite", dsn(path, "_txlock=immediate", "journal_mode(WAL)", "synchronous(NORMAL)"))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -92,6 +97,30 @@ func Open(path string) (*DB, error) {
 	r.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	db.r = r
 	return db, nil
+}
+
+// private makes the store's files 0600 whatever the umask: they hold
+// every person's prompts and transcripts. SQLite gives the WAL and its
+// index the database file's mode when it creates them, so the database is
+// made (or narrowed) first, and WAL files an earlier run left are narrowed.
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(0o600)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	for _, side := range []string{path + "-wal", path + "-shm"} {
+		if err := os.Chmod(side, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // dsn is the modernc.org/sqlite data source for path: the pragmas are run
