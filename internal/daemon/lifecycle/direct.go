@@ -163,7 +163,11 @@ func (d *Direct) spawn(ctx context.Context, e *directExec, name string) error {
 	cmd.Env = append(env, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor")
 	cmd.ExtraFiles = []*os.File{e.file}
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	// A session of its own, as systemd gives a service: no controlling
+	// terminal. A daemon started from root's terminal would otherwise
+	// pass that terminal on, and the user's work could push keystrokes
+	// into root's shell with TIOCSTI.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start executor for %s: %w", name, err)
 	}
