@@ -116,7 +116,9 @@ func (m *metrics) count(route string, code int) {
 	m.requests[[2]string{route, strconv.Itoa(code)}]++
 }
 
-// serveMetrics writes the Prometheus text format.
+// serveMetrics writes the Prometheus text format. The series labelled by
+// user are an admin's to see; anyone else sees their own and the host's
+// totals.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	s.metrics.mu.Lock()
@@ -141,7 +143,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	s.metrics.mu.Unlock()
 	s.Retained.write(w)
 	fmt.Fprintf(w, "# HELP agor_executors_connected Executors the daemon holds a connection to.\n# TYPE agor_executors_connected gauge\nagor_executors_connected %d\n", len(s.Pool.Live()))
-	s.writeUsageMetrics(r.Context(), w) // usage.go
+	s.writeUsageMetrics(r.Context(), w, s.caller(r)) // usage.go: per-user series, the caller's own unless an admin
 	if s.Broker != nil {
 		st := s.Broker.Stats()
 		for _, c := range []struct {
