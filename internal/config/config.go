@@ -78,6 +78,7 @@ type Execution struct {
 	Backend                  string   `yaml:"backend"`                     // systemd, direct or slurm
 	RunAsUnixUser            bool     `yaml:"run_as_unix_user"`            // run work as the session's own user
 	ExecutorUnixUser         string   `yaml:"executor_unix_user"`          // the one user when run_as_unix_user is false
+	SharedAccountAccess      bool     `yaml:"shared_account_access"`       // run_as_unix_user false: exec, files, terminals for persons (off: all are one account)
 	UseExecutor              bool     `yaml:"use_executor"`                // false: the daemon refuses work
 	MaxExecutors             int      `yaml:"max_executors"`               // live executors at once
 	IdleTimeoutMS            int64    `yaml:"idle_timeout_ms"`             // executor idle exit

@@ -187,7 +187,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 	d.boundEvents(sink)
 	e = d.cfg.Execution
 	if !e.RunAsUnixUser {
-		d.srv.SharedAccount = e.ExecutorUnixUser
+		d.srv.SharedAccount, d.srv.SharedAccess = e.ExecutorUnixUser, e.SharedAccountAccess
 	}
 	// The policy is asked before anything is stored for a person, not
 	// only when their executor starts.

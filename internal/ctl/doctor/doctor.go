@@ -121,6 +121,7 @@ type check struct {
 var checks = []check{
 	{"config", checkConfig},
 	{"accounts", checkAccounts},
+	{"shared-account", checkSharedAccount},
 	{"units", checkUnits},
 	{"units-verify", checkVerify},
 	{"daemon-active", checkDaemonActive},

@@ -365,3 +365,30 @@ func TestDoctorSandbox(t *testing.T) {
 		t.Fatalf("no Landlock, required: %q", l)
 	}
 }
+
+// With run_as_unix_user false, doctor says that everyone is one account
+// and whether exec, files and terminals are on for persons.
+func TestDoctorSharedAccount(t *testing.T) {
+	d, _ := fixture(t)
+	line := func() string {
+		_, out := runDoctor(t, d, false)
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[1] == "shared-account" {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := line(); !strings.HasPrefix(l, "ok") {
+		t.Fatalf("own accounts: %q", l)
+	}
+	shared := "execution:\n  run_as_unix_user: false\n  executor_unix_user: agentsvc\n"
+	write(t, d.configPath, 0o644, shared)
+	if l := line(); !strings.HasPrefix(l, "warn") || !strings.Contains(l, "agentsvc") || !strings.Contains(l, "off for persons") {
+		t.Fatalf("shared, access off: %q", l)
+	}
+	write(t, d.configPath, 0o644, shared+"  shared_account_access: true\n")
+	if l := line(); !strings.HasPrefix(l, "warn") || !strings.Contains(l, "read the others'") {
+		t.Fatalf("shared, access on: %q", l)
+	}
+}

@@ -55,6 +55,9 @@ type Server struct {
 	// account whose executor runs everyone's work; sessions, tasks, keys,
 	// permission questions and the audit trail still name the person.
 	SharedAccount string
+	// SharedAccess turns on exec, files and terminals for persons in the
+	// shared account (execution.shared_account_access); see ownAccount.
+	SharedAccess bool
 	// Admit, when set, checks a person against the execution policy
 	// before their work is taken (with a shared account the backend only
 	// sees the shared account) and says their account's uid; nil: anyone
@@ -99,18 +102,18 @@ func (s *Server) Handler() http.Handler {
 	m.HandleFunc("GET /v1/executors", s.admin(s.listExecutors))
 	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
 	m.HandleFunc("DELETE /v1/executors/{user}", s.admin(s.stopExecutor))
-	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.exec))
+	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.ownAccount(s.exec)))
 	if s.Terminals != nil {
-		m.HandleFunc("POST /v1/executors/{user}/terminals", s.forUser(s.spawnTerminal))
-		m.HandleFunc("GET /v1/executors/{user}/terminals", s.forUser(s.listTerminals))
-		m.HandleFunc("GET /v1/executors/{user}/terminals/{id}/attach", s.forUser(s.attachTerminal))
+		m.HandleFunc("POST /v1/executors/{user}/terminals", s.forUser(s.ownAccount(s.spawnTerminal)))
+		m.HandleFunc("GET /v1/executors/{user}/terminals", s.forUser(s.ownAccount(s.listTerminals)))
+		m.HandleFunc("GET /v1/executors/{user}/terminals/{id}/attach", s.forUser(s.ownAccount(s.attachTerminal)))
 	}
-	m.HandleFunc("GET /v1/executors/{user}/files", s.forUser(s.listFiles))
-	m.HandleFunc("POST /v1/executors/{user}/files", s.forUser(s.writeFiles))
-	m.HandleFunc("GET /v1/executors/{user}/files/content", s.forUser(s.readFile))
-	m.HandleFunc("PUT /v1/executors/{user}/files/content", s.forUser(s.writeFile))
+	m.HandleFunc("GET /v1/executors/{user}/files", s.forUser(s.ownAccount(s.listFiles)))
+	m.HandleFunc("POST /v1/executors/{user}/files", s.forUser(s.ownAccount(s.writeFiles)))
+	m.HandleFunc("GET /v1/executors/{user}/files/content", s.forUser(s.ownAccount(s.readFile)))
+	m.HandleFunc("PUT /v1/executors/{user}/files/content", s.forUser(s.ownAccount(s.writeFile)))
 	if s.Watches != nil {
-		m.HandleFunc("GET /v1/executors/{user}/files/watch", s.forUser(s.watchFiles))
+		m.HandleFunc("GET /v1/executors/{user}/files/watch", s.forUser(s.ownAccount(s.watchFiles)))
 	}
 	if s.Creds != nil {
 		m.HandleFunc("PUT /v1/credentials/{name}", s.setCredential)
