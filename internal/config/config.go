@@ -64,13 +64,16 @@ type API struct {
 // Sandbox is the Landlock confinement of agents, commands and terminals:
 // the level a request gets when it names none, the levels it may name,
 // whether a kernel without Landlock refuses confined work (required) or
-// runs it unconfined with a warning, and paths writable at every level
-// but off ("~/..." is beneath the user's home).
+// runs it unconfined with a warning, paths writable at every level but
+// off ("~/..." is beneath the user's home), and whether confined
+// processes may open Unix sockets (off: they could ask a server outside
+// the sandbox to act for them).
 type Sandbox struct {
 	Default       string   `yaml:"default"`
 	Allowed       []string `yaml:"allowed"`
 	Required      bool     `yaml:"required"`
 	ExtraWritable []string `yaml:"extra_writable"`
+	UnixSockets   bool     `yaml:"unix_sockets"`
 }
 
 // Execution is how and where user work runs. Every default is in Default.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -15,33 +16,45 @@ import (
 const ExitLauncher = 126
 
 // Main is the launcher (the executor run as "__agor-sandbox ..."): it
-// restricts this process with Landlock, reading everywhere, writing only
-// beneath the --rw paths (and /dev, ioctls included, for PTYs and
-// /dev/null), then
-// execs the command, which inherits the restriction. It returns only on
-// failure.
+// restricts this process with Landlock (reading everywhere, writing only
+// beneath the --rw paths and a few devices; no signals or abstract Unix
+// sockets out of its domain) and the seccomp filter of seccomp.go, then
+// execs the command, which inherits both. It returns only on failure.
 func Main(args []string, stderr io.Writer) int {
-	rw, argv, argv0, err := parse(args)
+	// The filter is the installing thread's: exec from that thread.
+	runtime.LockOSThread()
+	l, err := parse(args)
 	if err == nil {
-		err = restrict(rw)
+		err = restrict(l.rw)
 	}
 	if err == nil {
-		err = execve(argv, argv0)
+		err = installFilter(l.unixSockets)
+	}
+	if err == nil {
+		err = execve(l.argv, l.argv0)
 	}
 	fmt.Fprintf(stderr, "agor sandbox: %v\n", err)
 	return ExitLauncher
 }
 
+// devices are what a confined process may open for writing in /dev: what
+// a terminal and common tools need. Not /dev/shm (host-wide) nor any other
+// device. /dev/pts is among them: agents' shell tools allocate PTYs
+// (gemini's forkpty), and Landlock cannot tell a new PTY from another of
+// the user's terminals, so such text can still be written there (typed
+// input cannot: TIOCSTI is the kernel's to refuse).
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
 // restrict applies the rules. Best effort up to the ABI this kernel has
 // (V7 at most here); a kernel without Landlock was refused or warned about
-// by the executor before it started the launcher.
+// by the executor before it started the launcher. Network access is not
+// Landlock's here: TCP stays as the user may (agents call model APIs).
 func restrict(rw []string) error {
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		// Terminals and what runs in them open PTYs and talk to them
-		// with ioctls (grantpt, unlockpt, window size).
-		landlock.RWDirs("/dev").WithIoctlDev().IgnoreIfMissing(),
+	rules := []landlock.Rule{landlock.RODirs("/")}
+	for _, d := range devices {
+		rules = append(rules, landlock.RWFiles(d).WithIoctlDev().IgnoreIfMissing())
 	}
+	rules = append(rules, landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing())
 	for _, p := range rw {
 		fi, err := os.Stat(p)
 		switch {
@@ -53,7 +66,9 @@ func restrict(rw []string) error {
 			rules = append(rules, landlock.RWFiles(p))
 		}
 	}
-	if err := landlock.V7.BestEffort().RestrictPaths(rules...); err != nil {
+	cfg := landlock.V7.BestEffort()
+	cfg.HandledAccessNet = 0
+	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil

@@ -91,6 +91,9 @@ type Spec struct {
 	// Temp is the process's private temp directory (writable; TMPDIR in
 	// its environment); Cleanup removes it.
 	Temp string
+	// UnixSockets lets the process open Unix sockets (the operator's
+	// sandbox.unix_sockets); otherwise the launcher's filter refuses them.
+	UnixSockets bool
 	// self is the launcher, Policy.Self.
 	self string
 }
@@ -131,32 +134,48 @@ func (s Spec) Command(argv []string) []string {
 	if s.Argv0 != "" {
 		out = append(out, "--argv0", s.Argv0)
 	}
+	if s.UnixSockets {
+		out = append(out, "--unix-sockets")
+	}
 	for _, p := range s.writable() {
 		out = append(out, "--rw", p)
 	}
 	return append(append(out, "--"), argv...)
 }
 
-// parse reads Main's arguments: [--argv0 NAME] --rw PATH... -- ARGV.
-func parse(args []string) (rw, argv []string, argv0 string, err error) {
+// launch is what Main is asked to do.
+type launch struct {
+	rw          []string // writable paths
+	argv        []string // the command
+	argv0       string   // its argv[0], when not argv's first word
+	unixSockets bool     // Unix socket connections allowed (the operator's exception)
+}
+
+// parse reads Main's arguments:
+// [--argv0 NAME] [--unix-sockets] --rw PATH... -- ARGV.
+func parse(args []string) (launch, error) {
+	var l launch
 	for i := 0; i < len(args); i++ {
 		switch {
 		case args[i] == "--":
 			if i+1 >= len(args) {
-				return nil, nil, "", fmt.Errorf("nothing to run after --")
+				return launch{}, fmt.Errorf("nothing to run after --")
 			}
-			return rw, args[i+1:], argv0, nil
+			l.argv = args[i+1:]
+			return l, nil
 		case args[i] == "--rw" && i+1 < len(args):
-			rw = append(rw, args[i+1])
+			l.rw = append(l.rw, args[i+1])
 			i++
 		case args[i] == "--argv0" && i+1 < len(args):
-			argv0 = args[i+1]
+			l.argv0 = args[i+1]
 			i++
+		case args[i] == "--unix-sockets":
+			l.unixSockets = true
 		default:
-			return nil, nil, "", fmt.Errorf("unexpected argument %q (want --rw PATH... -- COMMAND)", args[i])
+			return launch{}, fmt.Errorf("unexpected argument %q (want --rw PATH... -- COMMAND)", args[i])
 		}
 	}
-	return nil, nil, "", fmt.Errorf("no -- before the command")
+	return launch{}, fmt.Errorf("no -- before the command")
 }
 
 // Policy is the operator's sandbox configuration as the executor applies
@@ -177,12 +196,15 @@ type Policy struct {
 	// directory of its own (default: os.TempDir(), the unit's private
 	// /tmp under PrivateTmp=yes).
 	TempDir string
+	// UnixSockets is the operator's exception: confined processes may
+	// open Unix sockets (and so reach whatever listens on one).
+	UnixSockets bool
 }
 
 // PolicyOf is the configuration's sandbox section as a Policy (Self and
 // TempDir are the executor's to set).
 func PolicyOf(c config.Sandbox) *Policy {
-	p := &Policy{Default: Level(c.Default), Required: c.Required, Extra: c.ExtraWritable}
+	p := &Policy{Default: Level(c.Default), Required: c.Required, Extra: c.ExtraWritable, UnixSockets: c.UnixSockets}
 	for _, l := range c.Allowed {
 		p.Allowed = append(p.Allowed, Level(l))
 	}
@@ -244,7 +266,7 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 		w = append(w, e)
 	}
 	a.Enforced = true
-	return Spec{Level: level, Cwd: cwd, Writable: w, Temp: temp, self: p.Self}, a, nil
+	return Spec{Level: level, Cwd: cwd, Writable: w, Temp: temp, self: p.Self, UnixSockets: p.UnixSockets}, a, nil
 }
 
 // For resolves requested and prepares it, in one step; a nil Policy runs

@@ -9,10 +9,14 @@ import (
 	"testing"
 )
 
-// The test binary is its own launcher, as the executor is.
+// The test binary is its own launcher, as the executor is, and the
+// probe a confined process runs (probeEnv).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == LauncherArg {
 		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+	if p := os.Getenv(probeEnv); p != "" {
+		os.Exit(probe(p))
 	}
 	os.Exit(m.Run())
 }

@@ -1,0 +1,108 @@
+package sandbox
+
+import (
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// What Landlock does not govern, a seccomp filter the launcher installs
+// refuses (EPERM) in a confined process and all it starts:
+//
+//   - socket(AF_UNIX, ...): connect(2) to a Unix socket is no file write,
+//     so a confined task could ask something outside to act for it (the
+//     daemon's API, a tmux server, the user's D-Bus, an ssh-agent).
+//     socketpair(2) stays: it reaches no one.
+//   - chmod(2) and its kin adding group or other write bits: Landlock has
+//     no right for a mode change, and a world-writable ~/.bashrc is
+//     another local user's way in.
+//   - io_uring_setup(2): its operations bypass seccomp (IORING_OP_SOCKET).
+//
+// Filters are per thread: Main locks itself to the thread that installs
+// one and execs from it, so the command inherits it.
+
+// groupOtherWrite are the mode bits a confined chmod may not add.
+const groupOtherWrite = 0o022
+
+// bpf assembles one classic BPF instruction.
+func bpf(code uint16, jt, jf uint8, k uint32) unix.SockFilter {
+	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+}
+
+const (
+	ldAbs  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	jset   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+	ret    = unix.BPF_RET | unix.BPF_K
+	allow  = unix.SECCOMP_RET_ALLOW
+	refuse = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+
+	offNr   = 0 // struct seccomp_data
+	offArch = 4
+)
+
+// offArg is the offset of a system call argument's low 32 bits (little
+// endian, as on every architecture this filter is built for).
+func offArg(i int) uint32 { return 16 + 8*uint32(i) }
+
+// filter is the program: refuse a foreign architecture's calls (and x32's
+// on x86_64), then the calls above (AF_UNIX sockets unless unixSockets).
+func filter(unixSockets bool) []unix.SockFilter {
+	p := []unix.SockFilter{
+		bpf(ldAbs, 0, 0, offArch),
+		bpf(jeq, 1, 0, auditArch),
+		bpf(ret, 0, 0, refuse),
+		bpf(ldAbs, 0, 0, offNr),
+		bpf(jge, 0, 1, x32Bit), // x32's numbers (0 on architectures without it: never taken below)
+		bpf(ret, 0, 0, refuse),
+	}
+	if !unixSockets {
+		p = append(p, refuseArg(unix.SYS_SOCKET, 0, jeq, unix.AF_UNIX)...)
+	}
+	for _, nr := range slices.Sorted(maps.Keys(chmodCalls)) {
+		p = append(p, refuseArg(nr, chmodCalls[nr], jset, groupOtherWrite)...)
+	}
+	p = append(p,
+		bpf(jeq, 0, 1, unix.SYS_IO_URING_SETUP),
+		bpf(ret, 0, 0, refuse),
+		bpf(ret, 0, 0, allow),
+	)
+	return p
+}
+
+// refuseArg refuses system call nr when its argument arg, tested with
+// test (jeq: equals k; jset: has a bit of k), matches. The accumulator
+// holds the call's number before and after.
+func refuseArg(nr uintptr, arg int, test uint16, k uint32) []unix.SockFilter {
+	return []unix.SockFilter{
+		bpf(jeq, 0, 4, uint32(nr)),
+		bpf(ldAbs, 0, 0, offArg(arg)),
+		bpf(test, 0, 1, k),
+		bpf(ret, 0, 0, refuse),
+		bpf(ldAbs, 0, 0, offNr),
+	}
+}
+
+// installFilter installs the filter on this thread (which must stay
+// locked to the calling goroutine until it execs). no_new_privs is set
+// first, as an unprivileged filter needs it.
+func installFilter(unixSockets bool) error {
+	if auditArch == 0 {
+		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)
+	}
+	prog := filter(unixSockets)
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
+		return fmt.Errorf("seccomp filter: %w", err)
+	}
+	runtime.KeepAlive(prog)
+	return nil
+}

@@ -1,0 +1,13 @@
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+const (
+	auditArch = unix.AUDIT_ARCH_AARCH64
+	x32Bit    = 0xffffffff // no x32 on arm64: a number no call has
+)
+
+// chmodCalls are the mode-changing calls and their mode argument.
+var chmodCalls = map[uintptr]int{
+	unix.SYS_FCHMOD: 1, unix.SYS_FCHMODAT: 2, unix.SYS_FCHMODAT2: 2,
+}
