@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,9 @@ failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 1 {
 				return usageErrorf("want USER -- COMMAND: %q before --", args[1:dash])
+			}
+			if err := workspaceCwd(level, cwd); err != nil {
+				return err
 			}
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
@@ -65,3 +69,18 @@ operator's (sandbox in /etc/agor/config.yaml). With a prompt, the sandbox
 holds whatever the permission mode approves, bypassPermissions included:
 the agent runs its tools without asking, but they still cannot write
 outside the workspace.`
+
+// workspaceCwd refuses --sandbox workspace without a project: with the
+// default --cwd (the home directory) everything of the user's would be
+// writable. The daemon and the executor refuse it too; this says so
+// before anything is sent.
+func workspaceCwd(level, cwd string) error {
+	if level != "workspace" {
+		return nil
+	}
+	switch strings.TrimSuffix(strings.TrimSpace(cwd), "/") {
+	case "", ".", "~", "/":
+		return usageErrorf("--sandbox workspace needs a project directory: name it with --cwd (the workspace would be your whole home)")
+	}
+	return nil
+}

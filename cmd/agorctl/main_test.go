@@ -245,3 +245,22 @@ func TestLegacyExecutor(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceNeedsCwd: --sandbox workspace with the default --cwd (the
+// home directory) is refused before anything is sent.
+func TestWorkspaceNeedsCwd(t *testing.T) {
+	d := newFakeDaemon(t)
+	for _, args := range [][]string{
+		{"prompt", "alice", "hi", "--sandbox", "workspace"},
+		{"exec", "alice", "--sandbox", "workspace", "--cwd", ".", "--", "true"},
+		{"terminal", "alice", "--sandbox", "workspace", "--cwd", "/"},
+	} {
+		r := agorctl(context.Background(), closedStdin{t}, append(args, "--api", d.socket)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--cwd") {
+			t.Errorf("%v: exit %d: %q", args, r.code, r.stderr)
+		}
+	}
+	if n := d.calls.Load(); n != 0 {
+		t.Errorf("%d calls reached the daemon", n)
+	}
+}

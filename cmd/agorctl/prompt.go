@@ -79,6 +79,9 @@ interrupted.`},
 // runPrompt starts the turn and renders it (or, detached, only starts it).
 // The stream has no --timeout: the agent's own --limit bounds it.
 func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, prompt string) error {
+	if err := workspaceCwd(o.sandbox, o.cwd); err != nil {
+		return err
+	}
 	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: prompt, Cwd: o.cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds(), Sandbox: o.sandbox}
 	if o.detach {

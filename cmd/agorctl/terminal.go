@@ -46,6 +46,9 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 			if err != nil {
 				return err
 			}
+			if err := workspaceCwd(p.Sandbox, p.Cwd); err != nil {
+				return err
+			}
 			stdin, _ := a.stdin.(*os.File)
 			return runTerminal(cmd.Context(), a, apiclient.New(f.socket), stdin, name, p, attachID)
 		},

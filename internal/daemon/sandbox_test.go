@@ -46,13 +46,17 @@ func TestSandboxEachAgent(t *testing.T) {
 				h := startWith(t, func(string) string { return agentsYAML(c) }, nil)
 				h.setCred(t, c.Cred, "sk-test-"+strings.ReplaceAll(c.Tool, "-", "")+"-5b0x")
 				name, _ := target(t)
-				lines := h.prompt(t, name, map[string]any{"agentic_tool": c.Tool, "prompt": c.ToolPrompt, "cwd": ".",
+				proj := filepath.Join(h.work, "proj") // a workspace is a project, not the executor's root
+				if err := os.Mkdir(proj, 0o777); err != nil || os.Chmod(proj, 0o777) != nil {
+					t.Fatal(err)
+				}
+				lines := h.prompt(t, name, map[string]any{"agentic_tool": c.Tool, "prompt": c.ToolPrompt, "cwd": "proj",
 					"permission_mode": "bypassPermissions", "timeout_ms": 120000, "sandbox": level})
 				_, result := decisions(lines)
 				if result == nil || result["status"] != "completed" {
 					t.Fatalf("result %v; stream %v", result, lines)
 				}
-				log, err := os.ReadFile(filepath.Join(h.work, "inside.log"))
+				log, err := os.ReadFile(filepath.Join(proj, "inside.log"))
 				if err != nil {
 					t.Fatalf("the tool did not run: %v; stream %v", err, lines)
 				}
@@ -121,5 +125,23 @@ func TestSandboxExecAndTerminal(t *testing.T) {
 	_ = s.exitCode(t)
 	if _, err := os.Stat(filepath.Join(h.work, "t")); err == nil {
 		t.Fatal("the terminal wrote outside its cwd")
+	}
+}
+
+// TestWorkspaceAtHomeRefused: a workspace whose cwd is the executor's root
+// (the user's home) is refused, naming cwd, for exec, terminals and
+// prompts; with --cwd . it wrote ~/.bashrc and ~/.ssh/authorized_keys.
+func TestWorkspaceAtHomeRefused(t *testing.T) {
+	h := startWith(t, nil, nil)
+	name, _ := target(t)
+	for path, body := range map[string]map[string]any{
+		"exec":      {"argv": []string{"touch", ".bashrc"}, "cwd": ".", "sandbox": "workspace"},
+		"terminals": {"cwd": "", "shell": "/bin/sh", "cols": 80, "rows": 24, "sandbox": "workspace"},
+		"prompt":    {"agentic_tool": "claude-code", "prompt": "x", "cwd": ".", "sandbox": "workspace"},
+	} {
+		code, out := h.do(t, "POST", "/v1/executors/"+name+"/"+path, body)
+		if code != 400 || !strings.Contains(fmt.Sprint(out), "invalid params: cwd:") || !strings.Contains(fmt.Sprint(out), "--cwd") {
+			t.Errorf("%s: %d %v, want 400 naming cwd", path, code, out)
+		}
 	}
 }

@@ -218,6 +218,26 @@ type Applied = protocol.SandboxInfo
 // ErrUnavailable: confinement was asked for and the kernel cannot give it.
 var ErrUnavailable = errors.New("sandbox unavailable")
 
+// ErrWorkspaceHome: a workspace is a project, never the home directory or
+// a directory above it, which would make everything of the user's
+// writable (~/.bashrc, ~/.ssh/authorized_keys).
+var ErrWorkspaceHome = errors.New("the workspace would be the home directory or above it: name a project directory with --cwd")
+
+// HomeWorkspace reports whether cwd, as a workspace, would hold home.
+func HomeWorkspace(cwd, home string) bool {
+	if home == "" || cwd == "" {
+		return false
+	}
+	c, h := filepath.Clean(cwd), filepath.Clean(home)
+	if r, err := filepath.EvalSymlinks(h); err == nil {
+		h = r
+	}
+	if r, err := filepath.EvalSymlinks(c); err == nil {
+		c = r
+	}
+	return c == h || c == "/" || strings.HasPrefix(h, c+"/")
+}
+
 // Resolve is the level a request gets: its own if allowed, the default
 // when it names none.
 func (p Policy) Resolve(requested string) (Level, error) {
@@ -245,6 +265,9 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 	a := Applied{Level: string(level), ABI: ABI()}
 	if level == Off {
 		return Spec{Level: Off}, a, nil
+	}
+	if level == Workspace && HomeWorkspace(cwd, home) {
+		return Spec{}, a, fmt.Errorf("%w (cwd %s)", ErrWorkspaceHome, cwd)
 	}
 	if a.ABI == 0 {
 		if p.Required {
@@ -306,6 +329,9 @@ func DirPath(dir *os.File) (string, error) {
 // allowed here (bad params, naming the field), or the kernel cannot give
 // it (executor unavailable, reason sandbox_unavailable).
 func Error(err error) error {
+	if errors.Is(err, ErrWorkspaceHome) {
+		return rpc.InvalidParams("cwd", err.Error())
+	}
 	if errors.Is(err, ErrUnavailable) {
 		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonSandboxUnavailable, "%v", err)
 	}

@@ -111,3 +111,28 @@ func TestForcedABI(t *testing.T) {
 		t.Fatal("not forced")
 	}
 }
+
+// TestHomeWorkspace: a workspace is a project, never the home directory
+// or above it (the README's own example wrote ~/.bashrc and
+// ~/.ssh/authorized_keys with the default --cwd).
+func TestHomeWorkspace(t *testing.T) {
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	link := filepath.Join(t.TempDir(), "home-link")
+	if err := os.Mkdir(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(home, link); err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{Self: os.Args[0]}
+	for cwd, refused := range map[string]bool{home: true, filepath.Dir(home): true, "/": true, link: true, proj: false} {
+		_, _, err := p.Prepare(Workspace, cwd, home, nil)
+		if got := errors.Is(err, ErrWorkspaceHome); got != refused || (!refused && err != nil && ABI() > 0) {
+			t.Errorf("workspace at %s: %v, want refused=%v", cwd, err, refused)
+		}
+		if _, _, err := p.Prepare(ReadOnly, cwd, home, nil); errors.Is(err, ErrWorkspaceHome) {
+			t.Errorf("read-only at %s refused: %v", cwd, err)
+		}
+	}
+}

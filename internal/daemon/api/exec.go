@@ -152,7 +152,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
-	level, err := s.sandboxLevel(b.Sandbox)
+	level, err := s.sandboxLevel(b.Sandbox, b.Cwd)
 	if err != nil {
 		writeError(w, err)
 		return

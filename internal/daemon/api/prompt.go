@@ -106,6 +106,11 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 			return started{}, false
 		}
 	}
+	// Refused before anything is stored for it.
+	if t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox, t.body.Cwd); err != nil {
+		writeError(w, err)
+		return started{}, false
+	}
 	s.quotaMu.Lock() // until the task is stored: the counts hold
 	defer s.quotaMu.Unlock()
 	if t.body.SessionID == "" {
@@ -124,10 +129,6 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 	bind := token.Binding{User: t.Executor, Session: t.sess.ID, Task: t.id, UID: t.UID}
 	if bind.User != t.Person {
 		bind.Person = t.Person
-	}
-	if t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox); err != nil {
-		writeError(w, err)
-		return started{}, false
 	}
 	if t.tok, err = s.Broker.StartTask(bind, broker.Mode(t.body.PermissionMode), t.body.Sandbox); err != nil {
 		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))

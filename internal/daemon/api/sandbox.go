@@ -1,6 +1,9 @@
 package api
 
 import (
+	"strings"
+
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -8,16 +11,30 @@ import (
 // sandboxLevel resolves a request's sandbox level against the
 // configuration (the executor applies the same file again), refusing one
 // not allowed; nil Sandbox: the request's own, or off.
-func (s *Server) sandboxLevel(requested string) (string, error) {
+func (s *Server) sandboxLevel(requested, cwd string) (string, error) {
 	if err := protocol.ValidSandbox(requested); err != nil {
 		return "", err
 	}
 	if s.Sandbox == nil {
-		return requested, nil
+		return requested, workspaceCwd(requested, cwd)
 	}
 	l, err := s.Sandbox.Resolve(requested)
 	if err != nil {
 		return "", rpc.InvalidParams("sandbox", err.Error())
 	}
-	return string(l), nil
+	return string(l), workspaceCwd(string(l), cwd)
+}
+
+// workspaceCwd refuses a workspace whose cwd is plainly the home directory
+// ("", ".", "~", "/"): a workspace is a project. The executor decides for
+// every other path (sandbox.HomeWorkspace), knowing the home.
+func workspaceCwd(level, cwd string) error {
+	if level != string(sandbox.Workspace) {
+		return nil
+	}
+	switch strings.TrimSuffix(strings.TrimSpace(cwd), "/") {
+	case "", ".", "~", "/":
+		return rpc.InvalidParams("cwd", sandbox.ErrWorkspaceHome.Error())
+	}
+	return nil
 }

@@ -189,7 +189,7 @@ func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	if p.Sandbox, err = s.sandboxLevel(p.Sandbox); err != nil {
+	if p.Sandbox, err = s.sandboxLevel(p.Sandbox, p.Cwd); err != nil {
 		writeError(w, err)
 		return
 	}
