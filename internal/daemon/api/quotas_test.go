@@ -74,7 +74,10 @@ func newQuotaEnv(t *testing.T, q config.Quotas, maxConns int) *quotaEnv {
 	b := broker.New(broker.Config{Tokens: token.New(time.Hour, 100), Keys: creds, Sink: sink, Audit: al, Log: discard})
 	srv := &Server{Store: db, Creds: creds, Audit: al, Events: sink, Broker: b, Pool: p, Backend: p.Backend,
 		Accounts: resolver, Quotas: q, Log: discard,
-		Admit: func(ctx context.Context, person string) (uint32, error) { ex, err := pol.Check(ctx, person); return uint32(ex.UID), err }}
+		Admit: func(ctx context.Context, person string) (uint32, error) {
+			ex, err := pol.Check(ctx, person)
+			return uint32(ex.UID), err
+		}}
 	e := &quotaEnv{srv: srv, db: db, dir: dir, socks: map[uint32]string{}}
 	h := srv.Handler()
 	for _, uid := range []uint32{alice, bob, carol} {
