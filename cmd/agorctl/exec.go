@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/wire/apiwire"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 func newExec(a *app) *cobra.Command {
@@ -44,6 +46,7 @@ failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 			if err != nil {
 				return err
 			}
+			sandboxWarning(a.stderr, res.Sandbox)
 			if res.Signal != "" {
 				fmt.Fprintf(a.stderr, "agorctl exec: killed by %s\n", res.Signal)
 				return exitWith(128 + 9)
@@ -83,4 +86,13 @@ func workspaceCwd(level, cwd string) error {
 		return usageErrorf("--sandbox workspace needs a project directory: name it with --cwd (the workspace would be your whole home)")
 	}
 	return nil
+}
+
+// sandboxWarning says, where a person sees it, that a sandbox level asked
+// for was not enforced (the kernel has no Landlock and the configuration
+// lets such work run unconfined).
+func sandboxWarning(w io.Writer, got *protocol.SandboxInfo) {
+	if got != nil && !got.Enforced && got.Warning != "" {
+		fmt.Fprintf(w, "warning: sandbox %s not enforced: %s\n", got.Level, got.Warning)
+	}
 }

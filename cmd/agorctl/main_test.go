@@ -70,6 +70,8 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	m.HandleFunc("GET /v1/sessions", reply(apiwire.SessionList{Sessions: []apiwire.SessionView{{ID: "s1", UnixUser: "alice", AgenticTool: "codex", Cwd: ".", Status: "idle", UpdatedAt: now}}}))
 	m.HandleFunc("GET /v1/sessions/changed/tasks", reply(map[string]any{"tasks": "a reply of another shape"}))
 	m.HandleFunc("GET /v1/sessions/s1/tasks", reply(apiwire.TaskList{Tasks: []apiwire.TaskView{{ID: "t1", SessionID: "s1", Status: "completed", Prompt: "hello", CreatedAt: now}}}))
+	m.HandleFunc("POST /v1/executors/bob/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{
+		Sandbox: &protocol.SandboxInfo{Level: "workspace", Warning: "this kernel has no Landlock (ABI 0): running unconfined"}}}))
 	m.HandleFunc("POST /v1/executors/alice/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{ExitCode: 3}, Stdout: "hi\n"}))
 	m.HandleFunc("PUT /v1/executors/alice", reply(map[string]any{"user": "alice", "connected": true}))
 	m.HandleFunc("PUT /v1/credentials/{name}", reply(struct{}{}))
@@ -262,5 +264,15 @@ func TestWorkspaceNeedsCwd(t *testing.T) {
 	}
 	if n := d.calls.Load(); n != 0 {
 		t.Errorf("%d calls reached the daemon", n)
+	}
+}
+
+// TestSandboxWarningPrinted: a level not enforced is printed where the
+// person sees it (it was only in the JSON).
+func TestSandboxWarningPrinted(t *testing.T) {
+	d := newFakeDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "exec", "bob", "--api", d.socket, "--sandbox", "workspace", "--cwd", "proj", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: sandbox workspace not enforced: this kernel has no Landlock") {
+		t.Fatalf("exit %d: %q", r.code, r.stderr)
 	}
 }

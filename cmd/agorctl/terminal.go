@@ -64,10 +64,12 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 func runTerminal(ctx context.Context, a *app, c *apiclient.Client, stdin *os.File, name string, p protocol.SpawnTerminalParams, id string) error {
 	p.Cols, p.Rows = termSize(stdin)
 	if id == "" {
-		var err error
-		if id, err = c.SpawnTerminal(ctx, name, p); err != nil {
+		res, err := c.SpawnTerminal(ctx, name, p)
+		if err != nil {
 			return err
 		}
+		id = res.TerminalID
+		sandboxWarning(a.stderr, res.Sandbox)
 	}
 	t, err := c.AttachTerminal(ctx, name, id)
 	if err != nil {

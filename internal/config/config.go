@@ -109,7 +109,9 @@ func Default() Config {
 		MinUID:                   1000,
 	}, API: API{SocketPath: "/run/agor/daemon.sock", AdminGroup: "agor-admins", TokensFile: "/etc/agor/api-tokens",
 		MaxFileBytes: 1 << 30, MaxWatchStreams: 8, MaxConnsPerUID: 64},
-		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}},
+		// Required: on a kernel (or unit) without Landlock, confinement
+		// asked for is refused rather than silently not given.
+		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}, Required: true},
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
 		Slurm:   DefaultSlurm(),
 		Quotas:  DefaultQuotas(), Retention: DefaultRetention(),

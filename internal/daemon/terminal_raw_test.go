@@ -59,7 +59,8 @@ func TestDaemonTerminalRaw(t *testing.T) {
 	name, _ := target(t)
 	c := apiclient.New(h.sock)
 	ctx := context.Background()
-	id, err := c.SpawnTerminal(ctx, name, protocol.SpawnTerminalParams{Cwd: ".", Shell: "/bin/sh", Cols: 80, Rows: 24})
+	spawned, err := c.SpawnTerminal(ctx, name, protocol.SpawnTerminalParams{Cwd: ".", Shell: "/bin/sh", Cols: 80, Rows: 24})
+	id := spawned.TerminalID
 	if err != nil {
 		t.Fatal(err)
 	}

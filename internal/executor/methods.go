@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/version"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -26,6 +27,9 @@ func (s *Server) ping(context.Context, struct{}) (protocol.PingResult, error) {
 		User:      CurrentUser(),
 		Version:   version.Version,
 		UptimeMS:  now.Sub(s.started).Milliseconds(),
+		// Asked each time: cheap (one system call), and what a doctor
+		// wants is the kernel's answer to this process now.
+		LandlockABI: sandbox.ABI(),
 	}, nil
 }
 

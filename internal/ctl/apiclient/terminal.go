@@ -20,14 +20,10 @@ import (
 )
 
 // SpawnTerminal starts a terminal in user's executor and returns its id.
-func (c *Client) SpawnTerminal(ctx context.Context, user string, p protocol.SpawnTerminalParams) (string, error) {
-	var res struct {
-		TerminalID string `json:"terminal_id"`
-	}
-	if err := c.Do(ctx, "POST", "/v1/executors/"+url.PathEscape(user)+"/terminals", p, &res); err != nil {
-		return "", err
-	}
-	return res.TerminalID, nil
+func (c *Client) SpawnTerminal(ctx context.Context, user string, p protocol.SpawnTerminalParams) (protocol.SpawnTerminalResult, error) {
+	var res protocol.SpawnTerminalResult
+	err := c.Do(ctx, "POST", "/v1/executors/"+url.PathEscape(user)+"/terminals", p, &res)
+	return res, err
 }
 
 // Terminal is an attached terminal over an upgraded connection to the

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/agor-sh/agor/internal/ctl/apiclient"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/sandbox"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // Statuses of a doctor check. A check that does not apply here is a warn
@@ -85,8 +87,11 @@ type Doctor struct {
 	spawnAs func(uid, gid int) (Process, func(), error)
 	// ids is the user database the daemon and executors ask.
 	ids *identity.Resolver
-	// landlock is the kernel's Landlock ABI (0: none).
-	landlock func() int
+	// landlock is the kernel's Landlock ABI (0: none) as agorctl's own
+	// process sees it; executorLandlock as the sample user's executor
+	// does, through the daemon (ok false: no executor could be asked).
+	landlock         func() int
+	executorLandlock func(ctx context.Context, user string) (abi int, ok bool)
 
 	// user, when set, is the sample: the account the checks try.
 	user string
@@ -190,7 +195,23 @@ func Host(cfgPath, socket string) *Doctor {
 		spawnAs:     spawnAs,
 		ids:         identity.Default(),
 		landlock:    sandbox.ABI,
+		executorLandlock: func(ctx context.Context, user string) (int, bool) {
+			return executorLandlock(ctx, socket, user)
+		},
 	}
+}
+
+// executorLandlock is the Landlock ABI user's executor reports: ensured
+// through the daemon, as a task's would be.
+func executorLandlock(ctx context.Context, socket, user string) (int, bool) {
+	if user == "" {
+		return 0, false
+	}
+	var out struct{ Ping *protocol.PingResult }
+	if err := apiclient.New(socket).Do(ctx, "PUT", "/v1/executors/"+url.PathEscape(user), nil, &out); err != nil || out.Ping == nil {
+		return 0, false
+	}
+	return out.Ping.LandlockABI, true
 }
 
 func runCommand(ctx context.Context, name string, args ...string) (string, error) {

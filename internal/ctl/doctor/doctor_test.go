@@ -355,8 +355,17 @@ func TestDoctorSandbox(t *testing.T) {
 	if l := line(); !strings.HasPrefix(l, "ok") || !strings.Contains(l, "Landlock ABI 7") {
 		t.Fatalf("sandbox: %q", l)
 	}
+	// Where tasks run decides: an executor without Landlock (its unit's or
+	// container's seccomp filter refusing the calls) though agorctl's own
+	// process has it.
+	d.executorLandlock = func(context.Context, string) (int, bool) { return 0, true }
+	write(t, d.configPath, 0o644, "sandbox:\n  default: workspace\n  required: false\n")
+	if l := line(); !strings.HasPrefix(l, "warn") || !strings.Contains(l, "executor") || !strings.Contains(l, "unconfined") {
+		t.Fatalf("an executor without Landlock: %q", l)
+	}
+	d.executorLandlock = nil
 	d.landlock = func() int { return 0 }
-	write(t, d.configPath, 0o644, "sandbox:\n  default: workspace\n")
+	write(t, d.configPath, 0o644, "sandbox:\n  default: workspace\n  required: false\n")
 	if l := line(); !strings.HasPrefix(l, "warn") || !strings.Contains(l, "unconfined") {
 		t.Fatalf("no Landlock, not required: %q", l)
 	}

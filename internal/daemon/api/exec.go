@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/randid"
 
 	"github.com/agor-sh/agor/internal/wire/apiwire"
@@ -171,6 +172,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	s.sandboxApplied(audit.Record{User: sub.Person, Sandbox: level}, res.Sandbox)
 	// Notifications and the response arrive in send order: all output is in.
 	s.Outputs.mu.Lock()
 	stdout, stderr, dropped := out.stdout, out.stderr, out.dropped
@@ -211,6 +213,9 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request, id string, o
 	go func() {
 		var d execDone
 		d.err = s.Pool.Call(ctx, subjectOf(r).Executor, protocol.MethodExec, params, &d.res)
+		if d.err == nil {
+			s.sandboxApplied(audit.Record{User: subjectOf(r).Person, Sandbox: params.Sandbox}, d.res.Sandbox)
+		}
 		done <- d
 	}()
 	lw := &lineWriter{w: w, rc: http.NewResponseController(w)}

@@ -238,6 +238,7 @@ func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine
 			msg = r.Error.Message
 		}
 	}
+	s.sandboxApplied(audit.Record{User: sess.UnixUser, Session: sess.ID, Task: task}, r.Sandbox)
 	s.metrics.taskEnded(string(status))
 	if err := s.Store.SetTaskStatus(task, status, last.Result, msg); err != nil {
 		s.log().Warn("task status not stored", "task", task, "err", err)

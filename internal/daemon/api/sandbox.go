@@ -3,6 +3,7 @@ package api
 import (
 	"strings"
 
+	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -37,4 +38,21 @@ func workspaceCwd(level, cwd string) error {
 		return rpc.InvalidParams("cwd", sandbox.ErrWorkspaceHome.Error())
 	}
 	return nil
+}
+
+// sandboxApplied makes a confinement the executor says it could not
+// enforce loud: a journal warning and an audit record, not only a field
+// in the reply (the record of the task's start names the level asked).
+func (s *Server) sandboxApplied(ref audit.Record, got *protocol.SandboxInfo) {
+	if got == nil || got.Enforced || got.Level == string(sandbox.Off) && got.Warning == "" {
+		return
+	}
+	s.log().Warn("sandbox not enforced", "user", ref.User, "task", ref.Task, "sandbox", got.Level, "warning", got.Warning)
+	if s.Audit != nil {
+		ref.Action, ref.Reason = audit.SandboxUnenforced, got.Warning
+		if ref.Sandbox == "" {
+			ref.Sandbox = got.Level
+		}
+		s.Audit.Log(ref)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rawframe"
@@ -199,6 +200,7 @@ func (s *Server) spawnTerminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	s.sandboxApplied(audit.Record{User: person, Sandbox: p.Sandbox}, res.Sandbox)
 	if s.SharedAccount != "" {
 		s.Terminals.own(res.TerminalID, person)
 	}

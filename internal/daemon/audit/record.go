@@ -34,6 +34,10 @@ const (
 	AccountPurged Action = "account_purged"
 	// FileWritten: a file was written through the API (Path, Bytes).
 	FileWritten Action = "file_written"
+	// SandboxUnenforced: a task, exec or terminal asked for a sandbox
+	// level the kernel did not enforce, and ran unconfined (Sandbox, the
+	// level; Reason, the executor's warning).
+	SandboxUnenforced Action = "sandbox_unenforced"
 )
 
 // Record is one entry of the trail. It names a credential, never its

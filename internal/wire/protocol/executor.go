@@ -11,6 +11,10 @@ type PingResult struct {
 	User      string `json:"user"`
 	Version   string `json:"version"`
 	UptimeMS  int64  `json:"uptime_ms"`
+	// LandlockABI is the Landlock ABI the executor's own process gets
+	// (0: none, or refused by its unit's or container's seccomp filter):
+	// what its tasks' sandbox can be, as seen from where they run.
+	LandlockABI int `json:"landlock_abi,omitempty"`
 }
 
 // ShutdownParams asks the executor to stop, letting in-flight work finish
