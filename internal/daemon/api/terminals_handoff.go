@@ -128,13 +128,13 @@ func readStatus(rrd *bufio.Reader, n int) (protocol.RawHandoffStatus, error) {
 	return st, nil
 }
 
-// readLine reads one line of at most max bytes, keeping no more than that.
-func readLine(rd *bufio.Reader, max int) ([]byte, error) {
+// readLine reads one line of at most limit bytes, keeping no more than that.
+func readLine(rd *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
 		part, err := rd.ReadSlice('\n')
-		if len(line)+len(part) > max {
-			return nil, fmt.Errorf("%w: a line over %d bytes", errBadStatus, max)
+		if len(line)+len(part) > limit {
+			return nil, fmt.Errorf("%w: a line over %d bytes", errBadStatus, limit)
 		}
 		line = append(line, part...)
 		if !errors.Is(err, bufio.ErrBufferFull) {

@@ -19,10 +19,13 @@ import (
 // daemon's CPU from everyone else. Pacing waits instead of dropping: a
 // dropped notification would lose output or a transcript, and only the
 // sender's own calls wait behind it.
-const (
-	DefaultNotifyRate  rate.Limit = 4000 // per second: 4000 small notifications, ~250 MiB/s of large ones
-	DefaultNotifyBurst            = 8000
-)
+
+// DefaultNotifyRate is a user's notifications a second: 4000 small ones,
+// or about 250 MiB/s of large ones (see cost).
+const DefaultNotifyRate rate.Limit = 4000
+
+// DefaultNotifyBurst is the notifications a user may send at once.
+const DefaultNotifyBurst = 8000
 
 // costUnit is the size a notification costs one unit of the allowance
 // per: a line of rpc's largest (1 MiB) costs 17, an output chunk 1 or 2.
