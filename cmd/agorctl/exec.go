@@ -92,7 +92,13 @@ func workspaceCwd(level, cwd string) error {
 // for was not enforced (the kernel has no Landlock and the configuration
 // lets such work run unconfined).
 func sandboxWarning(w io.Writer, got *protocol.SandboxInfo) {
-	if got != nil && !got.Enforced && got.Warning != "" {
+	if got == nil {
+		return
+	}
+	if !got.Enforced && got.Warning != "" {
 		fmt.Fprintf(w, "warning: sandbox %s not enforced: %s\n", got.Level, got.Warning)
+	}
+	for _, u := range got.Undone {
+		fmt.Fprintf(w, "warning: undid the confined command's change to .git/%s: git would have run it outside the sandbox\n", u)
 	}
 }

@@ -145,3 +145,46 @@ func TestWorkspaceAtHomeRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptGitHooksPutBack: a hook planted by a confined agent (Claude
+// Code, its tool turn under workspace) is undone when the turn ends,
+// said by an error event and the task's result, so the next unconfined
+// git commit does not run it.
+func TestPromptGitHooksPutBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an agent CLI")
+	}
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	home, err := os.MkdirTemp("", "agor-githooks-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	_ = os.Chmod(home, 0o777)
+	const plant = `printf '#!/bin/sh\necho planted >> ~/.bashrc\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo planted`
+	c := agenttest.CasesRunning(t, home, 0, plant)[0] // claude-code
+	h := startWith(t, func(string) string { return agentsYAML(c) }, nil)
+	h.setCred(t, c.Cred, "sk-test-claude-9h0k")
+	name, _ := target(t)
+	hooks := filepath.Join(h.work, "proj", ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(h.work, "proj"), filepath.Join(h.work, "proj", ".git"), hooks} {
+		_ = os.Chmod(d, 0o777)
+	}
+	lines := h.prompt(t, name, map[string]any{"agentic_tool": c.Tool, "prompt": c.ToolPrompt, "cwd": "proj",
+		"permission_mode": "bypassPermissions", "timeout_ms": 120000, "sandbox": "workspace"})
+	_, result := decisions(lines)
+	if result == nil || result["status"] != "completed" || !strings.Contains(fmt.Sprint(lines), "planted") {
+		t.Fatalf("the tool did not run: result %v; stream %v", result, lines)
+	}
+	if _, err := os.Stat(filepath.Join(hooks, "pre-commit")); err == nil {
+		t.Fatal("the planted hook is still there")
+	}
+	if !strings.Contains(fmt.Sprint(result["warnings"]), ".git/hooks/pre-commit (added)") {
+		t.Errorf("result warnings %v", result["warnings"])
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/executor/childenv"
 	"github.com/agor-sh/agor/internal/executor/fsroot"
+	"github.com/agor-sh/agor/internal/executor/gitguard"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -70,6 +72,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 		return protocol.ExecResult{}, err
 	}
 	defer spec.Cleanup()
+	guard := guardGit(spec)
 	if p.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(p.TimeoutMS)*time.Millisecond)
@@ -84,6 +87,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecParams
 	waitErr := cmd.Wait()
 	stopKiller()
 	res, err := result(ctx, cmd, waitErr)
+	applied.Undone = s.restoreGit(guard)
 	if applied.Level != string(sandbox.Off) {
 		res.Sandbox = &applied
 	}
@@ -195,4 +199,24 @@ func result(ctx context.Context, cmd *exec.Cmd, waitErr error) (protocol.ExecRes
 		return res, ctx.Err() // answered as "request cancelled"
 	}
 	return res, nil
+}
+
+// guardGit snapshots the hooks and config of the repository a workspace
+// holds, which the confined command may write but git runs later outside
+// the sandbox (gitguard); nil at any other level.
+func guardGit(spec sandbox.Spec) *gitguard.Guard {
+	if spec.Level != sandbox.Workspace {
+		return nil
+	}
+	return gitguard.Snapshot(spec.Cwd)
+}
+
+// restoreGit puts them back once the command's process group is gone and
+// says what it undid.
+func (s *Service) restoreGit(g *gitguard.Guard) []string {
+	undone, err := g.Restore()
+	if len(undone) > 0 || err != nil {
+		slog.Warn("confined work changed the repository's hooks or config: put back", "undone", undone, "err", err)
+	}
+	return undone
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +82,40 @@ func TestExecSandboxNotAllowed(t *testing.T) {
 	_, _, _, err := cl.exec(context.Background(), protocol.ExecParams{Argv: []string{"true"}, Cwd: "work", Sandbox: "read-only"})
 	if !rpc.IsCode(err, rpc.CodeInvalidParams) || !strings.Contains(err.Error(), "not allowed") {
 		t.Fatalf("read-only not allowed: %v", err)
+	}
+}
+
+// TestExecGitHooksPutBack: a confined exec that plants a git hook and
+// points core.hooksPath elsewhere has both undone when it ends, and the
+// reply says so; a commit's own writes to .git stay.
+func TestExecGitHooksPutBack(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	cl := setupWith(t, policy(t, false))
+	git := filepath.Join(cl.root, "work", ".git")
+	if err := os.MkdirAll(filepath.Join(git, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(git, "config"), []byte("[core]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `printf '#!/bin/sh\necho x >> ~/.bashrc\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; ` +
+		`printf '[core]\n\thooksPath = /tmp/x\n' > .git/config; echo work > .git/index`
+	res, _, _, err := cl.exec(context.Background(), protocol.ExecParams{Argv: []string{"sh", "-c", script}, Cwd: "work", Sandbox: "workspace"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(git, "hooks", "pre-commit")); err == nil {
+		t.Error("the planted hook is still there")
+	}
+	if b, _ := os.ReadFile(filepath.Join(git, "config")); string(b) != "[core]\n" {
+		t.Errorf("config %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(git, "index")); err != nil {
+		t.Error("the command's own .git/index is gone")
+	}
+	if res.Sandbox == nil || !slices.Equal(res.Sandbox.Undone, []string{"config changed", "hooks/pre-commit added"}) {
+		t.Errorf("sandbox %+v", res.Sandbox)
 	}
 }

@@ -44,6 +44,19 @@ func (h *host) Emit(ev agent.Event) {
 	}
 }
 
+// noteUndone reports what the executor put back in the workspace's .git
+// after the turn.
+func (h *host) noteUndone(undone []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, u := range undone {
+		file, how, _ := strings.Cut(u, " ")
+		msg := "undid the confined agent's change to .git/" + file + " (" + how + "): git would have run it outside the sandbox"
+		h.unconfined = append(h.unconfined, msg)
+		h.emitLocked(agent.Event{Type: protocol.EventError, Data: map[string]any{"code": protocol.TaskSandbox, "message": msg}})
+	}
+}
+
 // warnings are what the task's result records besides its status.
 func (h *host) warnings() []string {
 	h.mu.Lock()

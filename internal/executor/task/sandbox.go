@@ -1,10 +1,12 @@
 package task
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/agor-sh/agor/internal/executor/agent"
+	"github.com/agor-sh/agor/internal/executor/gitguard"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
@@ -96,4 +98,30 @@ func sandboxEvent(applied protocol.SandboxInfo) agent.Event {
 		data["warning"] = applied.Warning
 	}
 	return agent.Event{Type: protocol.EventSandbox, Data: data}
+}
+
+// guardGit snapshots the hooks and config of the repository a workspace
+// holds: the confined agent may write .git (it commits), but git runs
+// hooks and reads config later, outside the sandbox (gitguard). nil at
+// any other level: read-only cannot write them, off is the user's own.
+func guardGit(spec sandbox.Spec) *gitguard.Guard {
+	if spec.Level != sandbox.Workspace {
+		return nil
+	}
+	return gitguard.Snapshot(spec.Cwd)
+}
+
+// restoreGit puts them back after a turn (and when the agent's process
+// is gone: its children may outlive a turn) and says what it undid: an
+// error event and a warning in the task's result when h is the turn's
+// host, a journal warning always.
+func restoreGit(h *host, g *gitguard.Guard) {
+	undone, err := g.Restore()
+	if len(undone) == 0 && err == nil {
+		return
+	}
+	slog.Warn("a confined agent changed its repository's hooks or config: put back", "undone", undone, "err", err)
+	if h != nil {
+		h.noteUndone(undone)
+	}
 }

@@ -134,7 +134,9 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
 	}
+	guard := guardGit(spec)
 	res, live, err := s.open(ctx, a, req, h)
+	restoreGit(h, guard)
 	out := s.result(ctx, res, err)
 	out.Sandbox, out.Warnings = box, h.warnings()
 	if res.AgentSession != "" {
@@ -143,7 +145,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 	}
 	if live != nil {
 		s.pool().put(&warmAgent{key: warmKey(p), settings: want, live: live,
-			agentSession: res.AgentSession, box: box, cleanup: spec.Cleanup})
+			agentSession: res.AgentSession, box: box, guard: guard, cleanup: func() { restoreGit(nil, guard); spec.Cleanup() }})
 	} else {
 		spec.Cleanup()
 	}
@@ -173,6 +175,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 		h.Emit(sandboxEvent(*w.box))
 	}
 	res, err := w.live.Turn(ctx, req, h)
+	restoreGit(h, w.guard)
 	if errors.Is(err, agent.ErrGone) {
 		s.log().Info("warm agent cannot run the turn; resuming cold", "task", p.TaskID, "agentic_tool", p.Tool, "err", err)
 		s.pool().stopLater(w)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/executor/agent"
+	"github.com/agor-sh/agor/internal/executor/gitguard"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
@@ -45,8 +46,9 @@ type warmAgent struct {
 	live         agent.Live
 	agentSession string
 	box          *protocol.SandboxInfo
-	cleanup      func() // the sandbox spec's, once the process is gone
-	release      func() // the executor hold, while it is kept
+	guard        *gitguard.Guard // its workspace's .git hooks and config, put back after each turn
+	cleanup      func()          // the sandbox spec's, once the process is gone
+	release      func()          // the executor hold, while it is kept
 	used         time.Time
 	idle         *time.Timer
 }

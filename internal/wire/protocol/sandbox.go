@@ -27,4 +27,9 @@ type SandboxInfo struct {
 	ABI      int    `json:"abi"`
 	Enforced bool   `json:"enforced"`
 	Warning  string `json:"warning,omitempty"`
+	// Undone is what the executor put back after the confined process
+	// ended: changes it made to .git/hooks or .git/config in its
+	// workspace ("hooks/pre-commit added"), which git would run later
+	// outside the sandbox.
+	Undone []string `json:"undone,omitempty"`
 }

@@ -1,0 +1,73 @@
+package gitguard
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func write(t *testing.T, path, data string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(path, mode)
+}
+
+// TestRestore: what a confined task did to hooks and config is undone and
+// named; the rest of .git (objects, index: a commit) is left alone.
+func TestRestore(t *testing.T) {
+	repo := t.TempDir()
+	git := filepath.Join(repo, ".git")
+	write(t, filepath.Join(git, "config"), "[core]\n\tbare = false\n", 0o644)
+	write(t, filepath.Join(git, "hooks", "pre-push.sample"), "#!/bin/sh\n", 0o755)
+	write(t, filepath.Join(git, "hooks", "post-merge"), "#!/bin/sh\necho mine\n", 0o755)
+	g := Snapshot(repo)
+
+	write(t, filepath.Join(git, "hooks", "pre-commit"), "#!/bin/sh\necho x >> ~/.bashrc\n", 0o755)
+	write(t, filepath.Join(git, "config"), "[core]\n\thooksPath = /tmp/evil\n", 0o644)
+	_ = os.Remove(filepath.Join(git, "hooks", "post-merge"))
+	_ = os.Chmod(filepath.Join(git, "hooks", "pre-push.sample"), 0o777)
+	write(t, filepath.Join(git, "index"), "a commit's work", 0o644)
+
+	changed, err := g.Restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"config changed", "hooks/post-merge removed", "hooks/pre-commit added", "hooks/pre-push.sample changed"}
+	if !slices.Equal(changed, want) {
+		t.Fatalf("changed %q, want %q", changed, want)
+	}
+	if _, err := os.Stat(filepath.Join(git, "hooks", "pre-commit")); err == nil {
+		t.Error("the planted hook is still there")
+	}
+	if b, _ := os.ReadFile(filepath.Join(git, "config")); string(b) != "[core]\n\tbare = false\n" {
+		t.Errorf("config %q", b)
+	}
+	if fi, _ := os.Stat(filepath.Join(git, "hooks", "post-merge")); fi == nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("post-merge back: %v", fi)
+	}
+	if fi, _ := os.Stat(filepath.Join(git, "hooks", "pre-push.sample")); fi.Mode().Perm() != 0o755 {
+		t.Errorf("pre-push.sample mode %v", fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(git, "index")); err != nil {
+		t.Error("the index was touched")
+	}
+	if again, _ := g.Restore(); len(again) != 0 {
+		t.Errorf("a second restore changed %q", again)
+	}
+}
+
+func TestNoRepository(t *testing.T) {
+	if g := Snapshot(t.TempDir()); g != nil {
+		t.Fatal("a guard without .git")
+	}
+	var g *Guard
+	if changed, err := g.Restore(); changed != nil || err != nil {
+		t.Fatal(changed, err)
+	}
+}
