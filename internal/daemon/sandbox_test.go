@@ -188,3 +188,61 @@ func TestPromptGitHooksPutBack(t *testing.T) {
 		t.Errorf("result warnings %v", result["warnings"])
 	}
 }
+
+// plantCommand tries, from a confined agent's tool, to plant what an
+// unconfined run would read later: Claude Code's settings (hooks), the
+// npm cache; and writes its own confined state, which it may.
+const plantCommand = `mkdir -p "$HOME/.claude" "$HOME/.npm" 2>/dev/null; ` +
+	`echo '{"hooks":{}}' > "$HOME/.claude/settings.json"; echo x > "$HOME/.npm/planted"; echo x > "$CLAUDE_CONFIG_DIR/planted"; ` +
+	`for f in "$HOME/.claude/settings.json" "$HOME/.npm/planted" "$CLAUDE_CONFIG_DIR/planted"; do ` +
+	`[ -e "$f" ] && echo "written $f" || echo "denied $f"; done >> plant.log 2>/dev/null; true`
+
+// TestConfinedAgentStateApart: a confined Claude Code keeps its state in
+// a directory of its own (CLAUDE_CONFIG_DIR, the caches), so it cannot
+// write the user's ~/.claude/settings.json (hooks the next unconfined
+// prompt would run) or the npm cache, which it could at every level.
+func TestConfinedAgentStateApart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an agent CLI")
+	}
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	for _, level := range []string{"workspace", "read-only"} {
+		t.Run(level, func(t *testing.T) {
+			home, err := os.MkdirTemp("", "agor-plant-home")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(home) })
+			_ = os.Chmod(home, 0o777)
+			c := agenttest.CasesRunning(t, home, 0, plantCommand)[0] // claude-code
+			h := startWith(t, func(string) string { return agentsYAML(c) }, nil)
+			h.setCred(t, c.Cred, "sk-test-claude-p1nt")
+			name, _ := target(t)
+			proj := filepath.Join(h.work, "proj")
+			if err := os.Mkdir(proj, 0o777); err != nil || os.Chmod(proj, 0o777) != nil {
+				t.Fatal(err)
+			}
+			lines := h.prompt(t, name, map[string]any{"agentic_tool": c.Tool, "prompt": c.ToolPrompt, "cwd": "proj",
+				"permission_mode": "bypassPermissions", "timeout_ms": 120000, "sandbox": level})
+			if _, result := decisions(lines); result == nil || result["status"] != "completed" {
+				t.Fatalf("result %v; stream %v", result, lines)
+			}
+			if _, err := os.Stat(filepath.Join(home, ".claude", "settings.json")); err == nil {
+				t.Error("the confined agent wrote the user's ~/.claude/settings.json")
+			}
+			if _, err := os.Stat(filepath.Join(home, ".npm", "planted")); err == nil {
+				t.Error("the confined agent wrote the user's npm cache")
+			}
+			if level == "workspace" { // read-only: the log itself cannot be written in the cwd
+				log, _ := os.ReadFile(filepath.Join(proj, "plant.log"))
+				for _, want := range []string{"denied " + home + "/.claude/settings.json", "denied " + home + "/.npm/planted", "written " + home + "/.local/state/agor/confined/claude-code/.claude/planted"} {
+					if !strings.Contains(string(log), want) {
+						t.Errorf("no %q in %q", want, log)
+					}
+				}
+			}
+		})
+	}
+}

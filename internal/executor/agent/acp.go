@@ -40,8 +40,8 @@ type ACP struct {
 	Setup func(req *Request) ([]string, error)
 	// ToolOutput, when set, finds what a finished tool call printed when
 	// the agent's tool_call_update carries nothing (gemini's shell tool):
-	// from the agent's own session record beneath home.
-	ToolOutput func(ctx context.Context, home, sessionID, toolCallID string) string
+	// from the agent's own session record, found from its environment.
+	ToolOutput func(ctx context.Context, env []string, sessionID, toolCallID string) string
 }
 
 var _ Opener = (*ACP)(nil)
@@ -77,8 +77,8 @@ func (a *ACP) Open(ctx context.Context, req Request, host Host) (Result, Live, e
 	}
 	l := &acpLive{p: p, kill: kill, c: &acpClient{}}
 	if a.ToolOutput != nil {
-		home := Getenv(req.Env, "HOME")
-		l.c.toolOutput = func(ctx context.Context, sid, id string) string { return a.ToolOutput(ctx, home, sid, id) }
+		env := req.Env
+		l.c.toolOutput = func(ctx context.Context, sid, id string) string { return a.ToolOutput(ctx, env, sid, id) }
 	}
 	l.c.conn, l.served = p.ServeRPC(procCtx, rpc.HandlerFunc(l.c.handle), rpc.Options{
 		OnLine: keyRedactor(req.Env, a.Key),

@@ -41,10 +41,10 @@ func NewGemini(general map[string]any) *ACP {
 }
 
 func geminiSetup(req *Request, general map[string]any) ([]string, error) {
-	home, err := acpHome(req)
-	if err != nil {
+	if _, err := acpHome(req); err != nil {
 		return nil, err
 	}
+	home := geminiHome(req.Env)
 	if err := geminiSettings(filepath.Join(home, ".gemini", "settings.json"), general); err != nil {
 		return nil, err
 	}
@@ -133,4 +133,13 @@ func renameAside(path, short string) error {
 		}
 	}
 	return fmt.Errorf("%s: no free name to move it aside", path)
+}
+
+// geminiHome is where gemini keeps .gemini: $GEMINI_CLI_HOME when set (a
+// confined agent's state, kept apart from the user's), else $HOME.
+func geminiHome(env []string) string {
+	if h := Getenv(env, "GEMINI_CLI_HOME"); filepath.IsAbs(h) {
+		return h
+	}
+	return Getenv(env, "HOME")
 }

@@ -24,7 +24,8 @@ const geminiRecordLine = 16 << 20
 // functionResponse in the session's record
 // (~/.gemini/tmp/PROJECT/chats/session-STAMP-ID8.jsonl) right after. ""
 // when the record does not have it within geminiRecordWait.
-func geminiToolOutput(ctx context.Context, home, sessionID, toolCallID string) string {
+func geminiToolOutput(ctx context.Context, env []string, sessionID, toolCallID string) string {
+	home := geminiHome(env)
 	if len(sessionID) < 8 || home == "" {
 		return ""
 	}

@@ -80,10 +80,10 @@ not json "call_1"
 	if err := os.WriteFile(filepath.Join(chats, "session-2026-11-25T10-00-4186670a.jsonl"), []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := geminiToolOutput(t.Context(), home, "4186670a-dd2b", "call_1"); got != "Output: printed\nProcess Group PGID: 7" {
+	if got := geminiToolOutput(t.Context(), []string{"HOME=" + home}, "4186670a-dd2b", "call_1"); got != "Output: printed\nProcess Group PGID: 7" {
 		t.Errorf("call_1: %q", got)
 	}
-	if got := geminiToolOutput(t.Context(), home, "ffffffff-0000", "call_1"); got != "" {
+	if got := geminiToolOutput(t.Context(), []string{"HOME=" + home}, "ffffffff-0000", "call_1"); got != "" {
 		t.Errorf("another session's record was read: %q", got)
 	}
 }

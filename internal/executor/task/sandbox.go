@@ -1,9 +1,14 @@
 package task
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/agor-sh/agor/internal/executor/agent"
 	"github.com/agor-sh/agor/internal/executor/gitguard"
@@ -11,47 +16,99 @@ import (
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
-// agentState is where each agent CLI keeps its own state, beneath its
-// HOME: writable under every sandbox level, so the agent still starts,
-// reaches its model and keeps its sessions. Dirs are made (0700) if
-// missing, since a confined agent could not make them; files are not.
-var agentState = map[string]struct{ dirs, files []string }{
-	"claude-code": {dirs: []string{".claude"}, files: []string{".claude.json", ".claude.json.backup"}},
-	"codex":       {dirs: []string{".codex"}},
-	"gemini":      {dirs: []string{".gemini"}},
-	"opencode":    {dirs: []string{".local/share/opencode", ".local/state/opencode", ".config/opencode", ".cache/opencode"}},
+// confinedDir is where confined agents keep their state, beneath HOME,
+// one directory a tool: apart from the user's own (~/.claude, ~/.codex,
+// ~/.gemini, opencode's XDG directories, the npm and XDG caches), which a
+// confined agent may not write. Otherwise it could plant what an
+// unconfined run reads and runs later: hooks in ~/.claude/settings.json,
+// codex's notify or MCP commands, a poisoned npx cache.
+const confinedDir = ".local/state/agor/confined"
+
+// seeds are the user's own files a confined agent starts from, copied
+// (never linked) into its state the first time: what the CLI needs to run
+// as the user set it up. Whatever the confined agent then changes there
+// is only ever read by confined runs.
+var seeds = map[string][]string{
+	"claude-code": {".claude/settings.json"},
+	"codex":       {".codex/config.toml"},
+	"gemini":      {".gemini/settings.json"},
 }
 
-// runtimeDirs are written by the CLIs' runtime (Node.js, their caches).
-var runtimeDirs = []string{".cache", ".npm"}
+// state is one tool's confined state directory.
+type state struct {
+	tool, dir string
+}
 
-// statePaths is tool's writable state for an agent whose environment is
-// env (CODEX_HOME too, for codex).
-func statePaths(tool string, env []string) []string {
-	home := agent.Getenv(env, "HOME")
+func confinedState(tool, home string) state {
 	if home == "" {
-		return nil
+		return state{tool: tool}
 	}
-	var out []string
-	if h := agent.Getenv(env, "CODEX_HOME"); h != "" && tool == "codex" {
-		out = append(out, h)
+	return state{tool: tool, dir: filepath.Join(home, confinedDir, tool)}
+}
+
+// env points the CLI, and what it runs, at the confined state.
+func (st state) env(env []string) []string {
+	if st.dir == "" {
+		return env
 	}
-	st := agentState[tool]
-	for _, rel := range append(append(st.dirs, runtimeDirs...), st.files...) {
-		out = append(out, filepath.Join(home, rel))
+	set := map[string]string{
+		"XDG_CACHE_HOME":   filepath.Join(st.dir, "cache"),
+		"npm_config_cache": filepath.Join(st.dir, "npm"),
+	}
+	switch st.tool {
+	case "claude-code":
+		set["CLAUDE_CONFIG_DIR"] = filepath.Join(st.dir, ".claude")
+	case "codex":
+		set["CODEX_HOME"] = filepath.Join(st.dir, ".codex")
+	case "gemini":
+		set["GEMINI_CLI_HOME"] = st.dir // gemini keeps $GEMINI_CLI_HOME/.gemini
+	case "opencode":
+		set["XDG_CONFIG_HOME"] = filepath.Join(st.dir, "config")
+		set["XDG_DATA_HOME"] = filepath.Join(st.dir, "data")
+		set["XDG_STATE_HOME"] = filepath.Join(st.dir, "state")
+	}
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		_, ok := set[k]
+		return ok
+	})
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		out = append(out, k+"="+set[k])
 	}
 	return out
 }
 
-// makeStateDirs makes tool's state directories the agent could not make
-// once confined.
-func makeStateDirs(tool string, env []string) {
-	home := agent.Getenv(env, "HOME")
-	if home == "" {
+// prepare makes the state directory (0700: the agent could not, once
+// confined) and seeds it from the user's own files where it has none.
+func (st state) prepare(home string) error {
+	if st.dir == "" {
+		return errors.New("no HOME to keep it in")
+	}
+	if err := os.MkdirAll(st.dir, 0o700); err != nil {
+		return err
+	}
+	for _, rel := range seeds[st.tool] {
+		seed(filepath.Join(home, rel), filepath.Join(st.dir, rel))
+	}
+	return nil
+}
+
+// seed copies a regular file from to to, unless to exists or from is
+// missing (or not a regular file: no link is followed into the state).
+func seed(from, to string) {
+	if _, err := os.Lstat(to); err == nil {
 		return
 	}
-	for _, rel := range append(agentState[tool].dirs, runtimeDirs...) {
-		_ = os.MkdirAll(filepath.Join(home, rel), 0o700)
+	fi, err := os.Lstat(from)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(to), 0o700) == nil {
+		_ = os.WriteFile(to, data, 0o600)
 	}
 }
 
@@ -73,9 +130,10 @@ func modeFloor(tool, mode string) sandbox.Level {
 // confine sets req up to run under the task's sandbox level (at least
 // the mode's floor), and says what it got (as the task's first event and
 // in its result); the spec's Cleanup is for when the agent is gone.
-func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
-	floor := modeFloor(p.Tool, p.PermissionMode)
-	spec, applied, err := s.Sandbox.ForAtLeast(p.Sandbox, floor, req.Cwd, agent.Getenv(req.Env, "HOME"), statePaths(p.Tool, req.Env))
+func (s *Service) confine(p protocol.ExecutePromptParams, floor sandbox.Level, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
+	home := agent.Getenv(req.Env, "HOME")
+	state := confinedState(p.Tool, home)
+	spec, applied, err := s.Sandbox.ForAtLeast(p.Sandbox, floor, req.Cwd, home, []string{state.dir})
 	if err != nil {
 		return spec, nil, err
 	}
@@ -83,13 +141,41 @@ func (s *Service) confine(p protocol.ExecutePromptParams, req *agent.Request, h 
 		return spec, nil, nil
 	}
 	if spec.Level != sandbox.Off {
-		makeStateDirs(p.Tool, req.Env)
+		if err := state.prepare(home); err != nil {
+			spec.Cleanup()
+			return sandbox.Spec{}, nil, fmt.Errorf("the confined agent's state: %w", err)
+		}
 		req.Wrap = spec.Command
-		req.Env = spec.Env(req.Env)
+		req.Env = spec.Env(state.env(req.Env))
+		s.rememberConfined(p, spec.Level)
 	}
 	h.Emit(sandboxEvent(applied))
 	return spec, &applied, nil
 }
+
+// floor is the least confinement p's turn runs under: its mode's, and the
+// level the session last ran confined at (its agent's state is in the
+// confined directory: a resumed confined session stays confined).
+func (s *Service) floor(p protocol.ExecutePromptParams) sandbox.Level {
+	s.mu.Lock()
+	before := s.confined[confinedKey(p)]
+	s.mu.Unlock()
+	if before == "" {
+		before = sandbox.Off
+	}
+	return sandbox.Stricter(modeFloor(p.Tool, p.PermissionMode), before)
+}
+
+func (s *Service) rememberConfined(p protocol.ExecutePromptParams, l sandbox.Level) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.confined == nil {
+		s.confined = map[string]sandbox.Level{}
+	}
+	s.confined[confinedKey(p)] = l
+}
+
+func confinedKey(p protocol.ExecutePromptParams) string { return p.SessionID + "\x00" + p.Tool }
 
 // sandboxEvent is a task's first event when its agent is confined.
 func sandboxEvent(applied protocol.SandboxInfo) agent.Event {

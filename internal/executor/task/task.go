@@ -42,6 +42,7 @@ type Service struct {
 	mu       sync.Mutex
 	running  map[string]context.CancelCauseFunc // by task_id
 	sessions map[string]string                  // session_id + tool → the agent's own session id
+	confined map[string]sandbox.Level           // session_id + tool → the level it last ran confined at
 }
 
 // Register adds execute_prompt and stop_task to m.
@@ -124,13 +125,14 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
 	}
 	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key)
-	want := settingsOf(p, req)
+	floor := s.floor(p)
+	want := settingsOf(p, req, floor)
 	if w := s.pool().take(warmKey(p), want); w != nil {
 		if out, ok := s.runWarm(ctx, p, req, h, w); ok {
 			return out
 		}
 	}
-	spec, box, err := s.confine(p, &req, h)
+	spec, box, err := s.confine(p, floor, &req, h)
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/executor/agent"
 	"github.com/agor-sh/agor/internal/executor/gitguard"
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
@@ -97,13 +98,12 @@ type settings struct {
 	fixed, mode, model string
 }
 
-func settingsOf(p protocol.ExecutePromptParams, req agent.Request) settings {
+func settingsOf(p protocol.ExecutePromptParams, req agent.Request, floor sandbox.Level) settings {
 	h := sha256.New()
-	// The mode's sandbox floor is fixed too: a change of mode across it
+	// The turn's sandbox floor is fixed too: a change of mode across it
 	// (codex into or out of bypassPermissions) restarts the agent at the
 	// new level.
-	floor := string(modeFloor(p.Tool, req.PermissionMode))
-	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, p.Sandbox, floor}, req.Env...) {
+	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, p.Sandbox, string(floor)}, req.Env...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
