@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
 	"github.com/agor-sh/agor/internal/exectest"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
@@ -91,7 +93,13 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 		t.Fatal(err)
 	}
 	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, os.Stderr)
-	o := Options{Config: cfg, Executor: binary, Root: work, MasterKey: key, Listener: ln, Log: log}
+	// The executors read the same configuration, as agor-executor reads
+	// /etc/agor/config.yaml under systemd.
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if b, err := yaml.Marshal(cfg); err != nil || os.WriteFile(cfgPath, b, 0o644) != nil {
+		t.Fatalf("config: %v", err)
+	}
+	o := Options{Config: cfg, ConfigPath: cfgPath, Executor: binary, Root: work, MasterKey: key, Listener: ln, Log: log}
 	if agents != nil {
 		o.Agents = filepath.Join(dir, "agents.yaml")
 		if err := os.WriteFile(o.Agents, []byte(agents(work)), 0o644); err != nil {

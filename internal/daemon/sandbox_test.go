@@ -246,3 +246,37 @@ func TestConfinedAgentStateApart(t *testing.T) {
 		})
 	}
 }
+
+// TestConfinedCallerRefused: with sandbox.unix_sockets on, a confined
+// exec reaches the daemon's socket, and the daemon still refuses to do
+// anything for it (here, an unconfined exec writing outside the
+// workspace); the same request from unconfined work is served.
+func TestConfinedCallerRefused(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	h := startWith(t, nil, func(c *config.Config) { c.Sandbox.UnixSockets = true })
+	if err := os.Chmod(h.sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := target(t)
+	proj := filepath.Join(h.work, "proj")
+	if err := os.Mkdir(proj, 0o777); err != nil || os.Chmod(proj, 0o777) != nil {
+		t.Fatal(err)
+	}
+	escaped := filepath.Join(h.work, "escaped")
+	ask := fmt.Sprintf(`{"argv":["touch",%q],"cwd":".","sandbox":"off"}`, escaped)
+	curl := []string{"curl", "-s", "--unix-socket", h.sock, "-X", "POST", "-d", ask, "http://agor/v1/executors/" + name + "/exec"}
+	for _, level := range []string{"workspace", "off"} {
+		code, out := h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": curl, "cwd": "proj", "sandbox": level})
+		_, err := os.Stat(escaped)
+		switch {
+		case code != 200:
+			t.Fatalf("%s: the outer exec: %d %v", level, code, out)
+		case level == "workspace" && (err == nil || !strings.Contains(fmt.Sprint(out["stdout"]), "confined_caller")):
+			t.Fatalf("from a confined exec: %v (escaped file: %v)", out["stdout"], err)
+		case level == "off" && err != nil:
+			t.Fatalf("from unconfined work the request was not served: %v", out["stdout"])
+		}
+	}
+}

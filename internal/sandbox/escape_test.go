@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -155,5 +156,36 @@ func TestFilterAssembles(t *testing.T) {
 		if len(p) == 0 || len(p) > 255 || p[len(p)-1].K != allow {
 			t.Fatalf("filter(%v): %d instructions, last %+v", unixSockets, len(p), p[len(p)-1])
 		}
+	}
+}
+
+// TestConfined: a process the launcher confined is told from one started
+// plainly, by its filters and its descent from the executor (here, this
+// test process).
+func TestConfined(t *testing.T) {
+	needLandlock(t)
+	home := t.TempDir()
+	spec := Spec{Level: Workspace, Cwd: home, self: os.Args[0]}
+	argv := spec.Command([]string{"sleep", "30"})
+	boxed := exec.Command(argv[0], argv[1:]...)
+	plain := exec.Command("sleep", "30")
+	for _, c := range []*exec.Cmd{boxed, plain} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	self := os.Getpid()
+	for i := 0; i < 100 && !Confined(boxed.Process.Pid, self); i++ { // the launcher installs its filter, then execs
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !Confined(boxed.Process.Pid, self) {
+		t.Error("the confined sleep is not seen as confined")
+	}
+	if Confined(plain.Process.Pid, self) || Confined(self, self) {
+		t.Error("an unconfined process is seen as confined")
+	}
+	if Confined(boxed.Process.Pid, plain.Process.Pid) {
+		t.Error("confined by an executor it does not descend from")
 	}
 }

@@ -33,3 +33,79 @@ sandbox_prompt() {
 	echo "under workspace: proj/inside.txt written (alice's), ~/outside.txt absent, ~/.bashrc unchanged; the task's sandbox event and its audit record say workspace"
 }
 check "as alice, a prompt under --sandbox workspace cannot write outside its cwd (shipped unit, seccomp included)" sandbox_prompt
+
+# The ways out of a confined task that Landlock's file rules alone left
+# open, tried under the shipped unit as alice: each must fail, judged on
+# disk.
+sandbox_escapes() {
+	install -d -o alice -g alice /home/alice/proj
+	rm -f /home/alice/escaped-*
+	local out
+	# The daemon's API socket: a confined exec asking for an unconfined one.
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- \
+		agorctl exec alice -- touch /home/alice/escaped-daemon 2>&1 || true)
+	echo "daemon socket: $(tail -n 1 <<<"$out")"
+	grep -qi 'not permitted' <<<"$out"
+	# A tmux server of hers: new-window would run outside the sandbox.
+	as alice tmux -S /home/alice/.tmux-test new-session -d -s outside 'sleep 120'
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- \
+		tmux -S /home/alice/.tmux-test new-window 'touch /home/alice/escaped-tmux' 2>&1 || true)
+	as alice tmux -S /home/alice/.tmux-test kill-server 2>/dev/null || true
+	echo "tmux server: $(tail -n 1 <<<"$out")"
+	# The system bus (her user bus the same way: any Unix socket is refused).
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- busctl --system list 2>&1 || true)
+	echo "D-Bus: $(tail -n 1 <<<"$out")"
+	grep -qi 'not permitted\|denied' <<<"$out"
+	# chmod adding group or other write.
+	out=$(as alice agorctl exec alice --sandbox read-only --cwd proj -- chmod 666 /home/alice/.bashrc 2>&1 || true)
+	echo "chmod 666 ~/.bashrc: $(tail -n 1 <<<"$out")"
+	want "$(stat -c %a /home/alice/.bashrc)" 644
+	sleep 0.5
+	for f in daemon tmux; do
+		[ ! -e "/home/alice/escaped-$f" ] || { echo "escaped through $f"; return 1; }
+	done
+	# A workspace that would be her whole home.
+	if out=$(as alice agorctl exec alice --sandbox workspace -- true 2>&1); then echo "workspace at home ran"; return 1; fi
+	echo "workspace without --cwd: $out"
+	grep -q -- '--cwd' <<<"$out"
+}
+check "as alice, a confined exec cannot reach the daemon's socket, a tmux server of hers or D-Bus, cannot chmod ~/.bashrc, and a workspace needs --cwd (shipped unit)" sandbox_escapes
+
+# Hooks a confined prompt plants (Claude Code's settings, its own state
+# or the user's) never run in an unconfined prompt.
+sandbox_hooks() {
+	install -d -o alice -g alice /home/alice/proj
+	rm -f /home/alice/hook-ran
+	local hook='{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"touch /home/alice/hook-ran"}]}]}}'
+	start_model -bash "mkdir -p ~/.claude; echo '$hook' > ~/.claude/settings.json; echo '$hook' > \"\$CLAUDE_CONFIG_DIR/settings.json\"; true" -text 'planted.' -plain 2
+	as alice agorctl prompt alice 'plant' --cwd proj --sandbox workspace --mode bypassPermissions >/tmp/plant.out 2>&1 || { cat /tmp/plant.out; return 1; }
+	if [ -e /home/alice/.claude/settings.json ] && grep -q hook-ran /home/alice/.claude/settings.json; then
+		echo "the confined prompt wrote ~/.claude/settings.json"; return 1
+	fi
+	as alice agorctl prompt alice 'hello' --cwd proj --mode bypassPermissions >/tmp/after.out 2>&1 || { cat /tmp/after.out; return 1; }
+	[ ! -e /home/alice/hook-ran ] || { echo "a hook planted by a confined prompt ran unconfined"; return 1; }
+	echo "~/.claude/settings.json untouched; the confined state's hook did not run in the unconfined prompt"
+}
+check "as alice, hooks planted by a confined prompt never run in an unconfined one (shipped unit)" sandbox_hooks
+
+# With the operator's exception (sandbox.unix_sockets: true) a confined
+# exec reaches the daemon's socket; the daemon still acts for nothing
+# from inside a sandboxed task.
+sandbox_confined_caller() {
+	install -d -o alice -g alice /home/alice/proj
+	rm -f /home/alice/escaped-caller
+	cp /etc/agor/config.yaml /tmp/config.yaml.orig
+	printf 'sandbox:\n  unix_sockets: true\n' >>/etc/agor/config.yaml
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read the configuration afresh
+	local out rc=0
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- \
+		agorctl exec alice --sandbox off -- touch /home/alice/escaped-caller 2>&1) || true
+	cp /tmp/config.yaml.orig /etc/agor/config.yaml
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service
+	echo "from inside: $(tail -n 1 <<<"$out")"
+	grep -q confined_caller <<<"$out" || rc=1
+	[ ! -e /home/alice/escaped-caller ] || { echo "the daemon acted for a confined task"; rc=1; }
+	journalctl -u agor-daemon --no-pager -o cat | grep 'request from inside a sandboxed task refused' | tail -n 1
+	return $rc
+}
+check "as alice, with sandbox.unix_sockets on, the daemon refuses what a confined task asks of it (shipped unit)" sandbox_confined_caller

@@ -7,12 +7,16 @@ import (
 
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // ReasonUserDatabase: the user database did not answer about the caller.
 const ReasonUserDatabase = "user_database_unavailable"
+
+// ReasonConfinedCaller: the caller runs inside a sandboxed task.
+const ReasonConfinedCaller = "confined_caller"
 
 // who is the caller: the kernel's word (SO_PEERCRED, or the bearer token's
 // account) and the account the user database has for that uid.
@@ -38,6 +42,9 @@ func (s *Server) accounts() *identity.Resolver {
 func (s *Server) identify(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w2, err := s.lookupCaller(r.Context())
+		if err == nil && r.URL.Path != "/v1/health" {
+			err = s.unconfined(w2)
+		}
 		if err != nil {
 			writeError(w, err)
 			return
@@ -74,4 +81,22 @@ func (s *Server) lookupCaller(ctx context.Context) (who, error) {
 func (s *Server) caller(r *http.Request) who {
 	w, _ := r.Context().Value(whoKey{}).(who)
 	return w
+}
+
+// unconfined refuses a caller that runs inside a sandboxed task of its
+// executor's: whatever it asked (an exec with --sandbox off, a file put
+// outside its workspace, a terminal), the daemon would do unconfined what
+// the sandbox refused it. Only reachable when the operator lets confined
+// work open Unix sockets (sandbox.unix_sockets); the check stands anyway.
+func (s *Server) unconfined(c who) error {
+	if c.cred.PID <= 0 || c.cred.UID == 0 || s.Pool == nil {
+		return nil
+	}
+	pid, ok := s.Pool.PID(s.executorOf(c.user.Name))
+	if ok && sandbox.Confined(int(c.cred.PID), pid) {
+		s.log().Warn("request from inside a sandboxed task refused", "user", c.user.Name, "peer_pid", c.cred.PID)
+		return rpc.Errorf(protocol.CodePermissionDenied, ReasonConfinedCaller,
+			"this request comes from inside a sandboxed task (pid %d): the daemon does not act for confined work", c.cred.PID)
+	}
+	return nil
 }

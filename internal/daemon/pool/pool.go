@@ -316,6 +316,18 @@ func (p *Pool) Live() []string {
 	return out
 }
 
+// PID is the process id of user's connected executor, as its first ping
+// said; false when none is connected.
+func (p *Pool) PID(user string) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.conns[user]
+	if e == nil || !e.connected() {
+		return 0, false
+	}
+	return e.ping.PID, true
+}
+
 // Close ends every connection.
 func (p *Pool) Close() {
 	p.mu.Lock()
