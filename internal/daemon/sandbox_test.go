@@ -59,7 +59,7 @@ func TestSandboxEachAgent(t *testing.T) {
 				}
 				// Judged on disk: what each write left.
 				for f, written := range map[string]bool{
-					filepath.Join(proj, "inside.txt"): level != "read-only",
+					filepath.Join(proj, "inside.txt"):  level != "read-only",
 					filepath.Join(home, "outside.txt"): level == "off",
 					filepath.Join(home, ".bashrc"):     level == "off",
 				} {
