@@ -104,7 +104,7 @@ func TestDialBackServes(t *testing.T) {
 	}
 	c := ping(first)
 	c.Close() // the daemon went away
-	jobs.Release("77")
+	jobs.Release(first.Job)
 	c = ping(waitAccepted(t, got, exited))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
