@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -189,7 +190,7 @@ func (r *renderer) event(ctx context.Context, stored *apiwire.StoredEvent) error
 	case "thinking_delta":
 		r.print(r.errw, "\x1b[2m%s\x1b[0m", d["text"])
 	case "tool_call":
-		in, _ := json.Marshal(d["tool_input"])
+		in := asWritten(d["tool_input"])
 		r.print(r.out, "\n⏺ %s %s\n", d["tool_name"], clip(string(in), 200))
 	case "tool_result":
 		r.print(r.out, "  ⎿ %s\n", clip(fmt.Sprint(d["output"]), 400))
@@ -211,7 +212,7 @@ func (r *renderer) event(ctx context.Context, stored *apiwire.StoredEvent) error
 // otherwise it says how to answer it from elsewhere.
 func (r *renderer) ask(ctx context.Context, d map[string]any) {
 	id, _ := r.c.PendingPermission(ctx, r.task)
-	in, _ := json.Marshal(d["tool_input"])
+	in := asWritten(d["tool_input"])
 	if id == "" {
 		return
 	}
@@ -317,4 +318,14 @@ func (r *renderer) progress() (stop func()) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// asWritten is v as compact JSON without encoding/json's HTML escapes, so
+// a command shows as the agent wrote it ("id -un > x", not "\u003e").
+func asWritten(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
 }

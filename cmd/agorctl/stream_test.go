@@ -79,3 +79,12 @@ func TestTerminalExitStatus(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestAsWritten: a command is shown as the agent wrote it, not with
+// encoding/json's HTML escapes (the approval text read "id -un \u003e x").
+func TestAsWritten(t *testing.T) {
+	got := string(asWritten(map[string]any{"command": "id -un > whoami.txt && echo '<ok>'"}))
+	if got != `{"command":"id -un > whoami.txt && echo '<ok>'"}` {
+		t.Fatalf("%s", got)
+	}
+}
