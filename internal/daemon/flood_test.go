@@ -46,6 +46,10 @@ var (
 type floodResult struct {
 	peakRSS          int64 // the daemon process's VmHWM, bytes
 	idleP99, busyP99 time.Duration
+	// floorP99 is GET /v1/health's p99 during the floods: a request that
+	// touches neither the store nor an executor, so what any request
+	// waits for on this machine while the floods run (CPU, scheduling).
+	floorIdleP99, floorP99 time.Duration
 }
 
 // TestFloodLoad replays issue 26's floods against a real agor-daemon
@@ -55,8 +59,10 @@ type floodResult struct {
 // is a wall-clock assertion; the memory bound asserted is generous.
 func TestFloodLoad(t *testing.T) {
 	r := runFlood(t, floodSmall)
-	t.Logf("flood (test sizes): daemon peak RSS (VmHWM) %d MiB; bob's session p99 idle %v, under the floods %v (%.1f×)",
-		r.peakRSS>>20, r.idleP99, r.busyP99, float64(r.busyP99)/float64(r.idleP99))
+	t.Logf("flood (test sizes): daemon peak RSS (VmHWM) %d MiB; bob's session p99 idle %v, under the floods %v (%.1f×); "+
+		"the floor (GET /v1/health) idle %v, under the floods %v: bob's p99 is %.1f× the floor",
+		r.peakRSS>>20, r.idleP99, r.busyP99, float64(r.busyP99)/float64(r.idleP99),
+		r.floorIdleP99, r.floorP99, float64(r.busyP99)/float64(r.floorP99))
 	if r.peakRSS > 1<<30 {
 		t.Errorf("the daemon reached %d MiB", r.peakRSS>>20)
 	}
@@ -72,6 +78,8 @@ func BenchmarkFlood(b *testing.B) {
 		b.ReportMetric(float64(r.idleP99.Microseconds())/1000, "bob-idle-p99-ms")
 		b.ReportMetric(float64(r.busyP99.Microseconds())/1000, "bob-flood-p99-ms")
 		b.ReportMetric(float64(r.busyP99)/float64(r.idleP99), "bob-p99-ratio")
+		b.ReportMetric(float64(r.floorP99.Microseconds())/1000, "floor-flood-p99-ms")
+		b.ReportMetric(float64(r.busyP99)/float64(r.floorP99), "bob-p99/floor")
 	}
 }
 
@@ -92,9 +100,11 @@ func runFlood(t testing.TB, sz floodSizes) floodResult {
 	f.start(t)
 	f.setKey(t)
 	idle := f.sessions(t, 200, nil)
+	floorIdle := f.health(t, 200, nil)
 	stop := make(chan struct{})
-	busyC := make(chan []time.Duration, 1)
+	busyC, floorC := make(chan []time.Duration, 1), make(chan []time.Duration, 1)
 	go func() { busyC <- f.sessions(t, 0, stop) }()
+	go func() { floorC <- f.health(t, 0, stop) }()
 	var wg sync.WaitGroup
 	for i := range sz.execs {
 		wg.Add(1)
@@ -108,8 +118,8 @@ func runFlood(t testing.TB, sz floodSizes) floodResult {
 	go func() { defer wg.Done(); f.prompt(t) }()
 	wg.Wait()
 	close(stop)
-	busy := <-busyC
-	return floodResult{peakRSS: f.vmHWM(t), idleP99: p99(idle), busyP99: p99(busy)}
+	busy, floor := <-busyC, <-floorC
+	return floodResult{peakRSS: f.vmHWM(t), idleP99: p99(idle), busyP99: p99(busy), floorIdleP99: p99(floorIdle), floorP99: p99(floor)}
 }
 
 func p99(d []time.Duration) time.Duration {
@@ -293,6 +303,31 @@ func (f *flood) sessions(t testing.TB, n int, stop chan struct{}) []time.Duratio
 		out = append(out, time.Since(t0))
 		if n == 0 {
 			time.Sleep(10 * time.Millisecond) // a person's pace, not a flood of bob's own
+		}
+	}
+	return out
+}
+
+// health times GET /v1/health at a person's pace, like sessions.
+func (f *flood) health(t testing.TB, n int, stop chan struct{}) []time.Duration {
+	var out []time.Duration
+	for i := 0; n == 0 || i < n; i++ {
+		select {
+		case <-stop:
+			return out
+		default:
+		}
+		t0 := time.Now()
+		resp, err := f.client.Get("http://agor/v1/health")
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("health: %v %v", resp, err)
+			return out
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		out = append(out, time.Since(t0))
+		if n == 0 {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return out

@@ -85,6 +85,7 @@ type Server struct {
 	BaseContext context.Context
 
 	metrics metrics
+	heavy   turns // each person's output-heavy requests served at once (turns.go)
 
 	watching counter[string] // open watch streams per person
 	streams  counter[string] // open event streams per person

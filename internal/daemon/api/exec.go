@@ -159,6 +159,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub := subjectOf(r)
+	turn, err := s.heavy.take(r.Context(), sub.Person)
+	if err != nil {
+		return // the client went away while waiting its turn
+	}
+	defer turn()
 	stream := strings.Contains(r.Header.Get("Accept"), apiwire.NDJSON)
 	id, out := s.Outputs.start(sub.Person, stream)
 	defer s.Outputs.end(id)

@@ -268,7 +268,13 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
 	w.WriteHeader(http.StatusOK)
 	_ = sse.rc.Flush() // the client knows at once that its stream is open
-	if after, err = s.replay(sse, id, after); err != nil || !follow {
+	turn, err := s.heavy.take(r.Context(), s.caller(r).user.Name)
+	if err != nil {
+		return
+	}
+	after, err = s.replay(sse, id, after)
+	turn()
+	if err != nil || !follow {
 		return
 	}
 	s.follow(r, sse, sub, id, after)
