@@ -244,7 +244,11 @@ func (w *warmPool) changedLocked() {
 		session, tool, _ := strings.Cut(a.key, "\x00")
 		set = append(set, protocol.WarmAgent{SessionID: session, Tool: tool, LastUsedMS: a.used.UnixMilli()})
 	}
-	slices.SortFunc(set, func(x, y protocol.WarmAgent) int { return cmp.Compare(x.LastUsedMS, y.LastUsedMS) })
+	// Oldest first; agents used in the same millisecond by session, so a
+	// report does not depend on the map's order.
+	slices.SortFunc(set, func(x, y protocol.WarmAgent) int {
+		return cmp.Or(cmp.Compare(x.LastUsedMS, y.LastUsedMS), cmp.Compare(x.SessionID, y.SessionID), cmp.Compare(x.Tool, y.Tool))
+	})
 	w.report.set(set)
 }
 
