@@ -38,7 +38,14 @@ type Direct struct {
 	warned   bool
 	wg       sync.WaitGroup
 	watchers map[*func(UnitChange)]struct{}
+	// early are the changes before the first watcher: the daemon's API
+	// may start an executor before its Watch goroutine has registered,
+	// and that start must still reach the audit trail.
+	early []UnitChange
 }
+
+// maxEarly bounds the changes kept for the first watcher.
+const maxEarly = 1024
 
 var _ Backend = (*Direct)(nil)
 
@@ -199,6 +206,10 @@ func (d *Direct) Watch(ctx context.Context, fn func(UnitChange)) error {
 		d.watchers = map[*func(UnitChange)]struct{}{}
 	}
 	d.watchers[&fn] = struct{}{}
+	for _, ev := range d.early {
+		fn(ev)
+	}
+	d.early = nil
 	d.mu.Unlock()
 	<-ctx.Done()
 	d.mu.Lock()
@@ -209,6 +220,9 @@ func (d *Direct) Watch(ctx context.Context, fn func(UnitChange)) error {
 
 // emit runs with d.mu held.
 func (d *Direct) emit(ev UnitChange) {
+	if len(d.watchers) == 0 && len(d.early) < maxEarly {
+		d.early = append(d.early, ev)
+	}
 	for fn := range d.watchers {
 		(*fn)(ev)
 	}
