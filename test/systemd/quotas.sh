@@ -3,9 +3,16 @@
 # error naming it, another person is unaffected, keys sit in one file per
 # owner, and the retention sweep runs on its schedule and says so.
 
+# restart_daemon restarts agor-daemon after a configuration change; the
+# checks here change it more often than systemd's start rate limit lets a
+# unit restart, which is about the checks, not the daemon.
+restart_daemon() {
+	systemctl reset-failed agor-daemon.service 2>/dev/null || true
+	systemctl restart agor-daemon.service
+}
 quota_config() {
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_sessions_per_user: %s\n  max_credentials_per_user: %s\n  max_prompt_bytes: 4096\nretention:\n  sweep_interval_s: 1\n' "$1" "$2" >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 sessions_of() { as "$1" agorctl sessions --json | { grep -o '"id":"[0-9a-f]*"' || true; } | wc -l; }
 keys_of() { # the keys in a person's own file (0: none)
@@ -62,6 +69,41 @@ quota_credentials() {
 }
 check "quotas: alice's keys past max_credentials_per_user are refused naming the limit; each person's keys in their own 0600 file, bob's writes leave alice's untouched" quota_credentials
 
+# alice's agent floods events: past quotas.max_event_bytes_per_task her
+# task gets an error event naming the limit and is stopped, the daemon
+# stays small, and bob's prompt is served beside it.
+quota_event_flood() {
+	local line=/usr/local/share/agor-flood-line
+	printf '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"%s"}]}}\n' "$(head -c 32768 /dev/zero | tr '\0' x)" >"$line"
+	cat >/usr/local/bin/agor-flood-claude <<SH
+#!/bin/sh
+read -r init; read -r turn
+echo '{"type":"system","subtype":"init","session_id":"flood-1"}'
+case "\$turn" in *small*) n=1 ;; *) n=400 ;; esac
+i=0; while [ \$i -lt \$n ]; do cat $line; sleep 0.01; i=\$((i+1)); done
+echo '{"type":"result","subtype":"success","session_id":"flood-1","usage":{"input_tokens":1,"output_tokens":1}}'
+while read -r l; do :; done
+SH
+	chmod 755 /usr/local/bin/agor-flood-claude
+	cp /etc/agor/agents.yaml /tmp/agents.yaml.orig
+	printf 'claude-code:\n  binary: /usr/local/bin/agor-flood-claude\n' >/etc/agor/agents.yaml
+	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_event_bytes_per_task: 262144\n' >/etc/agor/config.yaml
+	restart_daemon
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
+	local out rc=0 rss
+	out=$(as alice agorctl prompt alice 'flood' --mode bypassPermissions 2>&1 </dev/null) && { echo "the flood completed: $(tail -n 2 <<<"$out")"; rc=1; }
+	echo "alice: $(grep -o 'quotas.max_event_bytes_per_task[^"]*' <<<"$out" | head -n 1); $(tail -n 1 <<<"$out" | cut -c1-100)"
+	grep -q 'quotas.max_event_bytes_per_task' <<<"$out" || rc=1
+	out=$(as bob agorctl prompt bob 'small' --mode bypassPermissions 2>&1 </dev/null) || { echo "bob: $out"; rc=1; }
+	echo "bob: $(tail -n 1 <<<"$out" | cut -c1-80)"
+	rss=$(awk '/VmHWM/ {print $2}' /proc/"$(systemctl show -p MainPID --value agor-daemon.service)"/status)
+	echo "agor-daemon peak RSS $((rss / 1024)) MiB"
+	cp /tmp/agents.yaml.orig /etc/agor/agents.yaml
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
+	return $rc
+}
+check "quotas: alice's event flood stops at max_event_bytes_per_task, named in her prompt's output; bob's prompt is served beside it" quota_event_flood
+
 retention_sweeps() {
 	local since
 	since=$(date '+%Y-%m-%d %H:%M:%S')
@@ -75,6 +117,6 @@ retention_sweeps() {
 		grep -o '"AGOR_[A-Z_]*":"[^"]*"' | paste -sd' '
 	test -n "$(journalctl -u agor-daemon --since "$since" MESSAGE='store swept' -o json --no-pager | grep '"AGOR_BYTES_AFTER":"[0-9]*"')"
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 check "retention: the daemon sweeps the store on its schedule and logs what it removed and the store's size" retention_sweeps
