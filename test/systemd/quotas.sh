@@ -89,7 +89,7 @@ SH
 	printf 'claude-code:\n  binary: /usr/local/bin/agor-flood-claude\n' >/etc/agor/agents.yaml
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_event_bytes_per_task: 262144\n' >/etc/agor/config.yaml
 	restart_daemon
-	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
+	systemctl stop agor-executor@alice.service agor-executor@bob.service # read agents.yaml afresh; the sockets stay
 	local out rc=0 rss
 	out=$(as alice agorctl prompt alice 'flood' --mode bypassPermissions 2>&1 </dev/null) && { echo "the flood completed: $(tail -n 2 <<<"$out")"; rc=1; }
 	echo "alice: $(grep -o 'quotas.max_event_bytes_per_task[^"]*' <<<"$out" | head -n 1); $(tail -n 1 <<<"$out" | cut -c1-100)"
@@ -99,7 +99,7 @@ SH
 	rss=$(awk '/VmHWM/ {print $2}' /proc/"$(systemctl show -p MainPID --value agor-daemon.service)"/status)
 	echo "agor-daemon peak RSS $((rss / 1024)) MiB"
 	cp /tmp/agents.yaml.orig /etc/agor/agents.yaml
-	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
+	systemctl stop agor-executor@alice.service agor-executor@bob.service # read agents.yaml afresh; the sockets stay
 	return $rc
 }
 check "quotas: alice's event flood stops at max_event_bytes_per_task, named in her prompt's output; bob's prompt is served beside it" quota_event_flood
