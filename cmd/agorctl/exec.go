@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
@@ -78,11 +78,7 @@ outside the workspace.`
 // writable. The daemon and the executor refuse it too; this says so
 // before anything is sent.
 func workspaceCwd(level, cwd string) error {
-	if level != "workspace" {
-		return nil
-	}
-	switch strings.TrimSuffix(strings.TrimSpace(cwd), "/") {
-	case "", ".", "~", "/":
+	if level == string(sandbox.Workspace) && sandbox.PlainHome(cwd) {
 		return usageErrorf("--sandbox workspace needs a project directory: name it with --cwd (the workspace would be your whole home)")
 	}
 	return nil

@@ -285,31 +285,21 @@ func (f *flood) setKey(t testing.TB) {
 
 // sessions times bob's POST /v1/sessions: n of them, or until stop.
 func (f *flood) sessions(t testing.TB, n int, stop chan struct{}) []time.Duration {
-	var out []time.Duration
-	for i := 0; n == 0 || i < n; i++ {
-		select {
-		case <-stop:
-			return out
-		default:
-		}
-		t0 := time.Now()
-		resp, err := f.post(t, "/v1/sessions", map[string]any{"unix_user": f.bob, "agentic_tool": "claude-code", "cwd": "."})
-		if err != nil || resp.StatusCode != 201 {
-			t.Errorf("bob's session: %v %v", resp, err)
-			return out
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		out = append(out, time.Since(t0))
-		if n == 0 {
-			time.Sleep(10 * time.Millisecond) // a person's pace, not a flood of bob's own
-		}
-	}
-	return out
+	return timed(t, "bob's session", http.StatusCreated, n, stop, func() (*http.Response, error) {
+		return f.post(t, "/v1/sessions", map[string]any{"unix_user": f.bob, "agentic_tool": "claude-code", "cwd": "."})
+	})
 }
 
-// health times GET /v1/health at a person's pace, like sessions.
+// health times GET /v1/health, the floor: like sessions.
 func (f *flood) health(t testing.TB, n int, stop chan struct{}) []time.Duration {
+	return timed(t, "health", http.StatusOK, n, stop, func() (*http.Response, error) {
+		return f.client.Get("http://agor/v1/health")
+	})
+}
+
+// timed times n requests (0: until stop, at a person's pace rather than
+// a flood of their own), each answered with want.
+func timed(t testing.TB, what string, want, n int, stop chan struct{}, do func() (*http.Response, error)) []time.Duration {
 	var out []time.Duration
 	for i := 0; n == 0 || i < n; i++ {
 		select {
@@ -318,9 +308,9 @@ func (f *flood) health(t testing.TB, n int, stop chan struct{}) []time.Duration 
 		default:
 		}
 		t0 := time.Now()
-		resp, err := f.client.Get("http://agor/v1/health")
-		if err != nil || resp.StatusCode != 200 {
-			t.Errorf("health: %v %v", resp, err)
+		resp, err := do()
+		if err != nil || resp.StatusCode != want {
+			t.Errorf("%s: %v %v", what, resp, err)
 			return out
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)

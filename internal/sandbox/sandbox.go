@@ -223,6 +223,18 @@ var ErrUnavailable = errors.New("sandbox unavailable")
 // writable (~/.bashrc, ~/.ssh/authorized_keys).
 var ErrWorkspaceHome = errors.New("the workspace would be the home directory or above it: name a project directory with --cwd")
 
+// PlainHome reports whether a request's cwd plainly names the home
+// directory its executor starts in ("", ".", "~", "/"): what agorctl and
+// the API can refuse for a workspace before anything is sent or stored,
+// without knowing the home. HomeWorkspace decides for every path.
+func PlainHome(cwd string) bool {
+	switch strings.TrimSuffix(strings.TrimSpace(cwd), "/") {
+	case "", ".", "~":
+		return true
+	}
+	return false
+}
+
 // HomeWorkspace reports whether cwd, as a workspace, would hold home.
 func HomeWorkspace(cwd, home string) bool {
 	if home == "" || cwd == "" {

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"strings"
-
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -27,14 +25,10 @@ func (s *Server) sandboxLevel(requested, cwd string) (string, error) {
 }
 
 // workspaceCwd refuses a workspace whose cwd is plainly the home directory
-// ("", ".", "~", "/"): a workspace is a project. The executor decides for
+// (sandbox.PlainHome): a workspace is a project. The executor decides for
 // every other path (sandbox.HomeWorkspace), knowing the home.
 func workspaceCwd(level, cwd string) error {
-	if level != string(sandbox.Workspace) {
-		return nil
-	}
-	switch strings.TrimSuffix(strings.TrimSpace(cwd), "/") {
-	case "", ".", "~", "/":
+	if level == string(sandbox.Workspace) && sandbox.PlainHome(cwd) {
 		return rpc.InvalidParams("cwd", sandbox.ErrWorkspaceHome.Error())
 	}
 	return nil
