@@ -33,7 +33,7 @@ check "daemon brings up alice's executor on first use (StartUnit under polkit), 
 
 daemon_refusals() {
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	local out u
 	for u in root no-such-user carol; do
 		if out=$(api executors start "$u" 2>&1); then echo "daemon started $u"; return 1; fi
@@ -74,7 +74,7 @@ daemon_restart() {
 	b=$(systemctl show -p MainPID --value agor-executor@bob.service)
 	local since
 	since=$(date '+%Y-%m-%d %H:%M:%S')
-	systemctl restart agor-daemon.service
+	restart_daemon
 	local u
 	for u in alice bob; do
 		test -n "$(journalctl -u agor-daemon.service --since "$since" MESSAGE=reattached AGOR_USER=$u -o cat --no-pager)" ||

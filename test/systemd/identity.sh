@@ -27,7 +27,7 @@ check "identity lookup cost: name->uid and uid->name, cold and cached, files and
 # The directory group joins the allowed groups for the rest of the file.
 allow_directory() {
 	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 
 directory_prompt() {
@@ -116,7 +116,7 @@ check "a caller whose uid has no account: refused (unknown_caller) by sessions a
 shared_account() {
 	id agentsvc >/dev/null 2>&1 || useradd --create-home agentsvc
 	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n  run_as_unix_user: false\n  executor_unix_user: agentsvc\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	rm -f /home/agentsvc/whoami.txt
 	local u
 	for u in alice bob; do

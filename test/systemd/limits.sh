@@ -24,7 +24,7 @@ limits_conf() {
 	  users:
 	    alice: {memory_max: $1, tasks_max: 4096}
 	EOF
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 
 # shown USER: MemoryMax CPUWeight TasksMax of USER's executor service.
@@ -65,7 +65,7 @@ limits_follow() {
 	# Taking the override away gives her the group's value back.
 	printf '%s' "$limits_base" >/etc/agor/config.yaml
 	printf 'limits:\n  default: {memory_max: 1G, cpu_weight: 100, tasks_max: 1024}\n  groups: [{group: agorusers, memory_max: 2G, cpu_weight: 200}]\n' >>/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	api executors start alice >/dev/null
 	want "$(shown alice)" "CPUWeight=200 MemoryMax=2147483648 TasksMax=1024 "
 	echo "override removed: alice: $(shown alice)"
@@ -106,7 +106,7 @@ limits_doctor() {
 	echo "after systemctl set-property --runtime bob MemoryMax=5G: $out"
 	[ "${out%% *}" = FAIL ]
 	echo "$out" | grep 'agor-executor@bob.service: MemoryMax is 5368709120, configured 2147483648' >/dev/null
-	systemctl restart agor-daemon.service
+	restart_daemon
 	api executors start bob >/dev/null
 	out=$(doctor_limits)
 	echo "after restarting the daemon: $out"
@@ -181,7 +181,7 @@ limits_restore() {
 	sed -i '/allowed_users: \[carol\]/d' /etc/agor/config.yaml
 	api executors stop carol >/dev/null
 	systemctl revert agor-executor@alice.service agor-executor@bob.service agor-executor@carol.service >/dev/null
-	systemctl restart agor-daemon.service
+	restart_daemon
 	want "$(systemctl show -p MemoryMax --value agor-executor@alice.service)" infinity
 }
 check "limits: configuration and runtime properties back as daemon.sh left them (systemctl revert)" limits_restore

@@ -1,21 +1,8 @@
 # Prompts as a user: the real Claude Code in alice's executor, a stand-in model. Sourced by checks.sh (uses lib.sh).
 
-# The container has no model API: demomodel plays one scripted turn on a fixed
-# loopback port, and /etc/agor/agents.yaml points the real CLI (mounted from
-# the host) at it.
-start_model() {
-	local old
-	old=$(cat /tmp/model.pid 2>/dev/null || true)
-	if [ -n "$old" ]; then
-		kill "$old" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
-	fi
-	rm -f /tmp/model.url
-	"$T/demomodel" -listen 127.0.0.1:18080 "$@" >/tmp/model.url 2>/tmp/model.log &
-	echo $! >/tmp/model.pid
-	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
-	echo "demomodel did not start"; cat /tmp/model.log; return 1
-}
+# The container has no model API: demomodel (start_model, lib.sh) plays one
+# scripted turn on a fixed loopback port, and /etc/agor/agents.yaml points
+# the real CLI (mounted from the host) at it.
 setup_agents() {
 	cat >/etc/agor/agents.yaml <<'YAML'
 claude-code:
@@ -164,7 +151,7 @@ warm_host_cap() {
 	conf=$(cat /etc/agor/config.yaml)
 	systemctl stop agor-executor@bob.socket agor-executor@bob.service # agents.yaml afresh
 	printf '%s\nagents:\n  warm_per_host: 1\n' "$conf" >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	start_model -bash 'true' -text 'Ran it.' -plain 4
 	t0=$(date +%s)
 	timed_prompt 'remember the word heron-3' >/dev/null
@@ -192,6 +179,6 @@ warm_host_cap() {
 	if grep '"warm":true' /tmp/timed.out >/dev/null; then echo "alice's prompt ran warm after her agent was released"; return 1; fi
 	echo "alice's session $s after the release: cold, resumed, first event ${t% *} ms"
 	printf '%s\n' "$conf" >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 check "agents.warm_per_host: 1 — bob's warm agent makes the daemon release alice's (least recently used on the host), logged on both ends; her next prompt runs cold, resuming the session" warm_host_cap

@@ -1,27 +1,5 @@
-# agorctl terminal, driven as a person would, inside tmux. Sourced by checks.sh (uses lib.sh).
+# agorctl terminal, driven as a person would, inside tmux (in_tmux, wait_pane: lib.sh). Sourced by checks.sh (uses lib.sh).
 
-pane() { tmux capture-pane -p -t agorterm; }
-wait_pane() {
-	local _
-	for _ in $(seq 150); do pane | grep -E -- "$1" >/dev/null && return 0; sleep 0.1; done
-	echo "pane never showed /$1/:"; pane; return 1
-}
-# in_tmux CMD: runs CMD (an agorctl terminal) in a fresh 100x30 tmux
-# session, which prints agorctl's exit status when it ends.
-in_tmux() {
-	# The previous session's server exits after kill-server returns: a
-	# new session made meanwhile can reach the dying one ("server exited
-	# unexpectedly"). Wait for its socket to go, and try again if it did.
-	tmux kill-server 2>/dev/null || true
-	local _
-	for _ in $(seq 50); do [ -S "/tmp/tmux-$(id -u)/default" ] || break; sleep 0.1; done
-	for _ in 1 2 3; do
-		TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
-			"$1; echo agorctl-exit=\$?; sleep 600" && break
-		sleep 0.2
-	done
-	tmux set-option -t agorterm status off
-}
 terminal_tmux() {
 	in_tmux "agorctl terminal alice"
 	wait_pane 'alice@'

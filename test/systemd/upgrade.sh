@@ -11,7 +11,7 @@ upgrade_from_previous() {
 	dpkg -i "$T/agor_prev.deb" >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
 	echo "installed the previous release ($(cat "$T/prev_ref"))"
 	printf 'execution:\n  allowed_groups: [agorusers]\napi:\n  tcp_address: 127.0.0.1:8123\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	setup_agents
 	start_model -bash 'echo before > upgrade.txt' -text 'noted.'
 	as alice agorctl prompt alice 'before the upgrade' --mode bypassPermissions >/tmp/up1.out 2>&1 || { cat /tmp/up1.out; return 1; }
