@@ -16,7 +16,7 @@ readme_blocks() {
 # and in `agorctl terminal` `id -un`, then Ctrl-] to detach. Fails when the
 # line's status is not 0. Its screen is printed, clipped.
 readme_line() {
-	local user=$1 line=$2 shell answered=0 termed=0 _ rc
+	local user=$1 line=$2 shell answered=0 termed=0 _ rc who
 	shell="runuser -l $user"
 	[ "$user" = root ] && shell="bash -l"
 	tmux kill-server 2>/dev/null || true
@@ -31,9 +31,11 @@ readme_line() {
 	for _ in $(seq 1200); do
 		if pane | grep -q '^readme-exit='; then break; fi
 		if [ $answered = 0 ] && pane | grep -q '\[y/N\]'; then tmux send-keys -t agorterm y Enter; answered=1; fi
-		if [ $termed = 0 ] && pane | grep -q "^$user@"; then
+		# A login shell's prompt, user@host: whose terminal it is.
+		who=$(pane | sed -n 's/^\([a-z][a-z0-9._-]*\)@agortest:.*/\1/p' | head -n 1)
+		if [ $termed = 0 ] && [ -n "$who" ]; then
 			tmux send-keys -t agorterm 'id -un' Enter
-			wait_pane "^$user\$" >/dev/null
+			wait_pane "^$who\$" >/dev/null
 			tmux send-keys -t agorterm C-]
 			termed=1
 		fi
