@@ -193,8 +193,15 @@ func (db *DB) ListTasks(sessionID string, limit int, after string) ([]Task, erro
 // daemon that is gone. Open does not call it, so that opening the store
 // (tests, tools) never changes tasks.
 func (db *DB) MarkInterrupted() (int, error) {
+	return db.MarkInterruptedBefore(now())
+}
+
+// MarkInterruptedBefore is MarkInterrupted for the tasks made at or
+// before t: a daemon that could not mark them at start (a full disk)
+// marks them later without touching its own.
+func (db *DB) MarkInterruptedBefore(t time.Time) (int, error) {
 	res, err := db.exec(`UPDATE tasks SET status = 'interrupted', ended_at = ?
-		WHERE status IN ('queued', 'running')`, nanos(now()))
+		WHERE status IN ('queued', 'running') AND created_at <= ?`, nanos(now()), nanos(t))
 	if err != nil {
 		return 0, fmt.Errorf("mark tasks interrupted: %w", err)
 	}
