@@ -114,7 +114,7 @@ func (s *Sink) put(ev apiwire.StoredEvent) (Outcome, func(), error) {
 		st.record(ev.Sequence)
 		return Duplicate, nil, nil
 	} else if err != nil {
-		st.capped = false // the notice is still to be stored
+		st.capped = false      // the notice is still to be stored
 		st.record(ev.Sequence) // received: lost, not a gap
 		st.lost.Events++
 		if st.lost.Err == nil {
