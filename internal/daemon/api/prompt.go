@@ -163,13 +163,22 @@ func (s *Server) runTask(ctx context.Context, t started) apiwire.PromptLine {
 	lost := s.Events.Lost(t.id)
 	last.Missing = s.Broker.EndTask(t.id)
 	if lost.Events > 0 { // told before the result: what was shown is not all that was kept
-		last.DroppedEvents = lost.Events
-		last.Warning = fmt.Sprintf("%d of the agent's events were not stored: %v", lost.Events, lost.Err)
+		last.DroppedEvents, last.Warning = lost.Events, s.lostWarning(lost)
 	}
 	if ctx.Err() == nil {
 		last.Status = s.finish(t.id, t.sess, last)
 	}
 	return last
+}
+
+// lostWarning says why a task's events were not all stored: for a full
+// store, which directory wants space.
+func (s *Server) lostWarning(lost events.Lost) string {
+	if errors.Is(lost.Err, store.ErrFull) {
+		return fmt.Sprintf("%d of the agent's events were not stored: the daemon's state directory %s is full (storage_full); the task is recorded incomplete",
+			lost.Events, s.Store.Space().Dir)
+	}
+	return fmt.Sprintf("%d of the agent's events were not stored: %v", lost.Events, lost.Err)
 }
 
 // statusNotStored logs a status the store could not write. A full store
