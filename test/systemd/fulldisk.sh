@@ -43,8 +43,10 @@ fulldisk_episodes() { journalctl -u agor-daemon --since "$1" -o cat | grep -c 's
 fulldisk() {
 	local small=/run/agor-small used since out rc=0 m sid
 	fulldisk_agent
-	cp /etc/agor/agents.yaml /tmp/agents.yaml.fulldisk
+	rm -f /tmp/agents.yaml.fulldisk
+	[ ! -f /etc/agor/agents.yaml ] || cp /etc/agor/agents.yaml /tmp/agents.yaml.fulldisk
 	cp /etc/agor/config.yaml /tmp/config.yaml.fulldisk
+	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
 	printf 'claude-code:\n  binary: /usr/local/bin/agor-fulldisk-claude\n' >/etc/agor/agents.yaml
 	# Headroom of 2 MiB: events stop at 1 MiB free, so the task's end
 	# still fits; new prompts are refused below 2 MiB.
@@ -104,7 +106,7 @@ fulldisk_undo() {
 		cp -a /run/agor-small/. /var/lib/agor/
 	fi
 	! mountpoint -q /run/agor-small || umount /run/agor-small
-	cp /tmp/agents.yaml.fulldisk /etc/agor/agents.yaml
+	if [ -f /tmp/agents.yaml.fulldisk ]; then cp /tmp/agents.yaml.fulldisk /etc/agor/agents.yaml; else rm -f /etc/agor/agents.yaml; fi
 	cp /tmp/config.yaml.fulldisk /etc/agor/config.yaml
 	fulldisk_restart
 }
