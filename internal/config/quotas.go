@@ -75,7 +75,8 @@ func DefaultRetention() Retention {
 // filesystem: below MinFreeBytes it refuses new sessions and tasks
 // (storage_full) while reads go on, and below half of it it stops storing
 // the events of running tasks, so that their ends can still be written.
-// 0: no floor (only a full disk stops writes).
+// 0: no floor (only a full disk stops writes). A floor under 8 MiB may
+// not hold: a WAL checkpoint can take 4 MiB at once.
 type Store struct {
 	MinFreeBytes int64 `yaml:"min_free_bytes"`
 }

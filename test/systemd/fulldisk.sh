@@ -48,19 +48,19 @@ fulldisk() {
 	cp /etc/agor/config.yaml /tmp/config.yaml.fulldisk
 	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
 	printf 'claude-code:\n  binary: /usr/local/bin/agor-fulldisk-claude\n' >/etc/agor/agents.yaml
-	# Headroom of 2 MiB: events stop at 1 MiB free, so the task's end
-	# still fits; new prompts are refused below 2 MiB.
-	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nstore:\n  min_free_bytes: 2097152\n' >/etc/agor/config.yaml
+	# Headroom of 8 MiB: events stop at 4 MiB free, so the task's end
+	# still fits; new prompts are refused below 8 MiB.
+	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nstore:\n  min_free_bytes: 8388608\n' >/etc/agor/config.yaml
 	systemctl stop agor-daemon.service agor-executor@alice.service
 	used=$(du -sk /var/lib/agor | cut -f1)
 	mkdir -p "$small"
 	# Whatever fails below, the state goes back to the real directory.
 	trap fulldisk_undo EXIT
-	mount -t tmpfs -o "size=$((used + 6144))k,mode=0750" tmpfs "$small"
+	mount -t tmpfs -o "size=$((used + 14336))k,mode=0750" tmpfs "$small"
 	chown agor:agor "$small"
 	cp -a /var/lib/agor/. "$small/"
 	mount --bind "$small" /var/lib/agor
-	echo "state directory on a tmpfs of $((used / 1024 + 6)) MiB ($((used / 1024)) MiB in use)"
+	echo "state directory on a tmpfs of $((used / 1024 + 14)) MiB ($((used / 1024)) MiB in use)"
 	since=$(date '+%Y-%m-%d %H:%M:%S')
 	fulldisk_restart
 

@@ -107,8 +107,10 @@ func (p *pending) doneSession(s Session) {
 
 // Reconcile writes what a full store kept in memory and returns how many
 // statuses it wrote; once nothing is left and the filesystem has room,
-// the episode is over. The daemon calls it every few seconds.
+// the episode is over. The daemon calls it every few seconds, which also
+// begins an episode when the free space falls below the floor.
 func (db *DB) Reconcile() (int, error) {
+	_ = db.room(1) // an episode begins when the floor is crossed, asked or not
 	tasks, sessions := db.pending.snapshot()
 	n := 0
 	var errs []error

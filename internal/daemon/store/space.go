@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -106,7 +107,7 @@ func (db *DB) room(div int64) error {
 	floor, full, reason := s.floor/div, s.full, s.reason
 	s.mu.Unlock()
 	if full && div == 1 {
-		return fmt.Errorf("%w: the store in %s could not write (%s)", ErrFull, s.dir, reason)
+		return fmt.Errorf("%w: %s (new tasks wait until it has room)", ErrFull, reason)
 	}
 	if floor == 0 {
 		return nil
@@ -152,7 +153,7 @@ func (s *space) failed(err error) {
 	if s.full {
 		return
 	}
-	s.full, s.since, s.reason = true, time.Now(), err.Error()
+	s.full, s.since, s.reason = true, time.Now(), strings.TrimPrefix(err.Error(), ErrFull.Error()+": ")
 	s.episodes++
 	s.log.Warn("store cannot write: the state directory is full; new tasks are refused (storage_full) and what cannot be written is kept in memory until space returns",
 		"state_dir", s.dir, "err", err, "episode", s.episodes)
