@@ -163,6 +163,12 @@ func (r *renderer) line(ctx context.Context, l apiwire.PromptLine) (bool, error)
 		if err := json.Unmarshal(l.Result, &res); err != nil {
 			return true, fmt.Errorf("bad result from the daemon: %w", err)
 		}
+		if l.Status != "" { // the daemon recorded it otherwise: "incomplete"
+			res.Status = l.Status
+		}
+		if l.Warning != "" {
+			res.Warnings = append(res.Warnings, l.Warning)
+		}
 		return true, r.result(&res)
 	}
 	return false, nil

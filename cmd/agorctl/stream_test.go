@@ -23,7 +23,12 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 		_ = enc.Encode(map[string]any{"task_id": "t1", "session_id": "s1"})
 		_ = enc.Encode(map[string]any{"event": map[string]any{"sequence": 0,
 			"event_data": map[string]any{"type": "text_delta", "data": map[string]any{"text": "hello there"}}}})
-		_ = enc.Encode(map[string]any{"result": map[string]any{"status": b.Prompt, "message_count": 1}})
+		res := map[string]any{"result": map[string]any{"status": b.Prompt, "message_count": 1}}
+		if b.Prompt == "full" { // the agent completed; the daemon could not store all of it
+			res = map[string]any{"result": map[string]any{"status": "completed", "message_count": 1},
+				"status": "incomplete", "dropped_events": 7, "warning": "7 of the agent's events were not stored: storage full: /var/lib/agor"}
+		}
+		_ = enc.Encode(res)
 	})
 	m.HandleFunc("POST /v1/executors/alice/terminals", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
@@ -67,6 +72,17 @@ func TestPromptExitStatus(t *testing.T) {
 		if r.code != code || !strings.Contains(r.stdout, "hello there") || !strings.Contains(r.stderr, status+" · 1 messages") {
 			t.Errorf("%s: exit %d (want %d), stdout %q, stderr %q", status, r.code, code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// A task the daemon recorded incomplete (its store was full) is shown so,
+// with the daemon's warning, not as the agent's "completed"; exit 1.
+func TestPromptIncomplete(t *testing.T) {
+	d := promptDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "prompt", "--api", d.socket, "alice", "full")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "incomplete · 1 messages") || strings.Contains(r.stderr, "completed ·") ||
+		!strings.Contains(r.stderr, "warning: 7 of the agent's events were not stored: storage full: /var/lib/agor") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

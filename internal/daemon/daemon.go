@@ -66,6 +66,8 @@ type Daemon struct {
 	tcp     net.Listener // the API on TCP (bearer tokens), when configured
 	srv     *api.Server
 	warm    *warmcap.Cap // warm agents across the host
+	started time.Time    // tasks made before are the last daemon's
+	settled bool         // what the last daemon left is settled (reconcile.go)
 }
 
 // New builds the daemon; nothing runs until Run.
@@ -103,9 +105,12 @@ func New(o Options) (d *Daemon, err error) {
 		}
 		undo = append(undo, func() { _ = d.tcp.Close() })
 	}
-	if d.store, err = openStore(filepath.Join(state, "agor.db"), o.Log); err != nil {
+	if d.store, err = openStore(filepath.Join(state, "agor.db"), o.Config.Store, o.Log); err != nil {
 		return nil, err
 	}
+	undo = append(undo, func() { _ = d.store.Close() })
+	d.started = time.Now()
+	d.settled = d.settle(d.started)
 	d.build(creds)
 	return d, nil
 }
@@ -127,21 +132,17 @@ func openCreds(state string, key []byte, log *slog.Logger) (*credstore.Store, er
 	return creds, nil
 }
 
-// openStore opens the store and marks the tasks a crash left running as
-// interrupted, before any new work is taken.
-func openStore(path string, log *slog.Logger) (*store.DB, error) {
+// openStore opens the store and settles what the last daemon left: its
+// live tasks are marked interrupted, sessions with no live task are not
+// left "running". On a full disk that waits for space (settle), and the
+// daemon serves reads meanwhile.
+func openStore(path string, sc config.Store, log *slog.Logger) (*store.DB, error) {
 	db, err := store.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	n, err := db.MarkInterrupted()
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	if n > 0 {
-		log.Warn("tasks left running by the last daemon marked interrupted", "tasks", n)
-	}
+	db.SetLog(log)
+	db.SetFloor(sc.MinFreeBytes)
 	return db, nil
 }
 
@@ -266,6 +267,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() error { d.pool.Reap(ctx); return nil })
 	g.Go(func() error { d.sweepTokens(ctx); return nil })
 	g.Go(func() error { d.sweep(ctx); return nil })
+	g.Go(func() error { d.reconcile(ctx, d.settled); return nil })
 	g.Go(func() error { sdnotify.Watchdog(ctx, d.log); return nil })
 	d.log.Info("serving", "socket", d.ln.Addr().String(), "backend", d.cfg.Execution.Backend, "version", version.Version)
 	sdnotify.Send(d.log, "READY=1\nSTATUS=serving")

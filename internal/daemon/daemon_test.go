@@ -44,6 +44,8 @@ func target(t testing.TB) (string, int) { return exectest.Target(t) }
 
 type harness struct {
 	client *http.Client
+	opts   Options       // as New had them: restart (fulldisk_test.go) uses them again
+	logs   *lockedBuffer // what the daemon logged
 	d      *Daemon
 	sock   string
 	work   string
@@ -92,7 +94,8 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, os.Stderr)
+	logs := &lockedBuffer{}
+	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, io.MultiWriter(os.Stderr, logs))
 	// The executors read the same configuration, as agor-executor reads
 	// /etc/agor/config.yaml under systemd.
 	cfgPath := filepath.Join(dir, "config.yaml")
@@ -111,13 +114,31 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{d: d, opts: o, logs: logs, sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()
 	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	return h
+}
+
+// lockedBuffer is a bytes.Buffer safe for the daemon's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (h *harness) stop() {

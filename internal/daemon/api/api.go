@@ -26,6 +26,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -153,8 +154,23 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// health answers that the daemon serves, and, when it keeps a store,
+// the state of its filesystem (agorctl doctor reports it).
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version})
+	h := apiwire.Health{Status: "ok", Version: version.Version}
+	if s.Store != nil {
+		h.Storage = storageView(s.Store.Space())
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func storageView(sp store.Space) *apiwire.Storage {
+	v := &apiwire.Storage{State: "ok", StateDir: sp.Dir, FreeBytes: sp.Free, MinFreeBytes: sp.Floor,
+		Episodes: sp.Episodes, Pending: sp.Pending, Reason: sp.Reason}
+	if sp.Full {
+		v.State, v.Since = "full", &sp.Since
+	}
+	return v
 }
 
 // admin lets root and the admin group through.
@@ -229,7 +245,11 @@ func (s *Server) log() *slog.Logger {
 // that is not the protocol's own is an internal error.
 func errorBody(err error) (int, *apiwire.ErrorBody) {
 	var e *rpc.Error
-	if !errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e):
+	case errors.Is(err, store.ErrFull):
+		e = rpc.Errorf(protocol.CodeStorageFull, protocol.ReasonStorageFull, "%v", err)
+	default:
 		e = rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
 	}
 	body := &apiwire.ErrorBody{}
@@ -257,6 +277,8 @@ func status(code int) int {
 		return http.StatusTooManyRequests
 	case protocol.CodeExecutorUnavailable:
 		return http.StatusServiceUnavailable
+	case protocol.CodeStorageFull:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }
