@@ -324,6 +324,7 @@ func (d *Daemon) close() {
 	if err := d.audit.Close(); err != nil {
 		d.log.Warn("audit trail: close", "err", err)
 	}
+	d.lastReconcile()
 	if err := d.store.Close(); err != nil {
 		d.log.Warn("store: close", "err", err)
 	}

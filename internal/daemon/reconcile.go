@@ -55,3 +55,15 @@ func (d *Daemon) reconcile(ctx context.Context, settled bool) {
 		}
 	}
 }
+
+// lastReconcile tries once more, at stop, to write what a full store kept
+// in memory, and puts each task end it still could not write in the
+// journal: the next daemon marks such a task interrupted, and the journal
+// is then the one record of how it really ended.
+func (d *Daemon) lastReconcile() {
+	_, _ = d.store.Reconcile()
+	for id, f := range d.store.Unwritten() {
+		d.log.Warn("task end lost at stop: the store is full", "task", id, "status", string(f.Status),
+			"dropped_events", f.Dropped, "ended", f.At, "state_directory", d.cfg.Daemon.StateDir)
+	}
+}

@@ -105,6 +105,14 @@ func (p *pending) doneSession(s Session) {
 	}
 }
 
+// Unwritten returns the task ends a full store still keeps in memory
+// only, by task id: what a daemon stopping now would lose but for the
+// journal.
+func (db *DB) Unwritten() map[string]Finish {
+	tasks, _ := db.pending.snapshot()
+	return tasks
+}
+
 // Reconcile writes what a full store kept in memory and returns how many
 // statuses it wrote; once nothing is left and the filesystem has room,
 // the episode is over. The daemon calls it every few seconds, which also
@@ -133,10 +141,17 @@ func (db *DB) Reconcile() (int, error) {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
+		if db.releaseReserve() { // once: the room it frees is for exactly this
+			m, err := db.Reconcile()
+			return n + m, err
+		}
 		return n, fmt.Errorf("reconcile %d statuses: %w", len(errs), errors.Join(errs...))
 	}
 	if db.pending.count() == 0 {
 		db.space.wrote()
+		if !db.Space().Full {
+			db.keepReserve()
+		}
 	}
 	return n, nil
 }

@@ -86,6 +86,9 @@ func Open(path string) (*DB, error) {
 	if err == nil {
 		err = db.incrementalVacuum()
 	}
+	if err == nil {
+		db.keepReserve()
+	}
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
