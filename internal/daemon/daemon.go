@@ -66,6 +66,7 @@ type Daemon struct {
 	tcp     net.Listener // the API on TCP (bearer tokens), when configured
 	srv     *api.Server
 	warm    *warmcap.Cap // warm agents across the host
+	running running      // executors up, for the audit trail
 }
 
 // New builds the daemon; nothing runs until Run.
@@ -340,6 +341,7 @@ func (d *Daemon) reattach(ctx context.Context) {
 		if st.Service != "active" {
 			continue
 		}
+		d.running.already(st.User)
 		if _, ping, err := d.pool.Get(ctx, st.User); err != nil {
 			d.log.Warn("reattach failed", "user", st.User, "err", err)
 		} else {
@@ -355,11 +357,13 @@ func (d *Daemon) unitChanged(ev lifecycle.UnitChange) {
 	if ev.Kind != "service" {
 		return
 	}
-	switch {
-	case ev.Ended():
+	if ev.Ended() {
 		d.pool.ForgetDead(ev.User)
+	}
+	switch started, stopped := d.running.transition(ev); {
+	case stopped:
 		d.audit.Log(audit.Record{Action: audit.ExecutorStopped, User: ev.User, Reason: ev.State + "/" + ev.Sub})
-	case ev.State == "active":
+	case started:
 		d.audit.Log(audit.Record{Action: audit.ExecutorStarted, User: ev.User})
 	}
 }

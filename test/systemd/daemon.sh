@@ -116,6 +116,29 @@ daemon_audit() {
 }
 check "audit trail: executor starts in agorctl audit and journalctl AGOR_AUDIT_ACTION=; users see their own" daemon_audit
 
+# audit_count USER ACTION: how many ACTION records the audit trail holds for USER.
+audit_count() { api audit --user "$1" --action "$2" --limit 0 | grep -c . || true; }
+
+daemon_audit_counts() {
+	local u=audrey i starts=3 got
+	id "$u" >/dev/null 2>&1 || useradd --create-home --groups agorusers "$u"
+	want "$(audit_count $u executor_stopped)" 0
+	for i in $(seq $starts); do
+		api executors start $u >/dev/null
+		# STATUS= changes while it serves: each is a PropertiesChanged with ActiveState=active
+		for _ in 1 2 3; do api exec $u -- true; done
+		api executors stop $u >/dev/null
+		for _ in $(seq 50); do [ "$(audit_count $u executor_stopped)" -ge "$i" ] && break; sleep 0.1; done
+	done
+	sleep 1.5 # a signal late by a second would still count
+	got="$(audit_count $u executor_started) started, $(audit_count $u executor_stopped) stopped"
+	echo "$starts real starts and stops of $u's executor: audit trail $got"
+	want "$got" "$starts started, $starts stopped"
+	api audit --user $u --limit 0 | head -n1 | grep '"action":"executor_started"' >/dev/null ||
+		{ echo "the first record is not the first start:"; api audit --user $u --limit 1; return 1; }
+}
+check "audit trail: N real starts and stops of an executor give N executor_started and N executor_stopped, none before the first start" daemon_audit_counts
+
 daemon_bench() {
 	local many=() pid
 	for i in $(seq -f %03g 1 100); do many+=("u$i"); done
