@@ -155,6 +155,34 @@ warm_followup() {
 }
 check "a follow-up prompt on a warm session as alice runs on the kept Claude Code process, visibly faster (times printed)" warm_followup
 
+# An edit of /etc/agor/agents.yaml reaches the next prompt without an
+# executor restart: the warm agent of the session, started with the old
+# settings, is restarted with the new ones.
+agents_reload() {
+	setup_agents
+	start_model -bash 'true' -text 'Ran it.' -plain 2
+	local s pid m2
+	timed_prompt 'remember the word ibis-5' >/dev/null
+	grep '"status":"completed"' /tmp/timed.out >/dev/null || { tail -n 3 /tmp/timed.out; return 1; }
+	s=$(grep -o '"session_id":"[0-9a-f]*"' /tmp/timed.out | head -n 1 | cut -d'"' -f4)
+	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	rm -f /home/alice/model2.txt
+	"$T/demomodel" -listen 127.0.0.1:18081 -bash 'echo second-model > model2.txt' -text 'Wrote it.' >/tmp/model2.url 2>/tmp/model2.log &
+	m2=$!
+	for _ in $(seq 50); do [ -s /tmp/model2.url ] && break; sleep 0.1; done
+	sed -i 's#127.0.0.1:18080#127.0.0.1:18081#' /etc/agor/agents.yaml
+	timed_prompt --session "$s" 'and now?' >/dev/null
+	kill "$m2"
+	sed -i 's#127.0.0.1:18081#127.0.0.1:18080#' /etc/agor/agents.yaml
+	grep '"status":"completed"' /tmp/timed.out >/dev/null || { tail -n 3 /tmp/timed.out; return 1; }
+	want "$(cat /home/alice/model2.txt 2>/dev/null)" second-model
+	if grep '"warm":true' /tmp/timed.out >/dev/null; then echo "the warm agent ran with the old settings"; return 1; fi
+	want "$(systemctl show -p MainPID --value agor-executor@alice.service)" "$pid"
+	journalctl -u agor-executor@alice.service -o cat --no-pager | grep 'agent settings read again' | tail -n 1
+	echo "after agents.yaml named another model URL: the same executor (pid $pid) ran the session's follow-up against it, its warm agent restarted"
+}
+check "an edit of agents.yaml reaches alice's next prompt in the running executor (same pid), restarting her warm agent" agents_reload
+
 # agents.warm_per_host: 1 holds the host to one warm agent whoever's it is:
 # bob's prompt leaves his agent warm, so the daemon asks alice's executor
 # for hers back (the least recently used on the host); her next prompt in
