@@ -73,7 +73,9 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	m.HandleFunc("POST /v1/executors/bob/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{
 		Sandbox: &protocol.SandboxInfo{Level: "workspace", Warning: "this kernel has no Landlock (ABI 0): running unconfined"}}}))
 	m.HandleFunc("POST /v1/executors/alice/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{ExitCode: 3}, Stdout: "hi\n"}))
-	m.HandleFunc("PUT /v1/executors/alice", reply(map[string]any{"user": "alice", "connected": true}))
+	m.HandleFunc("PUT /v1/executors/alice", reply(apiwire.ExecutorInfo{User: "alice", Connected: true,
+		Ping: &protocol.PingResult{Pong: true, Timestamp: now.UnixMilli(), PID: 4242, UID: 1001, User: "alice", Version: "0.1.1", UptimeMS: 1520}}))
+	m.HandleFunc("DELETE /v1/executors/alice", reply(map[string]any{"user": "alice", "stopped": true}))
 	m.HandleFunc("PUT /v1/credentials/{name}", reply(struct{}{}))
 	m.HandleFunc("POST /v1/permissions/{id}", reply(struct{}{}))
 	m.HandleFunc("PUT /v1/executors/nobody", func(w http.ResponseWriter, _ *http.Request) {
@@ -145,6 +147,26 @@ func TestExitStatus(t *testing.T) {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// executors start and stop speak to people; --json gives the daemon's
+// replies as they are.
+func TestExecutorsStartHuman(t *testing.T) {
+	d := newFakeDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "executors", "start", "--api", d.socket, "alice")
+	answered := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).Local().Format("15:04:05.000")
+	if want := "alice: running as alice (uid 1001), pid 4242, up 1.5s, agor-executor 0.1.1; answered at " + answered + "\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d: %q, want %q (%s)", r.code, r.stdout, want, r.stderr)
+	}
+	r = agorctl(context.Background(), closedStdin{t}, "executors", "start", "--api", d.socket, "--json", "alice")
+	var info apiwire.ExecutorInfo
+	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil || info.Ping == nil || info.Ping.PID != 4242 {
+		t.Fatalf("--json: exit %d: %q (%v)", r.code, r.stdout, err)
+	}
+	r = agorctl(context.Background(), closedStdin{t}, "executors", "stop", "--api", d.socket, "alice")
+	if r.code != 0 || r.stdout != "alice: stopped\n" {
+		t.Fatalf("stop: exit %d: %q %q", r.code, r.stdout, r.stderr)
 	}
 }
 
