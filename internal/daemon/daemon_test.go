@@ -53,6 +53,9 @@ type harness struct {
 	once   sync.Once
 }
 
+// orphanGrace is the daemons' api.Server.OrphanGrace in these tests.
+const orphanGrace = 500 * time.Millisecond
+
 // start runs the daemon with the direct backend on a private socket.
 func start(t testing.TB) *harness { return startWith(t, nil, nil) }
 
@@ -110,6 +113,7 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.srv.OrphanGrace = orphanGrace
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{d: d, sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()

@@ -80,6 +80,10 @@ type Server struct {
 	Quotas   config.Quotas
 	Retained *Retained // the store's size and what retention removed (metrics); nil: not shown
 	Log      *slog.Logger
+	// OrphanGrace is how long a prompt's task runs on once the client
+	// that started it and follows it is gone, with nobody else following
+	// it (default DefaultOrphanGrace); then it is stopped. orphan.go.
+	OrphanGrace time.Duration
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.
