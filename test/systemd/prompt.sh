@@ -77,7 +77,7 @@ authorisation() {
 	refused_as bob agorctl executors start alice
 	refused_as bob agorctl exec alice -- id -un
 	refused_as bob agorctl prompt alice hello
-	refused_as bob agorctl terminal --attach term_x alice
+	refused_as bob agorctl terminal --no-tty --attach term_x alice
 	# bob lists his own executor only
 	if as bob agorctl executors list | grep '^alice ' >/dev/null; then echo "bob lists alice's executor"; return 1; fi
 	refused_as bob sh -c "printf 'sk-x\n' | agorctl creds set ANTHROPIC_API_KEY --daemon" | tee /dev/stderr | grep admin_only >/dev/null

@@ -67,3 +67,22 @@ terminal_reattach() {
 	echo "detached $id with Ctrl-] (exit 0), reattached: scrollback replayed, same shell (pid $pid), exit 7 passed through"
 }
 check "agorctl terminal: Ctrl-] detaches, --attach replays the scrollback into the same shell" terminal_reattach
+
+# Without a terminal on standard input agorctl terminal refuses at once and
+# starts nothing; --no-tty drives the shell through pipes instead.
+terminal_no_tty() {
+	local out rc=0 before after
+	before=$("$T/daemonbench" -get /v1/executors/alice/terminals | grep -o '"terminal_id"' | wc -l)
+	out=$(as alice agorctl terminal alice </dev/null 2>&1) || rc=$?
+	echo "agorctl terminal alice </dev/null: exit $rc: $out"
+	want "$rc" 1
+	echo "$out" | grep 'standard input is not a terminal' >/dev/null
+	after=$("$T/daemonbench" -get /v1/executors/alice/terminals | grep -o '"terminal_id"' | wc -l)
+	want "$after" "$before"
+	rc=0
+	out=$(printf 'id -un\nexit 3\n' | as alice agorctl terminal --no-tty alice 2>&1) || rc=$?
+	echo "with --no-tty: exit $rc, output: $(echo "$out" | tr -d '\r' | grep -x alice)"
+	want "$rc" 3
+	echo "$out" | tr -d '\r' | grep -x alice >/dev/null
+}
+check "agorctl terminal without a terminal on stdin refuses with a clear message and starts nothing; --no-tty pipes a shell (id -un, exit 3)" terminal_no_tty
