@@ -149,6 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitUsage
 	}
+	applyLoginUmask(ctx, log)
 	agents, err := task.OpenAgents(o.agents, log)
 	if err != nil {
 		log.Error(err.Error())

@@ -86,3 +86,27 @@ terminal_no_tty() {
 	echo "$out" | tr -d '\r' | grep -x alice >/dev/null
 }
 check "agorctl terminal without a terminal on stdin refuses with a clear message and starts nothing; --no-tty pipes a shell (id -un, exit 3)" terminal_no_tty
+
+# What an executor starts gets its person's login umask (Debian's
+# login.defs: UMASK 022 with user private groups, so 0002 for alice), not
+# the unit's UMask=0027; a GECOS umask= (pam_umask's) comes first.
+terminal_umask() {
+	local gecos
+	want "$(systemctl show -p UMask --value agor-executor@alice.service)" 0027
+	want "$(agorctl exec alice -- sh -c umask)" 0002
+	in_tmux "agorctl terminal alice"
+	wait_pane 'alice@'
+	tmux send-keys -t agorterm 'echo "um=$(umask)"; touch term-umask.txt; exit' Enter
+	wait_pane 'agorctl-exit=0'
+	pane | grep -x 'um=0002' >/dev/null || { pane; return 1; }
+	want "$(stat -c %a /home/alice/term-umask.txt)" 664
+	gecos=$(getent passwd bob | cut -d: -f5)
+	usermod -c 'Bob,,,,umask=0077' bob
+	systemctl stop agor-executor@bob.socket agor-executor@bob.service # the umask is read at start
+	want "$(agorctl exec bob -- sh -c umask)" 0077
+	usermod -c "$gecos" bob
+	systemctl stop agor-executor@bob.socket agor-executor@bob.service
+	journalctl -u agor-executor@alice.service -o cat --no-pager | grep 'umask 02 from' | tail -n 1
+	echo "alice: exec and terminal umask 0002 (a new file 664) under the unit's UMask=0027; bob with GECOS umask=0077: 0077"
+}
+check "agents, commands and terminals get the person's login umask (login.defs, user private groups; GECOS umask=), not the unit's UMask=0027" terminal_umask
