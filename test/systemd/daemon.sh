@@ -175,6 +175,25 @@ daemon_audit_counts() {
 }
 check "audit trail: N real starts and stops of an executor give N executor_started and N executor_stopped, none before the first start" daemon_audit_counts
 
+# journalctl's plain output (the message alone) says what happened: the
+# method, whom it served, the outcome; who connected.
+daemon_journal_plain() {
+	local t0 out
+	t0=$(date +%s)
+	api exec alice -- sh -c 'exit 4' >/dev/null 2>&1 || true
+	sleep 0.5
+	out=$(journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager)
+	echo "$out" | grep -E '^exec for alice: exit status 4 in [0-9]+ ms$' ||
+		{ echo "no plain exec line:"; echo "$out"; return 1; }
+	journalctl -u agor-executor@alice.service -o cat --no-pager |
+		grep -E "^connection from uid $(id -u agor) \(pid [0-9]+\) accepted: serving alice$" | tail -n 1 | grep . ||
+		{ echo "no plain connection line"; return 1; }
+	if journalctl -u agor-executor@alice.service -o cat --no-pager | grep -x -E 'request|connection accepted|connection closed'; then
+		echo "bare lines remain"; return 1
+	fi
+}
+check "the executor's journal lines say what happened in the message itself (exec for alice: exit status 4; connection from uid agor accepted)" daemon_journal_plain
+
 daemon_bench() {
 	local many=() pid
 	for i in $(seq -f %03g 1 100); do many+=("u$i"); done
