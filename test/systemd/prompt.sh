@@ -202,7 +202,8 @@ s.bind(("127.0.0.1", 18082)); s.listen(16); held = []
 while True: held.append(s.accept()[0])' &
 	local silent=$! client task t0 status=
 	sed -i 's#127.0.0.1:18080#127.0.0.1:18082#' /etc/agor/agents.yaml
-	as alice agorctl prompt alice 'anyone there?' >/tmp/unreach.out 2>/tmp/unreach.err &
+	# setpriv execs agorctl: $! is agorctl itself (as's function would be a subshell)
+	setpriv --reuid=alice --regid=alice --init-groups agorctl prompt alice 'anyone there?' >/tmp/unreach.out 2>/tmp/unreach.err &
 	client=$!
 	for _ in $(seq 300); do grep -q 'waiting for the model' /tmp/unreach.err && break; sleep 0.1; done
 	sed -i 's#127.0.0.1:18082#127.0.0.1:18080#' /etc/agor/agents.yaml
@@ -211,7 +212,7 @@ while True: held.append(s.accept()[0])' &
 	want "$(last_status)" running
 	kill -9 "$client"
 	t0=$(date +%s)
-	for _ in $(seq 600); do status=$(last_status); [ "$status" = running ] || break; sleep 0.1; done
+	for _ in $(seq 120); do status=$(last_status); [ "$status" = running ] || break; sleep 0.5; done
 	kill "$silent"
 	want "$status" cancelled
 	echo "agorctl prompt killed: the daemon stopped task $task $(( $(date +%s) - t0 )) s later (grace 30 s, nobody following)"
