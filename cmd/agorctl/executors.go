@@ -89,14 +89,14 @@ func newExecutorsList(a *app) *cobra.Command {
 		Use:   "list",
 		Short: "list executors with their socket and service state",
 		Long: `List executors with their socket and service unit state. Through the daemon
-(admins only) a table says which ones the daemon is connected to and what
-each running one uses: CPU time since its unit started, memory and tasks
-now, from systemd's counters for agor-executor@USER.service (the direct
-backend: the executor's processes in /proc). "-" is a number not known
-here; a note on stderr says why. --json prints the daemon's reply (usage
-in nanoseconds and bytes, null where unknown). With --no-daemon the units
-are listed straight from systemd, one "USER SOCKET SERVICE" line each
-(--json: one JSON object a line).
+(admins see everyone's, a person only her own) a table says which ones the
+daemon is connected to and what each running one uses: CPU time since its
+unit started, memory and tasks now, from systemd's counters for
+agor-executor@USER.service (the direct backend: the executor's processes in
+/proc). "-" is a number not known here; a note on stderr says why. --json
+prints the daemon's reply (usage in nanoseconds and bytes, null where
+unknown). With --no-daemon the units are listed straight from systemd, one
+"USER SOCKET SERVICE" line each (--json: one JSON object a line).
 
 ` + daemonHelp,
 		Example: `  agorctl executors list
