@@ -179,7 +179,9 @@ func (r *renderer) run(ctx context.Context, stream *apiclient.PromptStream) erro
 func (r *renderer) line(ctx context.Context, l apiwire.PromptLine) (bool, error) {
 	switch {
 	case l.TaskID != "":
+		r.mu.Lock() // the progress line names the task
 		r.task, r.session = l.TaskID, l.SessionID
+		r.mu.Unlock()
 	case l.Event != nil:
 		return false, r.event(ctx, l.Event)
 	case l.Error != nil:
