@@ -38,13 +38,9 @@ if ! command -v zsh >/dev/null || ! command -v fish >/dev/null || [ ! -f /usr/sh
 	echo "deps: installing zsh, fish and bash-completion for agorctl's completion tests"
 	apt_install zsh fish bash-completion
 fi
-# Tests run as root start executors as this account (internal/exectest):
-# executors refuse root, and nobody like every special account. A regular
-# uid, no home, no login shell, no password.
-if [ "$(id -u)" = 0 ] && ! id agortest >/dev/null 2>&1; then
-	echo "deps: creating the account agortest, which executors run as in tests run as root"
-	useradd --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
-		--comment "agor tests (executors run as this account)" agortest
+# Tests run as root start executors as this account (internal/exectest).
+if [ "$(id -u)" = 0 ]; then
+	./test/testaccount.sh >/dev/null
 fi
 # The agent tests run the real agent CLIs (npm packages; gemini needs
 # Node.js >= 20) against stand-in model servers on 127.0.0.1.
