@@ -93,9 +93,11 @@ check "agorctl terminal without a terminal on stdin refuses with a clear message
 # login.defs: UMASK 022 with user private groups, so 0002 for alice), not
 # the unit's UMask=0027; a GECOS umask= (pam_umask's) comes first.
 terminal_umask() {
-	local gecos
-	want "$(systemctl show -p UMask --value agor-executor@alice.service)" 0027
+	local gecos t0
+	t0=$(date +%s)
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service # started afresh below
 	want "$(agorctl exec alice -- sh -c umask)" 0002
+	want "$(systemctl show -p UMask --value agor-executor@alice.service)" 0027
 	in_tmux "agorctl terminal alice"
 	wait_pane 'alice@'
 	tmux send-keys -t agorterm 'echo "um=$(umask)"; touch term-umask.txt; exit' Enter
@@ -108,7 +110,8 @@ terminal_umask() {
 	want "$(agorctl exec bob -- sh -c umask)" 0077
 	usermod -c "$gecos" bob
 	systemctl stop agor-executor@bob.socket agor-executor@bob.service
-	journalctl -u agor-executor@alice.service -o cat --no-pager | grep 'umask 02 from' | tail -n 1
+	journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager | grep 'umask 02 from' | tail -n 1 | grep . ||
+		{ echo "no umask line in alice's executor's journal since it started:"; journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager | head -n 5; return 1; }
 	echo "alice: exec and terminal umask 0002 (a new file 664) under the unit's UMask=0027; bob with GECOS umask=0077: 0077"
 }
 check "agents, commands and terminals get the person's login umask (login.defs, user private groups; GECOS umask=), not the unit's UMask=0027" terminal_umask
