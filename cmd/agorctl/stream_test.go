@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -90,9 +92,27 @@ func TestPromptIncomplete(t *testing.T) {
 // signal: 128+15 for SIGTERM.
 func TestTerminalExitStatus(t *testing.T) {
 	d := promptDaemon(t)
-	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--api", d.socket, "alice")
+	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--no-tty", "--api", d.socket, "alice")
 	if r.code != 128+15 || r.stdout != "hi\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestTerminalNeedsTerminal: without a terminal on standard input (and
+// without --no-tty) agorctl terminal refuses at once, saying why, and asks
+// the daemon nothing.
+func TestTerminalNeedsTerminal(t *testing.T) {
+	d := promptDaemon(t)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	for _, stdin := range []io.Reader{closedStdin{t}, devnull} {
+		r := agorctl(context.Background(), stdin, "terminal", "--api", d.socket, "alice")
+		if r.code != exitFailure || !strings.Contains(r.stderr, "standard input is not a terminal") || r.stdout != "" {
+			t.Fatalf("stdin %T: exit %d, stdout %q, stderr %q", stdin, r.code, r.stdout, r.stderr)
+		}
 	}
 }
 

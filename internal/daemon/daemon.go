@@ -68,6 +68,7 @@ type Daemon struct {
 	warm    *warmcap.Cap // warm agents across the host
 	started time.Time    // tasks made before are the last daemon's
 	settled bool         // what the last daemon left is settled (reconcile.go)
+	running running      // executors up, for the audit trail
 }
 
 // New builds the daemon; nothing runs until Run.
@@ -343,6 +344,7 @@ func (d *Daemon) reattach(ctx context.Context) {
 		if st.Service != "active" {
 			continue
 		}
+		d.running.already(st.User)
 		if _, ping, err := d.pool.Get(ctx, st.User); err != nil {
 			d.log.Warn("reattach failed", "user", st.User, "err", err)
 		} else {
@@ -358,11 +360,13 @@ func (d *Daemon) unitChanged(ev lifecycle.UnitChange) {
 	if ev.Kind != "service" {
 		return
 	}
-	switch {
-	case ev.Ended():
+	if ev.Ended() {
 		d.pool.ForgetDead(ev.User)
+	}
+	switch started, stopped := d.running.transition(ev); {
+	case stopped:
 		d.audit.Log(audit.Record{Action: audit.ExecutorStopped, User: ev.User, Reason: ev.State + "/" + ev.Sub})
-	case ev.State == "active":
+	case started:
 		d.audit.Log(audit.Record{Action: audit.ExecutorStarted, User: ev.User})
 	}
 }

@@ -66,6 +66,8 @@ type Bus interface {
 	RunningExecutors(ctx context.Context) ([]string, error)
 	// UnitProperties reads a service unit's uint64 properties.
 	UnitProperties(ctx context.Context, unit string, names []string) (map[string]uint64, error)
+	// ControlGroup is a unit's cgroup, below /sys/fs/cgroup.
+	ControlGroup(ctx context.Context, unit string) (string, error)
 	Close() error
 }
 

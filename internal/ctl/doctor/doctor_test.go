@@ -41,6 +41,11 @@ func (b fakeBus) UnitProperties(_ context.Context, unit string, names []string) 
 	return out, nil
 }
 
+// ControlGroup is where systemd puts an executor's cgroup.
+func (fakeBus) ControlGroup(_ context.Context, unit string) (string, error) {
+	return "/agor.slice/agor-executors.slice/" + unit, nil
+}
+
 func (fakeBus) Close() error { return nil }
 func (fakeBus) SystemdVersion(context.Context) (string, error) {
 	return "252.38-1~deb12u1", nil

@@ -21,7 +21,9 @@ import (
 
 func newID() string { return randid.New(16) }
 
-// prompt runs a turn and streams its events (application/x-ndjson).
+// prompt runs a turn and streams its events (application/x-ndjson). A
+// client that goes away leaves the task to orphaned: stopped after a
+// grace period unless someone follows it.
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.startTask(w, r)
 	if !ok {
@@ -52,6 +54,10 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 			drain(sub, enc) // events came before the result; some may still wait here
 			_ = enc.Encode(last)
 			flush()
+			return
+		case <-r.Context().Done():
+			sub.Close()
+			s.background(func(ctx context.Context) { s.orphaned(ctx, t, done) })
 			return
 		}
 	}
