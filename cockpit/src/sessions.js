@@ -121,8 +121,8 @@ export function sessionsView(me) {
 			switch (b.kind) {
 			case "text": return h("div.agor-text", b.text);
 			case "thinking": return h("div.agor-thinking", b.text);
-			case "tool": return h("div.agor-tool", { "data-agor": "tool" }, "⏺ ", h("strong", b.name), " ", h("code", b.input));
-			case "result": return h("pre.agor-result" + (b.isError ? ".agor-is-error" : ""), { "data-agor": "tool-result" }, "⎿ " + b.output);
+			case "tool": return h("div.agor-tool", { "data-agor": "tool" }, "● ", h("strong", b.name), " ", h("code", b.input));
+			case "result": return h("pre.agor-result" + (b.isError ? ".agor-is-error" : ""), { "data-agor": "tool-result" }, "└ " + b.output);
 			case "ask": return h("div.agor-ask", { "data-agor": "asked" }, "? ", cockpit.format(_("$0 wants permission: $1"), b.name, b.input));
 			case "decided": return h("div.agor-decided", { "data-agor": "decided" }, `[${b.approved ? _("allowed") : _("denied")} ${b.reason}]`);
 			case "error": return alert("danger", b.message);

@@ -25,6 +25,10 @@ cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
 # checks.sh runs the concern files (install.sh, socket.sh, ... upgrade.sh)
 # with the helpers of lib.sh; this script is the container harness.
 cp test/systemd/*.sh "$work/opt/"
+# agor's Cockpit page (cockpit.sh): its package, and the browser driver
+# with playwright-core from cockpit/node_modules (make deb installed it).
+cp dist/agor-cockpit_0.1.0-1_all.deb test/systemd/cockpit-browser.mjs "$work/opt/"
+mkdir -p "$work/opt/node_modules" && cp -r cockpit/node_modules/playwright-core "$work/opt/node_modules/"
 [ -z "${AGOR_SUITE_ONLY:-}" ] || echo "$AGOR_SUITE_ONLY" >"$work/opt/only"
 # The previous release, for the upgrade check (upgrade.sh): the last commit
 # that landed before the store bound records to uids. Built once, cached.
@@ -63,6 +67,11 @@ lint_out=$work/opt/lint.txt
 # slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
 # systemd-userdbd: the user database the daemon asks over varlink.
 pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd"
+# Cockpit and a browser for agor's page (cockpit.sh). Chromium runs in the
+# container, beside cockpit-ws on its private network, so that the check
+# drives it from inside like every other check (no host browser to reach
+# into the container's namespace).
+pkgs="$pkgs,cockpit-ws,cockpit-bridge,cockpit-system,chromium,fonts-dejavu-core"
 key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
 tarball=test/.cache/rootfs-$key.tar.zst
 if [ ! -s "$tarball" ]; then
@@ -91,7 +100,7 @@ teardown() {
 trap teardown EXIT
 
 echo "== unpacking root filesystem"
-mount -t tmpfs -o size=2G tmpfs "$work/root"
+mount -t tmpfs -o size=3G tmpfs "$work/root" # 1 GiB of it the root filesystem, Chromium most of that
 tar -C "$work/root" --zstd -xf "$tarball"
 root=$work/root
 echo agortest >"$root/etc/hostname"
@@ -141,5 +150,10 @@ fi
 # --- checks -------------------------------------------------------------------
 rc=0
 inside bash /opt/tests/checks.sh || rc=$?
+# The Cockpit check's screenshots, out of the container before teardown.
+if [ -d "$root/var/log/agor-suite/cockpit" ]; then
+	rm -rf test/.logs/cockpit && mkdir -p test/.logs && cp -r "$root/var/log/agor-suite/cockpit" test/.logs/
+	echo "== screenshots: $top/test/.logs/cockpit/"
+fi
 echo "== suite took $(( $(date +%s) - start )) s"
 exit $rc

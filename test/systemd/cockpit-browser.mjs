@@ -1,0 +1,135 @@
+// The browser half of cockpit.sh: a real headless Chromium (Debian's, in
+// the container) driven by playwright-core logs in to Cockpit as alice,
+// bob and root with their passwords and uses agor's page as they would.
+// Each step leaves a screenshot in OUT; the run prints what it saw, and
+// exits non-zero at the first step that does not show what it must.
+// Usage: node cockpit-browser.mjs OUT (env: ALICE_PW, BOB_PW, ROOT_PW).
+import { chromium } from "playwright-core";
+
+const out = process.argv[2];
+const base = "https://127.0.0.1:9090";
+const wait = 90_000;
+const browser = await chromium.launch({
+	executablePath: "/usr/bin/chromium",
+	args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
+});
+let shot = 0;
+let current = null; // the page of the step under way, shown when it fails
+const step = async (page, name, what) => {
+	const path = `${out}/${String(++shot).padStart(2, "0")}-${name}.png`;
+	await page.screenshot({ path, fullPage: true });
+	console.log(`${path}: ${what}`);
+};
+
+// login opens Cockpit, logs in, and returns the page and agor's frame.
+async function login(user, password, tab = "") {
+	const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 1000 }, locale: "en-US" });
+	const page = await ctx.newPage();
+	page.setDefaultTimeout(wait);
+	page.on("console", (m) => console.log(`  [${user}'s console] ${m.type()}: ${m.text()}`));
+	page.on("pageerror", (e) => console.log(`  [${user}'s page error] ${e.message}`));
+	current = page;
+	// Cockpit's login page is at every address; once in, the shell shows
+	// the page asked for (and sets no cookie until then: no navigation
+	// between login and shell).
+	await page.goto(`${base}/agor${tab ? "#/" + tab : ""}`);
+	await page.fill("#login-user-input", user);
+	await page.fill("#login-password-input", password);
+	await page.click("#login-button");
+	const frame = page.frameLocator('iframe[name="cockpit1:localhost/agor"]');
+	await frame.locator(`#agor-whoami[data-user="${user}"]`).waitFor();
+	return { ctx, page, frame };
+}
+
+async function alice() {
+	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW);
+	await frame.locator("#agor-sessions").waitFor();
+	await step(page, "alice-logged-in", "alice is logged in to Cockpit; agor's page shows her sessions");
+
+	await frame.locator('select[name="agent"]').selectOption("claude-code");
+	await frame.locator('select[name="mode"]').selectOption("default");
+	await frame.locator('textarea[name="prompt"]').fill("who runs this? write it to cockpit-ran.txt");
+	await frame.locator("#agor-send").click();
+	const approve = frame.locator('[data-agor="approve"]').first();
+	await approve.waitFor();
+	const question = await frame.locator(".agor-question").first().innerText();
+	console.log(`question in the page: ${question.replace(/\s+/g, " ")}`);
+	await frame.locator('[data-agor="asked"]').waitFor();
+	await step(page, "alice-permission-question", "Claude Code (default mode) asks to run Bash; the question is in the page with Approve and Deny");
+
+	await approve.click();
+	await frame.locator('[data-agor="task-status"][data-status="completed"]').waitFor();
+	const result = await frame.locator('[data-agor="tool-result"]').first().innerText();
+	const status = await frame.locator('[data-agor="task-status"]').innerText();
+	console.log(`tool output in the page: ${result.replace(/\s+/g, " ")}`);
+	console.log(`task status in the page: ${status.replace(/\s+/g, " ")}`);
+	if (!/completed/.test(status)) throw new Error(`status shows ${status}`);
+	await frame.locator('[data-agor="decided"]').waitFor();
+	await step(page, "alice-completed", "approved: the tool's output and \"completed\" are in the page");
+
+	await frame.locator("#agor-tab-terminal").click();
+	const screen = frame.locator("#agor-terminal .xterm-rows");
+	await screen.waitFor();
+	await frame.locator("#agor-terminal").filter({ hasText: "alice@" }).waitFor();
+	await frame.locator("#agor-terminal .xterm-helper-textarea").focus();
+	await page.keyboard.type("id -un\n");
+	await waitRows(screen, /^alice\s*$/m);
+	console.log(`terminal rows: ${(await screen.innerText()).split("\n").filter(l => l.trim()).slice(-3).join(" | ")}`);
+	await step(page, "alice-terminal", "a terminal in the page runs agorctl terminal; id -un shows alice");
+	await ctx.close();
+}
+
+async function waitRows(screen, re) {
+	for (let i = 0; i < 150; i++) {
+		if (re.test(await screen.innerText())) return;
+		await new Promise(r => setTimeout(r, 200));
+	}
+	throw new Error(`the terminal never showed ${re}: ${await screen.innerText()}`);
+}
+
+async function bob() {
+	const { ctx, page, frame } = await login("bob", process.env.BOB_PW);
+	await frame.locator("#agor-sessions").waitFor();
+	await frame.locator('#agor-sessions [data-agor="no-sessions"], #agor-sessions table').first().waitFor();
+	const alices = await frame.locator('#agor-sessions tr[data-user="alice"]').count();
+	const rows = await frame.locator("#agor-sessions tr[data-session]").count();
+	console.log(`bob's page lists ${rows} sessions, ${alices} of them alice's`);
+	if (alices !== 0) throw new Error("bob sees alice's sessions");
+	await step(page, "bob-sessions", "bob is logged in: none of alice's sessions are listed");
+	// His files: the listing starts his executor (as bob), which root sees next.
+	await frame.locator("#agor-tab-files").click();
+	await frame.locator("#agor-files table").waitFor();
+	await step(page, "bob-files", "bob's files through the daemon (his home)");
+	await ctx.close();
+}
+
+async function root() {
+	const { ctx, page, frame } = await login("root", process.env.ROOT_PW, "executors");
+	await frame.locator('#agor-whoami[data-admin="true"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="alice"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="bob"]').waitFor();
+	for (const u of ["alice", "bob"]) {
+		console.log(`root's executors row: ${(await frame.locator(`#agor-executors tr[data-executor="${u}"]`).innerText()).replace(/\s+/g, " ")}`);
+	}
+	await step(page, "root-executors", "root (an operator) sees alice's and bob's executors with CPU, memory and tasks");
+	await frame.locator("#agor-tab-audit").click();
+	await frame.locator("#agor-audit table").waitFor();
+	await step(page, "root-audit", "root sees the audit trail");
+	await frame.locator("#agor-tab-doctor").click();
+	await frame.locator("#agor-doctor").filter({ hasNotText: "Running agorctl doctor" }).waitFor();
+	await step(page, "root-doctor", "root sees what agorctl doctor finds");
+	await ctx.close();
+}
+
+try {
+	for (const who of (process.env.STEPS || "alice bob root").split(" ")) await { alice, bob, root }[who]();
+} catch (e) {
+	if (current) {
+		await current.screenshot({ path: `${out}/failed.png`, fullPage: true }).catch(() => {});
+		for (const f of current.frames()) console.log(`  frame ${f.name()} ${f.url()}: ${(await f.locator("body").innerText().catch(() => "")).slice(0, 800)}`);
+	}
+	throw e;
+} finally {
+	await browser.close();
+}

@@ -1,0 +1,66 @@
+# agor's page in Cockpit, in a real headless Chromium. Sourced by checks.sh
+# after the prompt checks (uses setup_agents and start_model of prompt.sh).
+# cockpit-ws, cockpit-bridge and Debian's chromium are in the container's
+# root filesystem; the browser runs here, beside cockpit-ws, driven by
+# playwright-core (cockpit-browser.mjs) on the host's Node.js.
+
+cockpit_shots=/var/log/agor-suite/cockpit # run.sh copies it out to test/.logs/cockpit
+
+cockpit_install() {
+	dpkg -i $T/agor-cockpit_0.1.0-1_all.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	want "$(dpkg-query -W -f '${Status}' agor-cockpit)" "install ok installed"
+	test -f /usr/share/cockpit/agor/manifest.json
+	test -f /usr/share/cockpit/agor/index.html
+	# Cockpit's bridge, as alice, finds the page among its packages.
+	as alice cockpit-bridge --packages | grep -E '^agor[[:space:]]' || { as alice cockpit-bridge --packages; return 1; }
+	# No asset from elsewhere: every script, style and font is the package's own.
+	if grep -rlE '(src|href)="https?://|url\(["'"'"']?https?://' /usr/share/cockpit/agor; then echo "the page fetches from the network"; return 1; fi
+	systemctl start cockpit.socket
+	want "$(systemctl is-active cockpit.socket)" active
+	echo "agor-cockpit $(dpkg-query -W -f '${Version}' agor-cockpit) installed; cockpit-ws $(dpkg-query -W -f '${Version}' cockpit-ws) listening on 9090"
+}
+check "agor-cockpit installs beside cockpit-ws; the bridge lists the page, which loads nothing from the network" cockpit_install
+
+# The passwords Cockpit's PAM login asks for. Root may log in here (Cockpit
+# refuses root by default: /etc/cockpit/disallowed-users).
+cockpit_accounts() {
+	printf 'alice:alice-Cockpit-1\nbob:bob-Cockpit-1\nroot:root-Cockpit-1\n' | chpasswd
+	cp /etc/cockpit/disallowed-users /tmp/disallowed-users.orig 2>/dev/null || true
+	: >/etc/cockpit/disallowed-users
+}
+
+cockpit_browser() {
+	cockpit_accounts
+	setup_agents
+	start_model -bash 'id -un > cockpit-ran.txt; pwd' -text 'I wrote cockpit-ran.txt.'
+	rm -f /home/alice/cockpit-ran.txt
+	rm -rf "$cockpit_shots"
+	mkdir -p "$cockpit_shots"
+	local t0 rc=0 task
+	t0=$(date +%s)
+	ALICE_PW=alice-Cockpit-1 BOB_PW=bob-Cockpit-1 ROOT_PW=root-Cockpit-1 \
+		timeout 600 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" || rc=$?
+	echo "the browser took $(($(date +%s) - t0)) s, exit $rc"
+	[ "$rc" = 0 ] || { journalctl --no-pager --since "@$t0" | grep -iE 'cockpit|pam|auth' | grep -v gnutls_handshake | tail -n 30; return 1; }
+	# Judged on disk and in the daemon, not by the page alone: the tool ran
+	# as alice, after her approval given in the page.
+	want "$(cat /home/alice/cockpit-ran.txt)" alice
+	want "$(stat -c %U /home/alice/cockpit-ran.txt)" alice
+	task=$(task_of)
+	as alice agorctl events "$task" | grep '"event_type":"permission_decided"' | grep '"approved":true' | grep 'approved in Cockpit' >/dev/null ||
+		{ echo "task $task: no approval from the page among its events"; as alice agorctl events "$task" | cut -c1-200; return 1; }
+	want "$(as alice agorctl tasks "$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)" --json | grep -o '"status":"[a-z]*"' | tail -n 1)" '"status":"completed"'
+	grep '"action":"permission_decided"' /var/lib/agor/audit.jsonl | grep "\"task\":\"$task\"" | tail -n 1
+	echo "on disk: /home/alice/cockpit-ran.txt is alice's and says alice; task $task completed, approved in Cockpit"
+	ls "$cockpit_shots"
+}
+check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), gets a terminal showing id -un alice; bob sees none of her sessions; root sees both executors (screenshots)" cockpit_browser
+
+cockpit_remove() {
+	cp /tmp/disallowed-users.orig /etc/cockpit/disallowed-users 2>/dev/null || true
+	dpkg -r agor-cockpit >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	test ! -e /usr/share/cockpit/agor
+	if as alice cockpit-bridge --packages | grep -E '^agor[[:space:]]'; then echo "the bridge still lists the page"; return 1; fi
+	echo "removed: /usr/share/cockpit/agor gone, the bridge no longer lists it"
+}
+check "dpkg -r agor-cockpit removes the page (before package.sh removes agor, which it depends on)" cockpit_remove
