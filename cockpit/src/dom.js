@@ -33,7 +33,7 @@ export function fill(el, ...kids) {
 }
 
 export const button = (label, onclick, kind = "secondary", attrs = {}) =>
-	h("button.pf-v5-c-button.pf-m-" + kind, { type: "button", onclick, ...attrs }, label);
+	h("button.pf-v5-c-button.pf-m-" + kind, { type: "button", onclick: onclick || undefined, ...attrs }, label);
 
 export function card(title, ...body) {
 	return h("article.pf-v5-c-card", [

@@ -15,6 +15,11 @@ const num = (n) => (n === null || n === undefined ? "—" : String(n));
 export function executorsView(me) {
 	const body = h("div", { id: "agor-executors" });
 	const msg = h("div");
+	// An operator starts anyone's executor by name (a stopped one is not
+	// listed: its units are gone until it is started again).
+	const who = h("input", { type: "text", name: "start-user", "aria-label": _("Person"), placeholder: _("user name") });
+	const startForm = h("form.pf-v5-c-form.agor-row", { onsubmit: (e) => { e.preventDefault(); if (who.value) act("PUT", who.value.trim()); } },
+		h("span.pf-v5-c-form-control", who), button(_("Start executor"), null, "secondary", { type: "submit", id: "agor-start-executor" }));
 
 	async function refresh() {
 		if (!me.admin) return ownUsage();
@@ -49,7 +54,7 @@ export function executorsView(me) {
 		refresh();
 	}
 
-	return { el: h("div", card(me.admin ? _("Executors") : _("Your executor"), msg, body)), show: refresh, hide() {} };
+	return { el: h("div", card(me.admin ? _("Executors") : _("Your executor"), msg, me.admin ? startForm : null, body)), show: refresh, hide() {} };
 }
 
 export function auditView(me) {

@@ -85,7 +85,12 @@ export function sessionsView(me) {
 		const sse = new SSE();
 		draw(t);
 		const req = stream("GET", `/v1/tasks/${esc(id)}/events?follow=1`, undefined, (chunk) => {
-			for (const m of sse.push(chunk)) applySSE(t, m);
+			try {
+				for (const m of sse.push(chunk)) applySSE(t, m);
+			} catch (e) {
+				t.error = cockpit.format(_("The daemon's stream could not be read: $0"), e.message);
+				req.close();
+			}
 			draw(t);
 		});
 		state.follow = req;
@@ -103,9 +108,17 @@ export function sessionsView(me) {
 		send.disabled = true;
 		draw(t);
 		const req = stream("POST", `/v1/executors/${esc(me.name)}/prompt`, body, (chunk) => {
-			for (const l of lines.push(chunk)) {
+			let got;
+			try {
+				got = lines.push(chunk).map(l => JSON.parse(l));
+			} catch (e) { // a line too long or not JSON: said, and the stream let go
+				t.error = cockpit.format(_("The daemon's stream could not be read: $0"), e.message);
+				req.close();
+				return draw(t);
+			}
+			for (const l of got) {
 				const first = !t.task;
-				applyLine(t, JSON.parse(l));
+				applyLine(t, l);
 				if (first && t.task) { state.session = t.session; state.task = t.task; refreshSessions(); refreshTasks(); }
 				if (t.blocks.length && t.blocks[t.blocks.length - 1].kind === "ask") refreshQuestions();
 			}

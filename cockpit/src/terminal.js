@@ -40,7 +40,6 @@ export function terminalView(me) {
 			refresh();
 		});
 		term.focus();
-		setTimeout(refresh, 1000);
 	}
 
 	function close() {
@@ -54,7 +53,9 @@ export function terminalView(me) {
 			fill(list, (terminals || []).length === 0 ? h("p.agor-empty", _("No terminals running.")) :
 				table([_("Terminal"), _("PID"), _("Size"), _("Attached"), ""], terminals.map(t => [t.terminal_id, t.pid, `${t.cols}×${t.rows}`,
 					t.attached ? _("yes") : _("no"),
-					t.attached ? "" : button(_("Attach"), () => open(["agorctl", "terminal", "--attach", t.terminal_id]), "secondary", { "data-agor": "attach" })])));
+					// Attaching takes the terminal over from wherever it is
+					// attached, as agorctl terminal --attach does.
+					button(_("Attach"), () => open(["agorctl", "terminal", "--attach", t.terminal_id]), "secondary", { "data-agor": "attach", "data-terminal": t.terminal_id })])));
 		} catch (e) {
 			fill(list, alert("danger", e.message));
 		}
@@ -67,13 +68,17 @@ export function terminalView(me) {
 				button(_("Detach"), () => chan && chan.send(DETACH), "secondary", { id: "agor-terminal-detach" })),
 			status, screen),
 		card(_("Your terminals"), list));
+	// The list follows the executor's terminals (a detach is seen there a
+	// moment after agorctl ends).
+	let timer = null;
 	return {
 		el,
 		show() {
 			refresh();
+			timer = timer || setInterval(refresh, 2000);
 			if (!chan) open(["agorctl", "terminal"]);
 			else if (fit) fit.fit();
 		},
-		hide() {},
+		hide() { clearInterval(timer); timer = null; },
 	};
 }

@@ -23,8 +23,8 @@ const step = async (page, name, what) => {
 };
 
 // login opens Cockpit, logs in, and returns the page and agor's frame.
-async function login(user, password, tab = "") {
-	const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 1000 }, locale: "en-US" });
+async function login(user, password, tab = "", locale = "en-US") {
+	const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 1000 }, locale });
 	const page = await ctx.newPage();
 	page.setDefaultTimeout(wait);
 	page.on("console", (m) => console.log(`  [${user}'s console] ${m.type()}: ${m.text()}`));
@@ -68,6 +68,17 @@ async function alice() {
 	await frame.locator('[data-agor="decided"]').waitFor();
 	await step(page, "alice-completed", "approved: the tool's output and \"completed\" are in the page");
 
+	// A prompt the daemon refuses: its words in the page, as it wrote them.
+	await frame.locator('select[name="sandbox"]').selectOption("workspace");
+	await frame.locator('input[name="cwd"]').fill(".");
+	await frame.locator('textarea[name="prompt"]').fill("in a workspace at home");
+	await frame.locator("#agor-send").click();
+	const refused = frame.locator('#agor-task-status [data-agor="error"]');
+	await refused.waitFor();
+	console.log(`daemon error in the page: ${(await refused.innerText()).trim()}`);
+	await step(page, "alice-daemon-error", "a prompt the daemon refuses (workspace sandbox at the home): the daemon's words in the page");
+	await frame.locator('select[name="sandbox"]').selectOption("");
+
 	await frame.locator("#agor-tab-terminal").click();
 	const screen = frame.locator("#agor-terminal .xterm-rows");
 	await screen.waitFor();
@@ -77,6 +88,27 @@ async function alice() {
 	await waitRows(screen, /^alice\s*$/m);
 	console.log(`terminal rows: ${(await screen.innerText()).split("\n").filter(l => l.trim()).slice(-3).join(" | ")}`);
 	await step(page, "alice-terminal", "a terminal in the page runs agorctl terminal; id -un shows alice");
+
+	// Detach leaves the shell running; Attach comes back to the same one.
+	await page.keyboard.type("echo shell-$$\n");
+	await waitRows(screen, /^shell-\d+\s*$/m);
+	const pid = /^shell-(\d+)\s*$/m.exec(await screen.innerText())[1];
+	const id = /terminal (term_[0-9a-f]+) of alice/.exec(await screen.innerText())[1];
+	await frame.locator("#agor-terminal-detach").click();
+	await frame.locator('[data-agor="terminal-ended"]').waitFor();
+	await frame.locator(`[data-agor="attach"][data-terminal="${id}"]`).click();
+	await frame.locator("#agor-terminal .xterm-helper-textarea").focus();
+	await page.keyboard.type("echo again-$$\n");
+	await waitRows(screen, /^again-\d+\s*$/m);
+	const again = /^again-(\d+)\s*$/m.exec(await screen.innerText())[1];
+	console.log(`terminal: shell pid ${pid} before detach, ${again} after attach`);
+	if (pid !== again) throw new Error(`attached to another shell (${pid} before, ${again} after)`);
+	await step(page, "alice-terminal-reattached", "detached and attached again: the same shell (same $$)");
+
+	await frame.locator("#agor-tab-executors").click();
+	await frame.locator('#agor-executors table').waitFor();
+	console.log(`alice's usage: ${(await frame.locator("#agor-executors tbody").innerText()).replace(/\s+/g, " ")}`);
+	await step(page, "alice-usage", "alice's own executor: CPU, memory, tasks");
 	await ctx.close();
 }
 
@@ -89,8 +121,12 @@ async function waitRows(screen, re) {
 }
 
 async function bob() {
-	const { ctx, page, frame } = await login("bob", process.env.BOB_PW);
+	// bob reads German: the page's strings through Cockpit's translations (po.de.js).
+	const { ctx, page, frame } = await login("bob", process.env.BOB_PW, "", "de-DE");
 	await frame.locator("#agor-sessions").waitFor();
+	const tabs = (await frame.locator(".pf-v5-c-tabs__list").innerText()).replace(/\s+/g, " ");
+	console.log(`bob's tabs (de-DE): ${tabs}`);
+	if (!/Sitzungen/.test(tabs)) throw new Error("the page is not in German");
 	await frame.locator('#agor-sessions [data-agor="no-sessions"], #agor-sessions table').first().waitFor();
 	const alices = await frame.locator('#agor-sessions tr[data-user="alice"]').count();
 	const rows = await frame.locator("#agor-sessions tr[data-session]").count();
@@ -100,8 +136,24 @@ async function bob() {
 	// His files: the listing starts his executor (as bob), which root sees next.
 	await frame.locator("#agor-tab-files").click();
 	await frame.locator("#agor-files table").waitFor();
-	await step(page, "bob-files", "bob's files through the daemon (his home)");
+	await frame.locator('input[type="file"]').setInputFiles({ name: "from-browser.txt", mimeType: "text/plain", buffer: Buffer.from("uploaded by bob's browser\n") });
+	const entry = frame.locator("#agor-files button", { hasText: /^from-browser\.txt$/ });
+	await entry.waitFor();
+	await entry.click();
+	await frame.locator("#agor-file-view pre").filter({ hasText: "uploaded by bob's browser" }).waitFor();
+	const [download] = await Promise.all([page.waitForEvent("download"),
+		frame.locator("#agor-files tr", { has: frame.locator("button", { hasText: /^from-browser\.txt$/ }) }).locator("button", { hasText: /Download/ }).click()]);
+	const got = (await streamText(await download.createReadStream()));
+	console.log(`bob's files: uploaded from-browser.txt, viewed it, downloaded ${download.suggestedFilename()}: ${JSON.stringify(got)}`);
+	if (got !== "uploaded by bob's browser\n") throw new Error("the download differs from the upload");
+	await step(page, "bob-files", "bob's files through the daemon: his upload listed and viewed");
 	await ctx.close();
+}
+
+async function streamText(st) {
+	const parts = [];
+	for await (const c of st) parts.push(c);
+	return Buffer.concat(parts).toString();
 }
 
 async function root() {
@@ -113,6 +165,18 @@ async function root() {
 		console.log(`root's executors row: ${(await frame.locator(`#agor-executors tr[data-executor="${u}"]`).innerText()).replace(/\s+/g, " ")}`);
 	}
 	await step(page, "root-executors", "root (an operator) sees alice's and bob's executors with CPU, memory and tasks");
+	// Stop takes bob's units down (his row goes: nothing of his is loaded);
+	// Start by name brings them back.
+	const bobRow = frame.locator('#agor-executors tr[data-executor="bob"]');
+	await bobRow.locator("button", { hasText: "Stop" }).click();
+	await bobRow.waitFor({ state: "detached" });
+	console.log("root stopped bob's executor: his row is gone");
+	await step(page, "root-stopped-bob", "root stopped bob's executor from the page");
+	await frame.locator('input[name="start-user"]').fill("bob");
+	await frame.locator("#agor-start-executor").click();
+	await bobRow.locator("button", { hasText: "Stop" }).waitFor();
+	console.log(`root started bob's executor: ${(await bobRow.innerText()).replace(/\s+/g, " ")}`);
+	await step(page, "root-started-bob", "root started bob's executor again by name");
 	await frame.locator("#agor-tab-audit").click();
 	await frame.locator("#agor-audit table").waitFor();
 	await step(page, "root-audit", "root sees the audit trail");

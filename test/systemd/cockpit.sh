@@ -29,6 +29,15 @@ cockpit_accounts() {
 	: >/etc/cockpit/disallowed-users
 }
 
+# daemon_post PATH BODY (python3 -c): the daemon's raw reply to a POST on
+# its socket, for the page's wording to be compared with.
+daemon_post='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/agor/daemon.sock")
+b = sys.argv[2].encode()
+s.sendall(b"POST " + sys.argv[1].encode() + b" HTTP/1.0\r\nHost: agor\r\nContent-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
+print(s.makefile(encoding="utf-8").read())'
+
 cockpit_browser() {
 	cockpit_accounts
 	setup_agents
@@ -38,8 +47,10 @@ cockpit_browser() {
 	mkdir -p "$cockpit_shots"
 	local t0 rc=0 task
 	t0=$(date +%s)
+	rm -f /home/bob/from-browser.txt
 	ALICE_PW=alice-Cockpit-1 BOB_PW=bob-Cockpit-1 ROOT_PW=root-Cockpit-1 \
-		timeout 600 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" || rc=$?
+		timeout 600 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser.out 2>&1 || rc=$?
+	grep -v "console\] verbose" /tmp/browser.out
 	echo "the browser took $(($(date +%s) - t0)) s, exit $rc"
 	[ "$rc" = 0 ] || { journalctl --no-pager --since "@$t0" | grep -iE 'cockpit|pam|auth' | grep -v gnutls_handshake | tail -n 30; return 1; }
 	# Judged on disk and in the daemon, not by the page alone: the tool ran
@@ -52,6 +63,23 @@ cockpit_browser() {
 	want "$(as alice agorctl tasks "$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)" --json | grep -o '"status":"[a-z]*"' | tail -n 1)" '"status":"completed"'
 	grep '"action":"permission_decided"' /var/lib/agor/audit.jsonl | grep "\"task\":\"$task\"" | tail -n 1
 	echo "on disk: /home/alice/cockpit-ran.txt is alice's and says alice; task $task completed, approved in Cockpit"
+	# The refusal in the page is the daemon's own wording of it.
+	local said
+	said=$(as alice python3 -c "$daemon_post" /v1/executors/alice/prompt '{"agentic_tool":"claude-code","prompt":"x","cwd":".","sandbox":"workspace"}' |
+		sed -n 's/.*"message":"\([^"]*\)".*/\1/p')
+	test -n "$said"
+	want "$(sed -n 's/^daemon error in the page: //p' /tmp/browser.out)" "$said"
+	echo "the daemon said, and the page showed: $said"
+	# bob's upload went through his executor: his file, on disk.
+	want "$(stat -c %U /home/bob/from-browser.txt)" bob
+	want "$(cat /home/bob/from-browser.txt)" "uploaded by bob's browser"
+	# root's Stop and Start went to systemd: bob's unit stopped, then ran again.
+	journalctl --no-pager -o cat -u agor-daemon.service --since "@$t0" | grep 'executor stopped' >/dev/null ||
+		{ echo "the daemon logged no executor stopped"; return 1; }
+	journalctl --no-pager -o cat -u agor-executor@bob.service --since "@$t0" | grep -E '^(Stopped|Started) ' | tail -n 3
+	want "$(journalctl --no-pager -o cat -u agor-executor@bob.service --since "@$t0" | grep -cE '^Stopped ')" 1
+	want "$(systemctl is-active agor-executor@bob.service)" active
+	echo "on disk: /home/bob/from-browser.txt is bob's; agor-executor@bob.service stopped by root's Stop, running again after Start"
 	ls "$cockpit_shots"
 }
 check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), gets a terminal showing id -un alice; bob sees none of her sessions; root sees both executors (screenshots)" cockpit_browser
