@@ -37,7 +37,7 @@ export function filesView(me) {
 					const p = join(d, name);
 					return [e.type === "dir" ? button(name + "/", () => list(p), "link") : button(name, () => view(p), "link"),
 						e.type, e.type === "file" ? cockpit.format_bytes(e.size) : "", new Date(e.mtime_ms).toLocaleString(),
-						e.type === "file" ? button(_("Download"), () => download(p), "secondary") : ""];
+						e.type === "file" ? button(_("Download"), () => download(p), "secondary", { "data-agor": "download" }) : ""];
 				})),
 				res.truncated ? alert("info", _("The listing was cut short.")) : null);
 		} catch (e) { fill(body, alert("danger", e.message)); }

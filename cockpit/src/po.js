@@ -2,7 +2,7 @@
 // as po.js to a browser asking for LANG: cockpit.locale({msgid: [null,
 // msgstr]}). Only what the page uses: msgid/msgstr, one-line or continued.
 export function poToCockpit(text, lang) {
-	const dict = { "": { language: lang, "plural-forms": "(n) => n != 1 ? 1 : 0" } };
+	const dict = {};
 	let id = null;
 	let str = null;
 	let into = null;
@@ -18,5 +18,9 @@ export function poToCockpit(text, lang) {
 		else if (l === "" || l.startsWith("#")) { if (l === "") flush(); }
 	}
 	flush();
-	return `cockpit.locale(${JSON.stringify(dict)});\n`;
+	// The header's plural rule is a function in Cockpit's own po.js files
+	// (two forms, as German and English have).
+	const head = `"": {"plural-forms": function(n) { return n != 1 ? 1 : 0; }, "language": ${JSON.stringify(lang)}}`;
+	const body = Object.entries(dict).map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`);
+	return `cockpit.locale({${[head, ...body].join(",\n")}});\n`;
 }

@@ -95,3 +95,14 @@ test("usage is read from the metrics per person", () => {
 	const u = usageFromMetrics('# HELP x\nagor_executor_memory_bytes{user="alice"} 1048576\nagor_executor_tasks{user="alice"} 4\nagor_executor_cpu_seconds_total{user="bob"} 1.5\n');
 	assert.deepEqual(u, { alice: { memory_bytes: 1048576, tasks: 4 }, bob: { cpu_seconds_total: 1.5 } });
 });
+
+test("a .po file becomes the po.LANG.js Cockpit serves: cockpit.locale with each translation", async () => {
+	const { poToCockpit } = await import("../src/po.js");
+	const js = poToCockpit('msgid ""\nmsgstr ""\n"Language: de\\n"\n\nmsgid "Sessions"\nmsgstr "Sitzungen"\n\nmsgid "a "\n"b"\nmsgstr "c"\n', "de");
+	let got;
+	new Function("cockpit", js)({ locale: (d) => { got = d; } });
+	assert.deepEqual(got.Sessions, [null, "Sitzungen"]);
+	assert.deepEqual(got["a b"], [null, "c"]);
+	assert.equal(got[""].language, "de");
+	assert.equal(got[""]["plural-forms"](2), 1);
+});

@@ -142,7 +142,7 @@ async function bob() {
 	await entry.click();
 	await frame.locator("#agor-file-view pre").filter({ hasText: "uploaded by bob's browser" }).waitFor();
 	const [download] = await Promise.all([page.waitForEvent("download"),
-		frame.locator("#agor-files tr", { has: frame.locator("button", { hasText: /^from-browser\.txt$/ }) }).locator("button", { hasText: /Download/ }).click()]);
+		frame.locator("#agor-files tr", { has: frame.locator("button", { hasText: /^from-browser\.txt$/ }) }).locator('[data-agor="download"]').click()]);
 	const got = (await streamText(await download.createReadStream()));
 	console.log(`bob's files: uploaded from-browser.txt, viewed it, downloaded ${download.suggestedFilename()}: ${JSON.stringify(got)}`);
 	if (got !== "uploaded by bob's browser\n") throw new Error("the download differs from the upload");

@@ -82,7 +82,7 @@ cockpit_browser() {
 	echo "on disk: /home/bob/from-browser.txt is bob's; agor-executor@bob.service stopped by root's Stop, running again after Start"
 	ls "$cockpit_shots"
 }
-check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), gets a terminal showing id -un alice; bob sees none of her sessions; root sees both executors (screenshots)" cockpit_browser
+check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor (screenshots)" cockpit_browser
 
 cockpit_remove() {
 	cp /tmp/disallowed-users.orig /etc/cockpit/disallowed-users 2>/dev/null || true
