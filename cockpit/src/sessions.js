@@ -137,7 +137,7 @@ export function sessionsView(me) {
 			case "tool": return h("div.agor-tool", { "data-agor": "tool" }, "● ", h("strong", b.name), " ", h("code", b.input));
 			case "result": return h("pre.agor-result" + (b.isError ? ".agor-is-error" : ""), { "data-agor": "tool-result" }, "└ " + b.output);
 			case "ask": return h("div.agor-ask", { "data-agor": "asked" }, "? ", cockpit.format(_("$0 wants permission: $1"), b.name, b.input));
-			case "decided": return h("div.agor-decided", { "data-agor": "decided" }, `[${b.approved ? _("allowed") : _("denied")} ${b.reason}]`);
+			case "decided": return h("div.agor-decided", { "data-agor": "decided", "data-approved": String(b.approved) }, `[${b.approved ? _("allowed") : _("denied")} ${b.reason}]`);
 			case "error": return alert("danger", b.message);
 			case "warning": return alert("warning", b.message);
 			}

@@ -65,7 +65,10 @@ async function alice() {
 	console.log(`tool output in the page: ${result.replace(/\s+/g, " ")}`);
 	console.log(`task status in the page: ${status.replace(/\s+/g, " ")}`);
 	if (!/completed/.test(status)) throw new Error(`status shows ${status}`);
-	await frame.locator('[data-agor="decided"]').waitFor();
+	// Completed is not enough (a turn whose tool was denied completes too):
+	// the page shows the approval, and the tool's own output (pwd).
+	await frame.locator('[data-agor="decided"][data-approved="true"]').waitFor({ timeout: 5000 });
+	if (!/\/home\/alice/.test(result)) throw new Error(`the tool's output is not pwd's: ${result}`);
 	await step(page, "alice-completed", "approved: the tool's output and \"completed\" are in the page");
 
 	// A prompt the daemon refuses: its words in the page, as it wrote them.

@@ -9,6 +9,7 @@ cockpit_shots=/var/log/agor-suite/cockpit # run.sh copies it out to test/.logs/c
 cockpit_install() {
 	dpkg -i $T/agor-cockpit_0.1.0-1_all.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
 	want "$(dpkg-query -W -f '${Status}' agor-cockpit)" "install ok installed"
+	want "$(dpkg-query -W -f '${Depends}' agor-cockpit)" "agor, cockpit-bridge"
 	test -f /usr/share/cockpit/agor/manifest.json
 	test -f /usr/share/cockpit/agor/index.html
 	# Cockpit's bridge, as alice, finds the page among its packages.
@@ -83,6 +84,13 @@ cockpit_browser() {
 	ls "$cockpit_shots"
 }
 check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor (screenshots)" cockpit_browser
+
+cockpit_lint() {
+	cat $T/lint-cockpit.txt
+	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint-cockpit.txt
+	grep -x 'agor' $T/lint-cockpit.txt >/dev/null && grep -x 'cockpit-bridge' $T/lint-cockpit.txt >/dev/null
+}
+check "agor-cockpit: lintian and rpmlint clean; the rpm, like the deb, depends on agor and cockpit-bridge" cockpit_lint
 
 cockpit_remove() {
 	cp /tmp/disallowed-users.orig /etc/cockpit/disallowed-users 2>/dev/null || true

@@ -63,6 +63,13 @@ lint_out=$work/opt/lint.txt
 	echo "# rpm -qp --scripts"; rpm -qp --scripts dist/agor-0.1.0-1.x86_64.rpm
 } >"$lint_out" 2>&1
 
+# agor-cockpit's, read by cockpit.sh.
+{
+	echo "# lintian"; lintian dist/agor-cockpit_0.1.0-1_all.deb 2>&1 | grep -v '^running with root' || true
+	echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-cockpit-0.1.0-1.noarch.rpm 2>&1 | grep -E '^agor|badness' || true
+	echo "# rpm -qpR"; rpm -qpR dist/agor-cockpit-0.1.0-1.noarch.rpm
+} >"$work/opt/lint-cockpit.txt" 2>&1
+
 # --- root filesystem, cached by package list ---------------------------------
 # slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
 # systemd-userdbd: the user database the daemon asks over varlink.
