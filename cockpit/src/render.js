@@ -40,12 +40,13 @@ function closeText(t) {
 // applyEvent adds one stored event ({sequence, event_type, event_data});
 // an event seen before (a replay overlapping the live stream) is skipped.
 export function applyEvent(t, stored) {
+	if (!stored || typeof stored !== "object") return t; // not an event: nothing to show
 	if (typeof stored.sequence === "number") {
 		if (stored.sequence <= t.last) return t;
 		t.last = stored.sequence;
 	}
-	const ev = stored.event_data || {};
-	const d = ev.data || {};
+	const ev = (stored.event_data && typeof stored.event_data === "object") ? stored.event_data : {};
+	const d = (ev.data && typeof ev.data === "object") ? ev.data : {};
 	switch (ev.type || stored.event_type) {
 	case "text_delta":
 		open(t, "text").text += d.text ?? "";
@@ -94,12 +95,13 @@ export function summarize(res) {
 // applyLine adds one line of a streamed prompt (POST .../prompt, NDJSON):
 // the ids, an event, the result or the daemon's error.
 export function applyLine(t, line) {
+	if (!line || typeof line !== "object") return t;
 	if (line.task_id) {
 		t.task = line.task_id;
 		t.session = line.session_id || "";
 	}
 	if (line.event) applyEvent(t, line.event);
-	if (line.result) {
+	if (line.result && typeof line.result === "object") {
 		t.summary = summarize(line.result);
 		t.status = t.summary.status;
 	}
@@ -155,7 +157,14 @@ export function applySSE(t, msg) {
 		t.status = msg.data;
 		return t;
 	}
-	return applyEvent(t, JSON.parse(msg.data));
+	let ev;
+	try {
+		ev = JSON.parse(msg.data);
+	} catch {
+		t.blocks.push({ kind: "error", code: "", message: `an event the page cannot read: ${clip(msg.data, 80)}` });
+		return t;
+	}
+	return applyEvent(t, ev);
 }
 
 // metrics reads the Prometheus text of /v1/metrics into

@@ -106,3 +106,24 @@ test("a .po file becomes the po.LANG.js Cockpit serves: cockpit.locale with each
 	assert.equal(got[""].language, "de");
 	assert.equal(got[""]["plural-forms"](2), 1);
 });
+
+// What the daemon relays comes from agents: whatever shape an event has,
+// the page shows what it can and never throws.
+test("events of any shape never throw (random inputs)", () => {
+	let seed = 42;
+	const rnd = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+	const values = [null, undefined, 0, -1, "", "x", [], {}, [1, "a"], { text: 5 }, true, "\u0000", 1e308];
+	const types = ["text_delta", "thinking_delta", "message_stop", "tool_call", "tool_result", "permission_asked", "permission_decided", "error", "sandbox", "usage", "nonsense"];
+	const pick = (a) => a[rnd(a.length)];
+	for (let i = 0; i < 5000; i++) {
+		const t = newTranscript();
+		const data = {};
+		for (const k of ["text", "tool_name", "tool_input", "output", "is_error", "approved", "reason", "message", "warning", "level"]) if (rnd(2)) data[k] = pick(values);
+		const shapes = [pick(values), { event: pick(values) }, { event: { sequence: pick(values), event_data: pick(values) } },
+			{ event: { sequence: i, event_type: pick(types), event_data: { type: pick(types), data: rnd(3) ? data : pick(values) } } },
+			{ result: pick(values) }, { error: pick(values) }, { task_id: pick(values) }];
+		assert.doesNotThrow(() => applyLine(t, pick(shapes)));
+		const sse = new SSE();
+		assert.doesNotThrow(() => { for (const m of sse.push(`event: ${pick(types)}\ndata: ${String(pick(values))}\n\n`)) applySSE(t, m); });
+	}
+});
