@@ -130,12 +130,13 @@ async function bob() {
 	const tabs = (await frame.locator(".pf-v5-c-tabs__list").innerText()).replace(/\s+/g, " ");
 	console.log(`bob's tabs (de-DE): ${tabs}`);
 	if (!/Sitzungen/.test(tabs)) throw new Error("the page is not in German");
-	await frame.locator('#agor-sessions [data-agor="no-sessions"], #agor-sessions table').first().waitFor();
+	await frame.locator('#agor-sessions tr[data-user="bob"]').first().waitFor();
 	const alices = await frame.locator('#agor-sessions tr[data-user="alice"]').count();
+	const bobs = await frame.locator('#agor-sessions tr[data-user="bob"]').count();
 	const rows = await frame.locator("#agor-sessions tr[data-session]").count();
-	console.log(`bob's page lists ${rows} sessions, ${alices} of them alice's`);
-	if (alices !== 0) throw new Error("bob sees alice's sessions");
-	await step(page, "bob-sessions", "bob is logged in: none of alice's sessions are listed");
+	console.log(`bob's page lists ${rows} sessions: ${bobs} his, ${alices} alice's`);
+	if (alices !== 0 || bobs !== rows) throw new Error("bob sees sessions not his");
+	await step(page, "bob-sessions", "bob is logged in: his own session is listed, none of alice's");
 	// His files: the listing starts his executor (as bob), which root sees next.
 	await frame.locator("#agor-tab-files").click();
 	await frame.locator("#agor-files table").waitFor();
@@ -180,6 +181,10 @@ async function root() {
 	await bobRow.locator("button", { hasText: "Stop" }).waitFor();
 	console.log(`root started bob's executor: ${(await bobRow.innerText()).replace(/\s+/g, " ")}`);
 	await step(page, "root-started-bob", "root started bob's executor again by name");
+	await frame.locator("#agor-tab-sessions").click();
+	await frame.locator('#agor-sessions tr[data-user="alice"]').first().waitFor();
+	await frame.locator('#agor-sessions tr[data-user="bob"]').first().waitFor();
+	await step(page, "root-sessions", "root sees alice's and bob's sessions");
 	await frame.locator("#agor-tab-audit").click();
 	await frame.locator("#agor-audit table").waitFor();
 	await step(page, "root-audit", "root sees the audit trail");

@@ -49,6 +49,8 @@ cockpit_browser() {
 	local t0 rc=0 task
 	t0=$(date +%s)
 	rm -f /home/bob/from-browser.txt
+	# bob has a session of his own, so that his list is not empty by default.
+	as bob python3 -c "$daemon_post" /v1/sessions '{"agentic_tool":"claude-code","cwd":"."}' | grep '"unix_user":"bob"' >/dev/null
 	ALICE_PW=alice-Cockpit-1 BOB_PW=bob-Cockpit-1 ROOT_PW=root-Cockpit-1 \
 		timeout 600 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser.out 2>&1 || rc=$?
 	grep -v "console\] verbose" /tmp/browser.out
