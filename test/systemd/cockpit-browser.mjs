@@ -194,8 +194,19 @@ async function root() {
 	await ctx.close();
 }
 
+// carol is no root: an operator by api.admin_group.
+async function carol() {
+	const { ctx, page, frame } = await login("carol", process.env.CAROL_PW, "executors");
+	await frame.locator('#agor-whoami[data-admin="true"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="alice"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="bob"]').waitFor();
+	console.log(`carol (agor-admins) sees ${await frame.locator("#agor-executors tr[data-executor]").count()} executors`);
+	await step(page, "carol-operator-executors", "carol, in api.admin_group, is an operator too: every person's executors");
+	await ctx.close();
+}
+
 try {
-	for (const who of (process.env.STEPS || "alice bob root").split(" ")) await { alice, bob, root }[who]();
+	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol }[who]();
 } catch (e) {
 	if (current) {
 		await current.screenshot({ path: `${out}/failed.png`, fullPage: true }).catch(() => {});

@@ -25,7 +25,10 @@ check "agor-cockpit installs beside cockpit-ws; the bridge lists the page, which
 # The passwords Cockpit's PAM login asks for. Root may log in here (Cockpit
 # refuses root by default: /etc/cockpit/disallowed-users).
 cockpit_accounts() {
-	printf 'alice:alice-Cockpit-1\nbob:bob-Cockpit-1\nroot:root-Cockpit-1\n' | chpasswd
+	printf 'alice:alice-Cockpit-1\nbob:bob-Cockpit-1\ncarol:carol-Cockpit-1\nroot:root-Cockpit-1\n' | chpasswd
+	# carol is an operator by api.admin_group (its default, agor-admins).
+	groupadd -f agor-admins
+	usermod -a -G agor-admins carol
 	cp /etc/cockpit/disallowed-users /tmp/disallowed-users.orig 2>/dev/null || true
 	: >/etc/cockpit/disallowed-users
 }
@@ -51,8 +54,9 @@ cockpit_browser() {
 	rm -f /home/bob/from-browser.txt
 	# bob has a session of his own, so that his list is not empty by default.
 	as bob python3 -c "$daemon_post" /v1/sessions '{"agentic_tool":"claude-code","cwd":"."}' | grep '"unix_user":"bob"' >/dev/null
-	ALICE_PW=alice-Cockpit-1 BOB_PW=bob-Cockpit-1 ROOT_PW=root-Cockpit-1 \
+	ALICE_PW=alice-Cockpit-1 BOB_PW=bob-Cockpit-1 CAROL_PW=carol-Cockpit-1 ROOT_PW=root-Cockpit-1 \
 		timeout 600 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser.out 2>&1 || rc=$?
+	groupdel agor-admins # as the other concerns know the host
 	grep -v "console\] verbose" /tmp/browser.out
 	echo "the browser took $(($(date +%s) - t0)) s, exit $rc"
 	[ "$rc" = 0 ] || { journalctl --no-pager --since "@$t0" | grep -iE 'cockpit|pam|auth' | grep -v gnutls_handshake | tail -n 30; return 1; }
@@ -85,7 +89,7 @@ cockpit_browser() {
 	echo "on disk: /home/bob/from-browser.txt is bob's; agor-executor@bob.service stopped by root's Stop, running again after Start"
 	ls "$cockpit_shots"
 }
-check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor (screenshots)" cockpit_browser
+check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor; carol (api.admin_group) is an operator too (screenshots)" cockpit_browser
 
 cockpit_lint() {
 	cat $T/lint-cockpit.txt
