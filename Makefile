@@ -15,7 +15,7 @@ FUZZPKGS := ./internal/wire/rpc ./internal/config ./internal/account ./internal/
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test deps vet fuzz lint bench run clean man completions deb rpm test-systemd test-slurm
+.PHONY: all build test deps vet fuzz lint bench run clean man completions cockpit test-cockpit deb rpm test-systemd test-slurm
 
 all: build
 
@@ -29,7 +29,7 @@ deps:
 
 # test: vet and staticcheck, unit and activation tests with the race detector, then each fuzz
 # target for a bounded time.
-test: deps lint
+test: deps lint test-cockpit
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) fuzz
 
@@ -90,10 +90,26 @@ completions: build
 	$(BIN)/agorctl completion zsh > dist/completions/_agorctl
 	$(BIN)/agorctl completion fish > dist/completions/agorctl.fish
 
+# cockpit: agor's page in Cockpit (cockpit/), bundled by esbuild from the
+# npm packages package-lock.json pins, into dist/cockpit/agor.
+COCKPIT_NPM := cockpit/node_modules/.package-lock.json
+$(COCKPIT_NPM): cockpit/package-lock.json
+	cd cockpit && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+cockpit: $(COCKPIT_NPM)
+	node cockpit/build.mjs dist/cockpit/agor
+
+# test-cockpit: the page's own tests (its reading of the event streams).
+test-cockpit:
+	node --test cockpit/test/
+
+# deb rpm: agor, and agor-cockpit (packaging/cockpit/nfpm.yaml) beside it.
 deb rpm:
-	$(MAKE) man completions VERSION=$(PKG_VERSION)
+	$(MAKE) man completions cockpit VERSION=$(PKG_VERSION)
 	sed $(if $(filter deb,$@),'/^license:/d',-n p) packaging/nfpm.yaml > dist/nfpm-$@.yaml
 	VERSION=$(PKG_VERSION) $(NFPM) package -f dist/nfpm-$@.yaml -p $@ -t dist/
+	sed $(if $(filter deb,$@),'/^license:/d',-n p) packaging/cockpit/nfpm.yaml > dist/nfpm-cockpit-$@.yaml
+	VERSION=$(PKG_VERSION) $(NFPM) package -f dist/nfpm-cockpit-$@.yaml -p $@ -t dist/
 
 # test-systemd: the real-systemd suite (boots systemd in systemd-nspawn; root).
 test-systemd:

@@ -54,3 +54,6 @@ if [ "$node_major" -lt 20 ]; then
 	exit 1
 fi
 ./test/agents.sh
+# agor's Cockpit page: esbuild, PatternFly, xterm.js and, for the suite's
+# browser check, playwright-core, as cockpit/package-lock.json pins them.
+make -s cockpit/node_modules/.package-lock.json

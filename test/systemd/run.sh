@@ -23,11 +23,15 @@ work=$(mktemp -d /tmp/agor-systemd.XXXXXX)
 mkdir -p "$work/opt/dist" "$work/root"
 cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
 # readme.sh follows the README: the package `make deb` made, as its dist/ holds it.
-cp "$(ls -t dist/agor_*_amd64.deb | head -n 1)" "$work/opt/dist/"
+cp "$(ls -t dist/agor_*_amd64.deb | head -n 1)" "$(ls -t dist/agor-cockpit_*_all.deb | head -n 1)" "$work/opt/dist/"
 cp README.md "$work/opt/"
 # checks.sh runs the concern files (install.sh, socket.sh, ... upgrade.sh)
 # with the helpers of lib.sh; this script is the container harness.
 cp test/systemd/*.sh "$work/opt/"
+# agor's Cockpit page (cockpit.sh): its package, and the browser driver
+# with playwright-core from cockpit/node_modules (make deb installed it).
+cp dist/agor-cockpit_0.1.0-1_all.deb test/systemd/cockpit-browser.mjs "$work/opt/"
+mkdir -p "$work/opt/node_modules" && cp -r cockpit/node_modules/playwright-core "$work/opt/node_modules/"
 [ -z "${AGOR_SUITE_ONLY:-}" ] || echo "$AGOR_SUITE_ONLY" >"$work/opt/only"
 # The previous release, for the upgrade check (upgrade.sh): the last commit
 # that landed before the store bound records to uids. Built once, cached.
@@ -62,6 +66,13 @@ lint_out=$work/opt/lint.txt
 	echo "# rpm -qp --scripts"; rpm -qp --scripts dist/agor-0.1.0-1.x86_64.rpm
 } >"$lint_out" 2>&1
 
+# agor-cockpit's, read by cockpit.sh.
+{
+	echo "# lintian"; lintian dist/agor-cockpit_0.1.0-1_all.deb 2>&1 | grep -v '^running with root' || true
+	echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-cockpit-0.1.0-1.noarch.rpm 2>&1 | grep -E '^agor|badness' || true
+	echo "# rpm -qpR"; rpm -qpR dist/agor-cockpit-0.1.0-1.noarch.rpm
+} >"$work/opt/lint-cockpit.txt" 2>&1
+
 # --- teardown of a booted release, whatever happens --------------------------
 cg=agor-test-$$
 nspawn_pid=
@@ -94,6 +105,11 @@ boot_and_check() {
 	# slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
 	# systemd-userdbd: the user database the daemon asks over varlink.
 	pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd"
+	# Cockpit and a browser for agor's page (cockpit.sh). Chromium runs in the
+	# container, beside cockpit-ws on its private network, so that the check
+	# drives it from inside like every other check (no host browser to reach
+	# into the container's namespace).
+	pkgs="$pkgs,cockpit-ws,cockpit-bridge,cockpit-system,chromium,fonts-dejavu-core"
 	key=$(printf '%s %s\n' "$pkgs" "$release" | sha256sum | cut -c1-12)
 	tarball=test/.cache/rootfs-$key.tar.zst
 	if [ ! -s "$tarball" ]; then
@@ -103,7 +119,7 @@ boot_and_check() {
 	fi
 
 	echo "== unpacking root filesystem"
-	mount -t tmpfs -o size=2G tmpfs "$work/root"
+	mount -t tmpfs -o size=3G tmpfs "$work/root" # 1 GiB of it the root filesystem, Chromium most of that
 	tar -C "$work/root" --zstd -xf "$tarball"
 	root=$work/root
 	echo agortest >"$root/etc/hostname"
@@ -153,6 +169,11 @@ boot_and_check() {
 	inside sh -c '. /etc/os-release; echo "== booted $PRETTY_NAME, systemd $(systemctl --version | sed -n "1s/^systemd \\([0-9]*\\).*/\\1/p")"'
 	checks_rc=0
 	inside bash /opt/tests/checks.sh || checks_rc=$?
+	# The Cockpit check's screenshots, out of the container before teardown.
+	if [ -d "$root/var/log/agor-suite/cockpit" ]; then
+		rm -rf "test/.logs/cockpit-$release" && mkdir -p test/.logs && cp -r "$root/var/log/agor-suite/cockpit" "test/.logs/cockpit-$release"
+		echo "== screenshots: $top/test/.logs/cockpit-$release/"
+	fi
 	echo "== Debian $release: checks took $(( $(date +%s) - t0 )) s"
 	teardown
 }

@@ -1,0 +1,193 @@
+/* global cockpit */
+// Sessions and tasks, the prompt box, a task's events live, and the
+// person's open permission questions.
+import { h, fill, button, card, alert, label, table, field, select } from "./dom.js";
+import { call, get, stream, esc } from "./api.js";
+import { newTranscript, applyLine, applySSE, Lines, SSE } from "./render.js";
+
+const _ = cockpit.gettext;
+
+const statusColor = { completed: "green", running: "blue", queued: "blue", failed: "red", cancelled: "orange", interrupted: "orange", timeout: "orange" };
+const statusLabel = (s) => label(s || "—", statusColor[s]);
+
+export function sessionsView(me) {
+	const state = { session: "", task: "", follow: null };
+	const errors = h("div.agor-errors");
+	const sessionsBody = h("div", { id: "agor-sessions" });
+	const tasksBody = h("div", { id: "agor-tasks" });
+	const questions = h("div", { id: "agor-questions" });
+	const transcriptEl = h("div.agor-transcript", { id: "agor-transcript" });
+	const summaryEl = h("div", { id: "agor-task-status" });
+
+	const showError = (e) => fill(errors, alert("danger", e.message || String(e), { "data-agor": "error" }));
+
+	// The prompt box.
+	const tool = select("agent", [["claude-code", "Claude Code"], ["codex", "Codex"], ["gemini", "Gemini"], ["opencode", "OpenCode"]], "claude-code");
+	const mode = select("mode", [["default", _("default: ask before tools")], ["acceptEdits", "acceptEdits"], ["bypassPermissions", "bypassPermissions"], ["plan", _("plan: change nothing")]], "default");
+	const sandbox = select("sandbox", [["", _("daemon default")], ["off", "off"], ["workspace", "workspace"], ["read-only", "read-only"]], "");
+	const cwd = h("input", { type: "text", name: "cwd", value: ".", "aria-label": "cwd" });
+	const prompt = h("textarea", { name: "prompt", rows: 3, "aria-label": _("Prompt"), placeholder: _("What should the agent do?") });
+	const cont = h("input", { type: "checkbox", name: "continue", id: "agor-continue" });
+	const send = button(_("Send"), () => runPrompt(), "primary", { id: "agor-send" });
+	const form = h("form.pf-v5-c-form.agor-prompt", { onsubmit: (e) => { e.preventDefault(); runPrompt(); } },
+		h("div.agor-row", field(_("Agent"), tool), field(_("Permission mode"), mode), field(_("Sandbox"), sandbox), field(_("Working directory"), cwd)),
+		field(_("Prompt"), prompt),
+		h("div.agor-row", h("label.agor-check", cont, " ", _("Continue the selected session")), send));
+
+	async function refreshSessions() {
+		try {
+			const { sessions } = await get("/v1/sessions?limit=100");
+			sessions.sort((a, b) => b.updated_at.localeCompare(a.updated_at));
+			fill(sessionsBody, sessions.length === 0
+				? h("p.agor-empty", { "data-agor": "no-sessions" }, _("No sessions yet."))
+				: table([_("Session"), _("Person"), _("Agent"), _("Directory"), _("Mode"), _("Status"), _("Updated")], sessions.map(s =>
+					h("tr.pf-v5-c-table__tr" + (s.id === state.session ? ".pf-m-selected" : ""), { "data-session": s.id, "data-user": s.unix_user, onclick: () => selectSession(s.id) }, [
+						h("td.pf-v5-c-table__td", h("a", { href: "#" }, s.id.slice(0, 8))), h("td.pf-v5-c-table__td", s.unix_user),
+						h("td.pf-v5-c-table__td", s.agentic_tool), h("td.pf-v5-c-table__td", s.cwd), h("td.pf-v5-c-table__td", s.permission_mode),
+						h("td.pf-v5-c-table__td", statusLabel(s.status)), h("td.pf-v5-c-table__td", new Date(s.updated_at).toLocaleString()),
+					])), { "aria-label": _("Sessions") }));
+		} catch (e) { showError(e); }
+	}
+
+	async function selectSession(id) {
+		state.session = id;
+		cont.checked = true;
+		await refreshSessions();
+		await refreshTasks();
+	}
+
+	async function refreshTasks() {
+		if (!state.session) return fill(tasksBody);
+		try {
+			const { tasks } = await get(`/v1/sessions/${esc(state.session)}/tasks?limit=100`);
+			fill(tasksBody, table([_("Task"), _("Prompt"), _("Status"), _("Tokens in/out"), _("Time")], tasks.map(t => {
+				const u = (t.result && t.result.token_usage) || {};
+				const secs = t.ended_at ? ((new Date(t.ended_at) - new Date(t.created_at)) / 1000).toFixed(1) + " s" : "…";
+				return h("tr.pf-v5-c-table__tr", { "data-task": t.id, onclick: () => followTask(t.id) }, [
+					h("td.pf-v5-c-table__td", h("a", { href: "#" }, t.id.slice(0, 8))), h("td.pf-v5-c-table__td", t.prompt.slice(0, 80)),
+					h("td.pf-v5-c-table__td", statusLabel(t.status)), h("td.pf-v5-c-table__td", `${u.input_tokens || 0} / ${u.output_tokens || 0}`),
+					h("td.pf-v5-c-table__td", secs)]);
+			}), { "aria-label": _("Tasks") }));
+		} catch (e) { showError(e); }
+	}
+
+	function stopFollowing() {
+		if (state.follow) state.follow.close();
+		state.follow = null;
+	}
+
+	// followTask replays a task's events and follows it live (SSE).
+	function followTask(id) {
+		stopFollowing();
+		state.task = id;
+		const t = newTranscript();
+		t.task = id;
+		const sse = new SSE();
+		draw(t);
+		const req = stream("GET", `/v1/tasks/${esc(id)}/events?follow=1`, undefined, (chunk) => {
+			try {
+				for (const m of sse.push(chunk)) applySSE(t, m);
+			} catch (e) {
+				t.error = cockpit.format(_("The daemon's stream could not be read: $0"), e.message);
+				req.close();
+			}
+			draw(t);
+		});
+		state.follow = req;
+		req.then(() => { draw(t); refreshTasks(); }, (e) => { t.error = e.message; draw(t); });
+	}
+
+	// runPrompt sends the prompt and renders its stream as it comes.
+	function runPrompt() {
+		if (!prompt.value.trim()) return;
+		stopFollowing();
+		fill(errors);
+		const body = { agentic_tool: tool.value, prompt: prompt.value, cwd: cwd.value || ".", permission_mode: mode.value, sandbox: sandbox.value || undefined, session_id: cont.checked ? state.session : "" };
+		const t = newTranscript();
+		const lines = new Lines();
+		send.disabled = true;
+		draw(t);
+		const req = stream("POST", `/v1/executors/${esc(me.name)}/prompt`, body, (chunk) => {
+			let got;
+			try {
+				got = lines.push(chunk).map(l => JSON.parse(l));
+			} catch (e) { // a line too long or not JSON: said, and the stream let go
+				t.error = cockpit.format(_("The daemon's stream could not be read: $0"), e.message);
+				req.close();
+				return draw(t);
+			}
+			for (const l of got) {
+				const first = !t.task;
+				applyLine(t, l);
+				if (first && t.task) { state.session = t.session; state.task = t.task; refreshSessions(); refreshTasks(); }
+				if (t.blocks.length && t.blocks[t.blocks.length - 1].kind === "ask") refreshQuestions();
+			}
+			draw(t);
+		});
+		state.follow = req;
+		req.then(() => draw(t), (e) => { t.error = e.message; t.status = t.status || "failed"; draw(t); })
+			.finally(() => { send.disabled = false; prompt.value = ""; refreshSessions(); refreshTasks(); refreshQuestions(); });
+	}
+
+	function draw(t) {
+		fill(transcriptEl, t.blocks.map(b => {
+			switch (b.kind) {
+			case "text": return h("div.agor-text", b.text);
+			case "thinking": return h("div.agor-thinking", b.text);
+			case "tool": return h("div.agor-tool", { "data-agor": "tool" }, "● ", h("strong", b.name), " ", h("code", b.input));
+			case "result": return h("pre.agor-result" + (b.isError ? ".agor-is-error" : ""), { "data-agor": "tool-result" }, "└ " + b.output);
+			case "ask": return h("div.agor-ask", { "data-agor": "asked" }, "? ", cockpit.format(_("$0 wants permission: $1"), b.name, b.input));
+			case "decided": return h("div.agor-decided", { "data-agor": "decided", "data-approved": String(b.approved) }, `[${b.approved ? _("allowed") : _("denied")} ${b.reason}]`);
+			case "error": return alert("danger", b.message);
+			case "warning": return alert("warning", b.message);
+			}
+			return null;
+		}));
+		const s = t.summary;
+		fill(summaryEl,
+			t.status ? h("p", { "data-agor": "task-status", "data-status": t.status }, statusLabel(t.status), " ",
+				s ? cockpit.format(_("$0 messages · tokens in $1 out $2 · session $3"), s.messages, s.tokensIn, s.tokensOut, t.session.slice(0, 8)) : "") : null,
+			s && s.error ? alert("danger", s.error) : null,
+			(s ? s.warnings : []).map(w => alert("warning", w)),
+			t.error ? alert("danger", t.error, { "data-agor": "error" }) : null);
+	}
+
+	// refreshQuestions shows the open permission questions with approve
+	// and deny (the daemon keeps them: a question asked while the page
+	// was away is here too).
+	async function refreshQuestions() {
+		try {
+			const { permissions } = await get("/v1/permissions");
+			fill(questions, permissions.length === 0 ? null : card(_("Permission questions"), permissions.map(p =>
+				h("div.agor-question", { "data-permission": p.id },
+					h("p", h("strong", p.tool_name), " ", h("code", JSON.stringify(p.tool_input)), " — ", cockpit.format(_("asked by $0's task $1"), p.user, p.task.slice(0, 8))),
+					h("div.agor-row",
+						button(_("Approve"), () => decide(p.id, true), "primary", { "data-agor": "approve" }),
+						button(_("Deny"), () => decide(p.id, false), "danger", { "data-agor": "deny" }))))));
+		} catch (e) { showError(e); }
+	}
+
+	async function decide(id, approved) {
+		try {
+			await call("POST", `/v1/permissions/${esc(id)}`, { approved, reason: approved ? _("approved in Cockpit") : _("denied in Cockpit") });
+		} catch (e) { showError(e); }
+		refreshQuestions();
+	}
+
+	const el = h("div.agor-sessions",
+		errors,
+		questions,
+		card(_("Prompt"), form),
+		card(_("Task"), summaryEl, transcriptEl),
+		card(_("Sessions"), sessionsBody),
+		card(_("Tasks of the selected session"), tasksBody));
+	let timer = null;
+	return {
+		el,
+		show() {
+			refreshSessions(); refreshTasks(); refreshQuestions();
+			timer = timer || setInterval(refreshQuestions, 1500);
+		},
+		hide() { clearInterval(timer); timer = null; },
+	};
+}

@@ -1,0 +1,218 @@
+// The browser half of cockpit.sh: a real headless Chromium (Debian's, in
+// the container) driven by playwright-core logs in to Cockpit as alice,
+// bob and root with their passwords and uses agor's page as they would.
+// Each step leaves a screenshot in OUT; the run prints what it saw, and
+// exits non-zero at the first step that does not show what it must.
+// Usage: node cockpit-browser.mjs OUT (env: ALICE_PW, BOB_PW, ROOT_PW).
+import { chromium } from "playwright-core";
+
+const out = process.argv[2];
+const base = "https://127.0.0.1:9090";
+const wait = 90_000;
+const browser = await chromium.launch({
+	executablePath: "/usr/bin/chromium",
+	args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
+});
+let shot = 0;
+let current = null; // the page of the step under way, shown when it fails
+const step = async (page, name, what) => {
+	const path = `${out}/${String(++shot).padStart(2, "0")}-${name}.png`;
+	await page.screenshot({ path, fullPage: true });
+	console.log(`${path}: ${what}`);
+};
+
+// login opens Cockpit, logs in, and returns the page and agor's frame.
+async function login(user, password, tab = "", locale = "en-US") {
+	const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 1000 }, locale });
+	const page = await ctx.newPage();
+	page.setDefaultTimeout(wait);
+	page.on("console", (m) => console.log(`  [${user}'s console] ${m.type()}: ${m.text()}`));
+	page.on("pageerror", (e) => console.log(`  [${user}'s page error] ${e.message}`));
+	current = page;
+	// Cockpit's login page is at every address; once in, the shell shows
+	// the page asked for (and sets no cookie until then: no navigation
+	// between login and shell).
+	await page.goto(`${base}/agor${tab ? "#/" + tab : ""}`);
+	await page.fill("#login-user-input", user);
+	await page.fill("#login-password-input", password);
+	await page.click("#login-button");
+	const frame = page.frameLocator('iframe[name="cockpit1:localhost/agor"]');
+	await frame.locator(`#agor-whoami[data-user="${user}"]`).waitFor();
+	return { ctx, page, frame };
+}
+
+async function alice() {
+	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW);
+	await frame.locator("#agor-sessions").waitFor();
+	await step(page, "alice-logged-in", "alice is logged in to Cockpit; agor's page shows her sessions");
+
+	await frame.locator('select[name="agent"]').selectOption("claude-code");
+	await frame.locator('select[name="mode"]').selectOption("default");
+	await frame.locator('textarea[name="prompt"]').fill("who runs this? write it to cockpit-ran.txt");
+	await frame.locator("#agor-send").click();
+	const approve = frame.locator('[data-agor="approve"]').first();
+	await approve.waitFor();
+	const question = await frame.locator(".agor-question").first().innerText();
+	console.log(`question in the page: ${question.replace(/\s+/g, " ")}`);
+	await frame.locator('[data-agor="asked"]').waitFor();
+	await step(page, "alice-permission-question", "Claude Code (default mode) asks to run Bash; the question is in the page with Approve and Deny");
+
+	await approve.click();
+	await frame.locator('[data-agor="task-status"][data-status="completed"]').waitFor();
+	const result = await frame.locator('[data-agor="tool-result"]').first().innerText();
+	const status = await frame.locator('[data-agor="task-status"]').innerText();
+	console.log(`tool output in the page: ${result.replace(/\s+/g, " ")}`);
+	console.log(`task status in the page: ${status.replace(/\s+/g, " ")}`);
+	if (!/completed/.test(status)) throw new Error(`status shows ${status}`);
+	// Completed is not enough (a turn whose tool was denied completes too):
+	// the page shows the approval, and the tool's own output (pwd).
+	await frame.locator('[data-agor="decided"][data-approved="true"]').waitFor({ timeout: 5000 });
+	if (!/\/home\/alice/.test(result)) throw new Error(`the tool's output is not pwd's: ${result}`);
+	await step(page, "alice-completed", "approved: the tool's output and \"completed\" are in the page");
+
+	// A prompt the daemon refuses: its words in the page, as it wrote them.
+	await frame.locator('select[name="sandbox"]').selectOption("workspace");
+	await frame.locator('input[name="cwd"]').fill(".");
+	await frame.locator('textarea[name="prompt"]').fill("in a workspace at home");
+	await frame.locator("#agor-send").click();
+	const refused = frame.locator('#agor-task-status [data-agor="error"]');
+	await refused.waitFor();
+	console.log(`daemon error in the page: ${(await refused.innerText()).trim()}`);
+	await step(page, "alice-daemon-error", "a prompt the daemon refuses (workspace sandbox at the home): the daemon's words in the page");
+	await frame.locator('select[name="sandbox"]').selectOption("");
+
+	await frame.locator("#agor-tab-terminal").click();
+	const screen = frame.locator("#agor-terminal .xterm-rows");
+	await screen.waitFor();
+	await frame.locator("#agor-terminal").filter({ hasText: "alice@" }).waitFor();
+	await frame.locator("#agor-terminal .xterm-helper-textarea").focus();
+	await page.keyboard.type("id -un\n");
+	await waitRows(screen, /^alice\s*$/m);
+	console.log(`terminal rows: ${(await screen.innerText()).split("\n").filter(l => l.trim()).slice(-3).join(" | ")}`);
+	await step(page, "alice-terminal", "a terminal in the page runs agorctl terminal; id -un shows alice");
+
+	// Detach leaves the shell running; Attach comes back to the same one.
+	await page.keyboard.type("echo shell-$$\n");
+	await waitRows(screen, /^shell-\d+\s*$/m);
+	const pid = /^shell-(\d+)\s*$/m.exec(await screen.innerText())[1];
+	const id = /terminal (term_[0-9a-f]+) of alice/.exec(await screen.innerText())[1];
+	await frame.locator("#agor-terminal-detach").click();
+	await frame.locator('[data-agor="terminal-ended"]').waitFor();
+	await frame.locator(`[data-agor="attach"][data-terminal="${id}"]`).click();
+	await frame.locator("#agor-terminal .xterm-helper-textarea").focus();
+	await page.keyboard.type("echo again-$$\n");
+	await waitRows(screen, /^again-\d+\s*$/m);
+	const again = /^again-(\d+)\s*$/m.exec(await screen.innerText())[1];
+	console.log(`terminal: shell pid ${pid} before detach, ${again} after attach`);
+	if (pid !== again) throw new Error(`attached to another shell (${pid} before, ${again} after)`);
+	await step(page, "alice-terminal-reattached", "detached and attached again: the same shell (same $$)");
+
+	await frame.locator("#agor-tab-executors").click();
+	await frame.locator('#agor-executors table').waitFor();
+	console.log(`alice's usage: ${(await frame.locator("#agor-executors tbody").innerText()).replace(/\s+/g, " ")}`);
+	await step(page, "alice-usage", "alice's own executor: CPU, memory, tasks");
+	await ctx.close();
+}
+
+async function waitRows(screen, re) {
+	for (let i = 0; i < 150; i++) {
+		if (re.test(await screen.innerText())) return;
+		await new Promise(r => setTimeout(r, 200));
+	}
+	throw new Error(`the terminal never showed ${re}: ${await screen.innerText()}`);
+}
+
+async function bob() {
+	// bob reads German: the page's strings through Cockpit's translations (po.de.js).
+	const { ctx, page, frame } = await login("bob", process.env.BOB_PW, "", "de-DE");
+	await frame.locator("#agor-sessions").waitFor();
+	const tabs = (await frame.locator(".pf-v5-c-tabs__list").innerText()).replace(/\s+/g, " ");
+	console.log(`bob's tabs (de-DE): ${tabs}`);
+	if (!/Sitzungen/.test(tabs)) throw new Error("the page is not in German");
+	await frame.locator('#agor-sessions tr[data-user="bob"]').first().waitFor();
+	const alices = await frame.locator('#agor-sessions tr[data-user="alice"]').count();
+	const bobs = await frame.locator('#agor-sessions tr[data-user="bob"]').count();
+	const rows = await frame.locator("#agor-sessions tr[data-session]").count();
+	console.log(`bob's page lists ${rows} sessions: ${bobs} his, ${alices} alice's`);
+	if (alices !== 0 || bobs !== rows) throw new Error("bob sees sessions not his");
+	await step(page, "bob-sessions", "bob is logged in: his own session is listed, none of alice's");
+	// His files: the listing starts his executor (as bob), which root sees next.
+	await frame.locator("#agor-tab-files").click();
+	await frame.locator("#agor-files table").waitFor();
+	await frame.locator('input[type="file"]').setInputFiles({ name: "from-browser.txt", mimeType: "text/plain", buffer: Buffer.from("uploaded by bob's browser\n") });
+	const entry = frame.locator("#agor-files button", { hasText: /^from-browser\.txt$/ });
+	await entry.waitFor();
+	await entry.click();
+	await frame.locator("#agor-file-view pre").filter({ hasText: "uploaded by bob's browser" }).waitFor();
+	const [download] = await Promise.all([page.waitForEvent("download"),
+		frame.locator("#agor-files tr", { has: frame.locator("button", { hasText: /^from-browser\.txt$/ }) }).locator('[data-agor="download"]').click()]);
+	const got = (await streamText(await download.createReadStream()));
+	console.log(`bob's files: uploaded from-browser.txt, viewed it, downloaded ${download.suggestedFilename()}: ${JSON.stringify(got)}`);
+	if (got !== "uploaded by bob's browser\n") throw new Error("the download differs from the upload");
+	await step(page, "bob-files", "bob's files through the daemon: his upload listed and viewed");
+	await ctx.close();
+}
+
+async function streamText(st) {
+	const parts = [];
+	for await (const c of st) parts.push(c);
+	return Buffer.concat(parts).toString();
+}
+
+async function root() {
+	const { ctx, page, frame } = await login("root", process.env.ROOT_PW, "executors");
+	await frame.locator('#agor-whoami[data-admin="true"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="alice"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="bob"]').waitFor();
+	for (const u of ["alice", "bob"]) {
+		console.log(`root's executors row: ${(await frame.locator(`#agor-executors tr[data-executor="${u}"]`).innerText()).replace(/\s+/g, " ")}`);
+	}
+	await step(page, "root-executors", "root (an operator) sees alice's and bob's executors with CPU, memory and tasks");
+	// Stop takes bob's units down (his row goes: nothing of his is loaded);
+	// Start by name brings them back.
+	const bobRow = frame.locator('#agor-executors tr[data-executor="bob"]');
+	await bobRow.locator("button", { hasText: "Stop" }).click();
+	await bobRow.waitFor({ state: "detached" });
+	console.log("root stopped bob's executor: his row is gone");
+	await step(page, "root-stopped-bob", "root stopped bob's executor from the page");
+	await frame.locator('input[name="start-user"]').fill("bob");
+	await frame.locator("#agor-start-executor").click();
+	await bobRow.locator("button", { hasText: "Stop" }).waitFor();
+	console.log(`root started bob's executor: ${(await bobRow.innerText()).replace(/\s+/g, " ")}`);
+	await step(page, "root-started-bob", "root started bob's executor again by name");
+	await frame.locator("#agor-tab-sessions").click();
+	await frame.locator('#agor-sessions tr[data-user="alice"]').first().waitFor();
+	await frame.locator('#agor-sessions tr[data-user="bob"]').first().waitFor();
+	await step(page, "root-sessions", "root sees alice's and bob's sessions");
+	await frame.locator("#agor-tab-audit").click();
+	await frame.locator("#agor-audit table").waitFor();
+	await step(page, "root-audit", "root sees the audit trail");
+	await frame.locator("#agor-tab-doctor").click();
+	await frame.locator("#agor-doctor").filter({ hasNotText: "Running agorctl doctor" }).waitFor();
+	await step(page, "root-doctor", "root sees what agorctl doctor finds");
+	await ctx.close();
+}
+
+// carol is no root: an operator by api.admin_group.
+async function carol() {
+	const { ctx, page, frame } = await login("carol", process.env.CAROL_PW, "executors");
+	await frame.locator('#agor-whoami[data-admin="true"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="alice"]').waitFor();
+	await frame.locator('#agor-executors tr[data-executor="bob"]').waitFor();
+	console.log(`carol (agor-admins) sees ${await frame.locator("#agor-executors tr[data-executor]").count()} executors`);
+	await step(page, "carol-operator-executors", "carol, in api.admin_group, is an operator too: every person's executors");
+	await ctx.close();
+}
+
+try {
+	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol }[who]();
+} catch (e) {
+	if (current) {
+		await current.screenshot({ path: `${out}/failed.png`, fullPage: true }).catch(() => {});
+		for (const f of current.frames()) console.log(`  frame ${f.name()} ${f.url()}: ${(await f.locator("body").innerText().catch(() => "")).slice(0, 800)}`);
+	}
+	throw e;
+} finally {
+	await browser.close();
+}

@@ -1,0 +1,108 @@
+# agor's page in Cockpit, in a real headless Chromium. Sourced by checks.sh
+# after the prompt checks (uses setup_agents and start_model of prompt.sh).
+# cockpit-ws, cockpit-bridge and Debian's chromium are in the container's
+# root filesystem; the browser runs here, beside cockpit-ws, driven by
+# playwright-core (cockpit-browser.mjs) on the host's Node.js.
+
+cockpit_shots=/var/log/agor-suite/cockpit # run.sh copies it out to test/.logs/cockpit
+
+cockpit_install() {
+	dpkg -i $T/agor-cockpit_0.1.0-1_all.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	want "$(dpkg-query -W -f '${Status}' agor-cockpit)" "install ok installed"
+	want "$(dpkg-query -W -f '${Depends}' agor-cockpit)" "agor, cockpit-bridge"
+	test -f /usr/share/cockpit/agor/manifest.json
+	test -f /usr/share/cockpit/agor/index.html
+	# Cockpit's bridge, as alice, finds the page among its packages.
+	as alice cockpit-bridge --packages | grep -E '^agor[[:space:]]' || { as alice cockpit-bridge --packages; return 1; }
+	# No asset from elsewhere: every script, style and font is the package's own.
+	if grep -rlE '(src|href)="https?://|url\(["'"'"']?https?://' /usr/share/cockpit/agor; then echo "the page fetches from the network"; return 1; fi
+	systemctl start cockpit.socket
+	want "$(systemctl is-active cockpit.socket)" active
+	echo "agor-cockpit $(dpkg-query -W -f '${Version}' agor-cockpit) installed; cockpit-ws $(dpkg-query -W -f '${Version}' cockpit-ws) listening on 9090"
+}
+check "agor-cockpit installs beside cockpit-ws; the bridge lists the page, which loads nothing from the network" cockpit_install
+
+# The passwords Cockpit's PAM login asks for. Root may log in here (Cockpit
+# refuses root by default: /etc/cockpit/disallowed-users).
+cockpit_accounts() {
+	printf 'alice:alice-Cockpit-1\nbob:bob-Cockpit-1\ncarol:carol-Cockpit-1\nroot:root-Cockpit-1\n' | chpasswd
+	# carol is an operator by api.admin_group (its default, agor-admins).
+	groupadd -f agor-admins
+	usermod -a -G agor-admins carol
+	cp /etc/cockpit/disallowed-users /tmp/disallowed-users.orig 2>/dev/null || true
+	: >/etc/cockpit/disallowed-users
+}
+
+# daemon_post PATH BODY (python3 -c): the daemon's raw reply to a POST on
+# its socket, for the page's wording to be compared with.
+daemon_post='import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/agor/daemon.sock")
+b = sys.argv[2].encode()
+s.sendall(b"POST " + sys.argv[1].encode() + b" HTTP/1.0\r\nHost: agor\r\nContent-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
+print(s.makefile(encoding="utf-8").read())'
+
+cockpit_browser() {
+	cockpit_accounts
+	setup_agents
+	start_model -bash 'id -un > cockpit-ran.txt; pwd' -text 'I wrote cockpit-ran.txt.'
+	rm -f /home/alice/cockpit-ran.txt
+	rm -rf "$cockpit_shots"
+	mkdir -p "$cockpit_shots"
+	local t0 rc=0 task
+	t0=$(date +%s)
+	rm -f /home/bob/from-browser.txt
+	# bob has a session of his own, so that his list is not empty by default.
+	as bob python3 -c "$daemon_post" /v1/sessions '{"agentic_tool":"claude-code","cwd":"."}' | grep '"unix_user":"bob"' >/dev/null
+	ALICE_PW=alice-Cockpit-1 BOB_PW=bob-Cockpit-1 CAROL_PW=carol-Cockpit-1 ROOT_PW=root-Cockpit-1 \
+		timeout 600 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser.out 2>&1 || rc=$?
+	groupdel agor-admins # as the other concerns know the host
+	grep -v "console\] verbose" /tmp/browser.out
+	echo "the browser took $(($(date +%s) - t0)) s, exit $rc"
+	[ "$rc" = 0 ] || { journalctl --no-pager --since "@$t0" | grep -iE 'cockpit|pam|auth' | grep -v gnutls_handshake | tail -n 30; return 1; }
+	# Judged on disk and in the daemon, not by the page alone: the tool ran
+	# as alice, after her approval given in the page.
+	want "$(cat /home/alice/cockpit-ran.txt)" alice
+	want "$(stat -c %U /home/alice/cockpit-ran.txt)" alice
+	task=$(task_of)
+	as alice agorctl events "$task" | grep '"event_type":"permission_decided"' | grep '"approved":true' | grep 'approved in Cockpit' >/dev/null ||
+		{ echo "task $task: no approval from the page among its events"; as alice agorctl events "$task" | cut -c1-200; return 1; }
+	want "$(as alice agorctl tasks "$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)" --json | grep -o '"status":"[a-z]*"' | tail -n 1)" '"status":"completed"'
+	grep '"action":"permission_decided"' /var/lib/agor/audit.jsonl | grep "\"task\":\"$task\"" | tail -n 1
+	echo "on disk: /home/alice/cockpit-ran.txt is alice's and says alice; task $task completed, approved in Cockpit"
+	# The refusal in the page is the daemon's own wording of it.
+	local said
+	said=$(as alice python3 -c "$daemon_post" /v1/executors/alice/prompt '{"agentic_tool":"claude-code","prompt":"x","cwd":".","sandbox":"workspace"}' |
+		sed -n 's/.*"message":"\([^"]*\)".*/\1/p')
+	test -n "$said"
+	want "$(sed -n 's/^daemon error in the page: //p' /tmp/browser.out)" "$said"
+	echo "the daemon said, and the page showed: $said"
+	# bob's upload went through his executor: his file, on disk.
+	want "$(stat -c %U /home/bob/from-browser.txt)" bob
+	want "$(cat /home/bob/from-browser.txt)" "uploaded by bob's browser"
+	# root's Stop and Start went to systemd: bob's unit stopped, then ran again.
+	journalctl --no-pager -o cat -u agor-daemon.service --since "@$t0" | grep 'executor stopped' >/dev/null ||
+		{ echo "the daemon logged no executor stopped"; return 1; }
+	journalctl --no-pager -o cat -u agor-executor@bob.service --since "@$t0" | grep -E '^(Stopped|Started) ' | tail -n 3
+	want "$(journalctl --no-pager -o cat -u agor-executor@bob.service --since "@$t0" | grep -cE '^Stopped ')" 1
+	want "$(systemctl is-active agor-executor@bob.service)" active
+	echo "on disk: /home/bob/from-browser.txt is bob's; agor-executor@bob.service stopped by root's Stop, running again after Start"
+	ls "$cockpit_shots"
+}
+check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor; carol (api.admin_group) is an operator too (screenshots)" cockpit_browser
+
+cockpit_lint() {
+	cat $T/lint-cockpit.txt
+	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint-cockpit.txt
+	grep -x 'agor' $T/lint-cockpit.txt >/dev/null && grep -x 'cockpit-bridge' $T/lint-cockpit.txt >/dev/null
+}
+check "agor-cockpit: lintian and rpmlint clean; the rpm, like the deb, depends on agor and cockpit-bridge" cockpit_lint
+
+cockpit_remove() {
+	cp /tmp/disallowed-users.orig /etc/cockpit/disallowed-users 2>/dev/null || true
+	dpkg -r agor-cockpit >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	test ! -e /usr/share/cockpit/agor
+	if as alice cockpit-bridge --packages | grep -E '^agor[[:space:]]'; then echo "the bridge still lists the page"; return 1; fi
+	echo "removed: /usr/share/cockpit/agor gone, the bridge no longer lists it"
+}
+check "dpkg -r agor-cockpit removes the page (before package.sh removes agor, which it depends on)" cockpit_remove
