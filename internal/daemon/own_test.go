@@ -50,6 +50,12 @@ func TestOwnExecutor(t *testing.T) {
 		_ = json.Unmarshal([]byte(body), &out)
 		return status, out
 	}
+	if status, out := as("GET /v1/whoami"); status != "200" || out["user"] != name || out["uid"] != float64(uid) || out["admin"] != false {
+		t.Errorf("GET /v1/whoami as %s: %s %v, want her, not an admin", name, status, out)
+	}
+	if code, out := h.do(t, "GET", "/v1/whoami", nil); code != 200 || out["user"] != "root" || out["admin"] != true {
+		t.Errorf("GET /v1/whoami as root: %d %v, want root, an admin", code, out)
+	}
 	status, out := as("GET /v1/executors")
 	list, _ := out["executors"].([]any)
 	if status != "200" || len(list) != 1 || list[0].(map[string]any)["user"] != name {

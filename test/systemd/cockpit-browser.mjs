@@ -45,6 +45,9 @@ async function login(user, password, tab = "", locale = "en-US") {
 async function alice() {
 	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW);
 	await frame.locator("#agor-sessions").waitFor();
+	// A person, not an operator, though she may list her own executor.
+	await frame.locator('#agor-whoami[data-admin="false"]').waitFor();
+	if (await frame.locator("#agor-tab-doctor").count() !== 0) throw new Error("alice is offered the operator's Doctor tab");
 	await step(page, "alice-logged-in", "alice is logged in to Cockpit; agor's page shows her sessions");
 
 	await frame.locator('select[name="agent"]').selectOption("claude-code");
@@ -126,6 +129,7 @@ async function waitRows(screen, re) {
 async function bob() {
 	// bob reads German: the page's strings through Cockpit's translations (po.de.js).
 	const { ctx, page, frame } = await login("bob", process.env.BOB_PW, "", "de-DE");
+	await frame.locator('#agor-whoami[data-admin="false"]').waitFor();
 	await frame.locator("#agor-sessions").waitFor();
 	const tabs = (await frame.locator(".pf-v5-c-tabs__list").innerText()).replace(/\s+/g, " ");
 	console.log(`bob's tabs (de-DE): ${tabs}`);

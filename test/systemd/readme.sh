@@ -13,10 +13,11 @@ readme_blocks() {
 
 # readme_line USER LINE: types LINE into USER's login shell in tmux and waits
 # for it to end, answering what a person would: y to a permission question,
-# and in `agorctl terminal` `id -un`, then Ctrl-] to detach. Fails when the
+# Enter to apt's "Continue? [Y/n]", and in `agorctl terminal` `id -un`, then
+# Ctrl-] to detach. Fails when the
 # line's status is not 0. Its screen is printed, clipped.
 readme_line() {
-	local user=$1 line=$2 shell answered=0 termed=0 _ rc who
+	local user=$1 line=$2 shell answered=0 confirmed=0 termed=0 _ rc who
 	shell="runuser -l $user"
 	[ "$user" = root ] && shell="bash -l"
 	tmux kill-server 2>/dev/null || true
@@ -31,6 +32,7 @@ readme_line() {
 	for _ in $(seq 1200); do
 		if pane | grep -q '^readme-exit='; then break; fi
 		if [ $answered = 0 ] && pane | grep -q '\[y/N\]'; then tmux send-keys -t agorterm y Enter; answered=1; fi
+		if [ $confirmed = 0 ] && pane | grep -q 'Continue? \[Y/n\]'; then tmux send-keys -t agorterm Enter; confirmed=1; fi
 		# A login shell's prompt, user@host: whose terminal it is.
 		who=$(pane | sed -n 's/^\([a-z][a-z0-9._-]*\)@agortest:.*/\1/p' | head -n 1)
 		if [ $termed = 0 ] && [ -n "$who" ]; then

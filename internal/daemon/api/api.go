@@ -105,6 +105,7 @@ type Server struct {
 func (s *Server) Handler() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/health", s.health)
+	m.HandleFunc("GET /v1/whoami", s.whoami)
 	m.HandleFunc("GET /v1/metrics", s.serveMetrics)
 	m.HandleFunc("GET /v1/executors", s.listExecutors)
 	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
@@ -176,6 +177,15 @@ func storageView(sp store.Space) *apiwire.Storage {
 		v.State, v.Since = "full", &sp.Since
 	}
 	return v
+}
+
+// whoami says who the daemon takes the caller for: their account and
+// whether they act for anyone (root, api.admin_group). A page or a
+// script asks this rather than guessing from what another request lets
+// through (a person may list her own executor, not only an admin).
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
+	c := s.caller(r)
+	writeJSON(w, http.StatusOK, apiwire.Whoami{User: c.user.Name, UID: c.user.UID, Admin: c.admin})
 }
 
 // admin lets root and the admin group through.

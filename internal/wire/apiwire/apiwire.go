@@ -86,6 +86,14 @@ type Health struct {
 	Storage *Storage `json:"storage,omitempty"`
 }
 
+// Whoami is GET /v1/whoami's reply: the caller as the daemon knows them
+// (by SO_PEERCRED, or a bearer token's user).
+type Whoami struct {
+	User  string `json:"user"`
+	UID   uint32 `json:"uid"`
+	Admin bool   `json:"admin"` // root or api.admin_group: acts for anyone
+}
+
 // Storage is the state of the daemon's store: "full" while writes fail
 // for want of space or the free space is below MinFreeBytes (new tasks
 // are then refused with storage_full; reads keep working).
