@@ -84,7 +84,9 @@ cockpit_browser() {
 	journalctl --no-pager -o cat -u agor-daemon.service --since "@$t0" | grep 'executor stopped' >/dev/null ||
 		{ echo "the daemon logged no executor stopped"; return 1; }
 	journalctl --no-pager -o cat -u agor-executor@bob.service --since "@$t0" | grep -E '^(Stopped|Started) ' | tail -n 3
-	want "$(journalctl --no-pager -o cat -u agor-executor@bob.service --since "@$t0" | grep -cE '^Stopped ')" 1
+	# At least root's (bob's own idle exits and other stops may add to it).
+	[ "$(journalctl --no-pager -o cat -u agor-executor@bob.service --since "@$t0" | grep -cE '^Stopped ')" -ge 1 ] ||
+		{ echo "bob's unit was never stopped"; return 1; }
 	want "$(systemctl is-active agor-executor@bob.service)" active
 	echo "on disk: /home/bob/from-browser.txt is bob's; agor-executor@bob.service stopped by root's Stop, running again after Start"
 	ls "$cockpit_shots"

@@ -32,7 +32,7 @@ readme_line() {
 	for _ in $(seq 1200); do
 		if pane | grep -q '^readme-exit='; then break; fi
 		if [ $answered = 0 ] && pane | grep -q '\[y/N\]'; then tmux send-keys -t agorterm y Enter; answered=1; fi
-		if [ $confirmed = 0 ] && pane | grep -q 'Continue? \[Y/n\]'; then tmux send-keys -t agorterm Enter; confirmed=1; fi
+		if [ $confirmed = 0 ] && pane | grep -qi 'continue? \[Y/n\]'; then tmux send-keys -t agorterm Enter; confirmed=1; fi
 		# A login shell's prompt, user@host: whose terminal it is.
 		who=$(pane | sed -n 's/^\([a-z][a-z0-9._-]*\)@agortest:.*/\1/p' | head -n 1)
 		if [ $termed = 0 ] && [ -n "$who" ]; then
