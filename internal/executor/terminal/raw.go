@@ -80,6 +80,11 @@ func (t *term) takeRaw(conn net.Conn, offset int64) (protocol.AttachTerminalRawR
 		t.grace = nil
 	}
 	t.raw = conn
+	// The newest attach wins, as in attachTo: the JSON-RPC connection that
+	// spawned or attached before (the daemon's, which lives on) keeps only
+	// terminal_exit, so that once this stream goes the terminal is listed
+	// detached and its grace period runs.
+	t.exitOnly = t.conn != nil
 	replay := t.ring.Bytes()
 	start := t.off - int64(len(replay))
 	if offset > start {

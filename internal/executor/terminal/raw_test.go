@@ -155,6 +155,31 @@ func TestRawReattach(t *testing.T) {
 	}
 }
 
+// A raw stream attached after spawn_terminal (as agorctl terminal and
+// the Cockpit page do) and then gone leaves the terminal detached: the
+// spawning JSON-RPC connection, which lives on, does not keep it listed
+// attached, and the grace period runs, ending it.
+func TestRawDetachLeavesDetached(t *testing.T) {
+	f := newFixture(t, Config{DetachGrace: 300 * time.Millisecond})
+	p := f.connect(t)
+	id := p.spawn(t, protocol.SpawnTerminalParams{}).TerminalID
+	a, err := f.attachRaw(t, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = a.c.Write([]byte("echo UP$((1+1))\n"))
+	a.until(t, 0, "UP2")
+	if ts := p.list(t); len(ts) != 1 || !ts[0].Attached {
+		t.Fatalf("while the raw stream is attached: %+v", ts)
+	}
+	a.c.Close()
+	<-a.done
+	waitDetached(t, p, id)
+	if ex := p.waitExit(t, id); ex.TerminalID != id {
+		t.Fatalf("the detach grace did not end the terminal: %+v", ex)
+	}
+}
+
 func isCode(err error, code int) bool {
 	var e *rpc.Error
 	return errors.As(err, &e) && e.Code == code

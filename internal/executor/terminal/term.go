@@ -49,12 +49,16 @@ type term struct {
 	// replay, which must come before any live output.
 	outMu sync.Mutex
 
-	mu       sync.Mutex
-	conn     *rpc.Conn     // attached connection, nil while detached
-	gate     chan struct{} // closed once conn's attach reply has gone out
-	raw      net.Conn      // raw stream (attach_terminal_raw): output goes there instead
-	seq      int64         // of the next chunk
-	off      int64         // output bytes so far: the raw stream's offsets
+	mu   sync.Mutex
+	conn *rpc.Conn     // attached connection, nil while detached
+	gate chan struct{} // closed once conn's attach reply has gone out
+	// exitOnly: a raw stream took conn's place since conn attached; conn
+	// (the daemon's, which lives on) still gets terminal_exit, but not
+	// the output, and no longer counts as attached.
+	exitOnly bool
+	raw      net.Conn // raw stream (attach_terminal_raw): output goes there instead
+	seq      int64    // of the next chunk
+	off      int64    // output bytes so far: the raw stream's offsets
 	ring     *ring
 	cols     int
 	rows     int
@@ -394,6 +398,9 @@ func (t *term) emit(data []byte) {
 	seq := t.seq
 	t.seq++
 	conn, gate, raw := t.conn, t.gate, t.raw
+	if t.exitOnly {
+		conn = nil
+	}
 	t.mu.Unlock()
 	if raw != nil {
 		if _, err := raw.Write(data); err != nil {
@@ -473,7 +480,7 @@ func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (protocol.AttachTer
 		t.grace.Stop()
 		t.grace = nil
 	}
-	t.conn, t.gate = conn, gate
+	t.conn, t.gate, t.exitOnly = conn, gate, false
 	if t.raw != nil { // the newest attach wins; the scrollback below has what the raw stream missed
 		endReplaced(t.raw)
 		t.raw = nil
@@ -507,13 +514,18 @@ func (t *term) detach(conn *rpc.Conn) {
 	if t.finished || t.conn != conn {
 		return
 	}
-	t.conn, t.gate = nil, nil
+	t.conn, t.gate, t.exitOnly = nil, nil, false
 	t.idleLocked()
+}
+
+// attachedLocked: a raw stream, or a connection that gets the output.
+func (t *term) attachedLocked() bool {
+	return t.raw != nil || (t.conn != nil && !t.exitOnly)
 }
 
 // idleLocked starts the grace period once nothing is attached.
 func (t *term) idleLocked() {
-	if t.conn != nil || t.raw != nil || t.grace != nil {
+	if t.attachedLocked() || t.grace != nil {
 		return
 	}
 	t.grace = time.AfterFunc(t.cfg.DetachGrace, t.abandon)
@@ -522,7 +534,7 @@ func (t *term) idleLocked() {
 
 func (t *term) abandon() {
 	t.mu.Lock()
-	idle := t.conn == nil && t.raw == nil && !t.finished
+	idle := !t.attachedLocked() && !t.finished
 	t.mu.Unlock()
 	if idle {
 		t.cfg.Logger.Info("terminal abandoned", "terminal_id", t.id)
@@ -557,5 +569,5 @@ func (t *term) setSize(cols, rows int) error {
 func (t *term) info() protocol.TerminalInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return protocol.TerminalInfo{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.conn != nil || t.raw != nil}
+	return protocol.TerminalInfo{TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows, Attached: t.attachedLocked()}
 }
