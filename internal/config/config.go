@@ -28,6 +28,7 @@ type Config struct {
 	Quotas    Quotas    `yaml:"quotas"`    // quotas.go
 	Retention Retention `yaml:"retention"` // quotas.go
 	Agents    Agents    `yaml:"agents"`    // warm agents, read by the executor (agents.go)
+	Network   Network   `yaml:"network"`   // each person's network egress (network.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -115,7 +116,7 @@ func Default() Config {
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
 		Slurm:   DefaultSlurm(),
 		Quotas:  DefaultQuotas(), Retention: DefaultRetention(),
-		Agents: DefaultAgents()}
+		Agents: DefaultAgents(), Network: DefaultNetwork()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.
