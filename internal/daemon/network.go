@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/egress"
+	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/identity"
+)
+
+// networkSource is the configuration's network section, read again when
+// the file changes: allow and deny lists take effect at each person's
+// next connection, without a restart. A file that no longer parses
+// leaves the last good section in force, and says so.
+type networkSource struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	current config.Network
+	stamp   fileStamp
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func newNetworkSource(path string, initial config.Network, log *slog.Logger) *networkSource {
+	n := &networkSource{path: path, log: log, current: initial}
+	n.stamp, _ = stampOf(path)
+	return n
+}
+
+func stampOf(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
+}
+
+// Get is the section now.
+func (n *networkSource) Get() config.Network {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.path == "" {
+		return n.current
+	}
+	st, err := stampOf(n.path)
+	if err != nil || st == n.stamp {
+		return n.current
+	}
+	n.stamp = st
+	c, err := config.Load(n.path)
+	if err != nil {
+		n.log.Error("network policy not reloaded: the configuration does not parse; the last good one stays in force", "err", err)
+		return n.current
+	}
+	n.current = c.Network
+	n.log.Info("network policy reloaded", "config", n.path)
+	return n.current
+}
+
+// networkFor is a person's effective network set now.
+func (d *Daemon) networkFor(ctx context.Context, user string) (config.NetworkSet, error) {
+	return lifecycle.NetworkFor(ctx, d.network.Get(), personPolicy(d.cfg.Execution), user)
+}
+
+// egressPerson names the account behind an egress connection: a person
+// the daemon serves (min_uid, the allowed lists), with their network set.
+func (d *Daemon) egressPerson(ctx context.Context, uid uint32) (egress.Person, error) {
+	u, err := identity.Default().LookupUID(ctx, uid)
+	if err != nil {
+		return egress.Person{}, fmt.Errorf("uid %d: %w", uid, err)
+	}
+	pol := personPolicy(d.cfg.Execution)
+	if _, err := pol.Check(ctx, u.Name); err != nil {
+		return egress.Person{}, err
+	}
+	set, err := d.networkFor(ctx, u.Name)
+	if err != nil {
+		return egress.Person{}, err
+	}
+	return egress.Person{Name: u.Name, UID: uid, Set: set}, nil
+}
