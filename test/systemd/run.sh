@@ -61,8 +61,9 @@ lint_out=$work/opt/lint.txt
 
 # --- root filesystem, cached by package list ---------------------------------
 # slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
-# systemd-userdbd: the user database the daemon asks over varlink.
-pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd"
+# systemd-userdbd: the user database the daemon asks over varlink;
+# iproute2, curl and git: the egress checks' private network and clients.
+pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd,iproute2,curl,git"
 key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
 tarball=test/.cache/rootfs-$key.tar.zst
 if [ ! -s "$tarball" ]; then

@@ -1,0 +1,232 @@
+# Network egress per person (sourced by checks.sh; uses lib.sh only): a
+# private network the checks make (namespace agor-egress, veth 10.199.0.1
+# here and 10.199.0.2 there) with the stand-in model and a file server on
+# 10.199.0.2:18080, named model.egress.test and files.egress.test in
+# /etc/hosts. alice under proxy reaches the model only through the
+# daemon's egress service; bob under open reaches the server directly.
+
+eg_ns=agor-egress
+eg_url=http://files.egress.test:18080/files/hello.txt
+
+# eg_up makes the private network and starts the servers in it, once.
+eg_up() {
+	if ! ip netns list | grep -qw "$eg_ns"; then
+		ip netns add "$eg_ns"
+		ip link add eg-host type veth peer name eg-peer
+		ip link set eg-peer netns "$eg_ns"
+		ip addr add 10.199.0.1/24 dev eg-host
+		ip link set eg-host up
+		ip netns exec "$eg_ns" ip addr add 10.199.0.2/24 dev eg-peer
+		ip netns exec "$eg_ns" ip link set eg-peer up
+		ip netns exec "$eg_ns" ip link set lo up
+	fi
+	grep -q 'egress\.test' /etc/hosts || echo "10.199.0.2 model.egress.test files.egress.test sneaky.egress.test" >>/etc/hosts
+	mkdir -p /srv/egress
+	echo "egress file $$" >/srv/egress/hello.txt
+	[ -e /etc/agor/config.yaml.eg-orig ] || cp /etc/agor/config.yaml /etc/agor/config.yaml.eg-orig
+	[ -e /etc/agor/agents.yaml.eg-orig ] || cp /etc/agor/agents.yaml /etc/agor/agents.yaml.eg-orig
+	[ -s /tmp/eg-model.url ] && kill -0 "$(cat /tmp/eg-model.pid)" 2>/dev/null && return 0
+	ip netns exec "$eg_ns" "$T/demomodel" -listen 10.199.0.2:18080 -files /srv/egress -tools 50 \
+		-bash 'id -un > egress.txt; echo the tool ran' -text 'done.' >/tmp/eg-model.url 2>/tmp/eg-model.log &
+	echo $! >/tmp/eg-model.pid
+	for _ in $(seq 50); do [ -s /tmp/eg-model.url ] && return 0; sleep 0.1; done
+	echo "the stand-in model did not start in $eg_ns"; cat /tmp/eg-model.log; return 1
+}
+
+# eg_config SECTION: the suite's configuration with SECTION (a network:
+# block) added.
+eg_config() {
+	cp /etc/agor/config.yaml.eg-orig /etc/agor/config.yaml.new
+	printf '%s\n' "$1" >>/etc/agor/config.yaml.new
+	mv /etc/agor/config.yaml.new /etc/agor/config.yaml
+}
+
+# eg_audit FIELD=VALUE...: the daemon's egress audit lines since the check
+# began, as journalctl matches them.
+eg_audit() {
+	journalctl --no-pager -q --since "@$eg_since" -u agor-daemon.service AGOR_AUDIT_ACTION=egress "$@" -o verbose | awk '
+		/^[^ \t]/ { if (line != "") print line; line = ""; next }
+		{
+			sub(/^[ \t]+/, "")
+			if ($0 ~ /^AGOR_(USER|TASK|HOST|PORT|ADDRESS|DECISION|REASON|BYTES_UP|BYTES_DOWN)=/) {
+				k = $0; sub(/=.*/, "", k)
+				line = line tolower(substr(k, 6)) "=" substr($0, length(k) + 2) " "
+			}
+		}
+		END { if (line != "") print line }'
+}
+
+# alice_curl ARGS...: curl in alice's executor, as alice.
+alice_curl() { as alice agorctl exec alice -- curl -sS --max-time 10 "$@" </dev/null; }
+
+eg_kernel() {
+	eg_up
+	eg_config 'network:
+  users:
+    alice: {mode: proxy, allow: [model.egress.test]}
+    bob: {mode: open}'
+	agorctl network apply
+	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" yes
+	want "$(systemctl show -p PrivateNetwork --value agor-executor@bob.service)" no
+	local out links
+	out=$(as bob agorctl exec bob -- curl -sS --max-time 10 "http://10.199.0.2:18080/files/hello.txt" </dev/null)
+	want "$out" "$(cat /srv/egress/hello.txt)"
+	echo "bob (open) fetched it directly: $out"
+	links=$(as alice agorctl exec alice -- cat /proc/net/dev </dev/null | tail -n +3 | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')
+	want "$links" "lo "
+	echo "alice's executor sees these interfaces: $links"
+	if out=$(alice_curl --noproxy '*' http://10.199.0.2:18080/files/hello.txt 2>&1); then
+		echo "alice reached the server directly: $out"
+		return 1
+	fi
+	echo "alice, directly: $out"
+	as alice agorctl exec alice -- env </dev/null | grep -E '^(HTTPS_PROXY|HTTP_PROXY|NO_PROXY)='
+}
+check "egress: alice under proxy runs in a network namespace of her own (PrivateNetwork=yes from agorctl network apply, only lo); her direct connection to the test server fails; bob under open fetches from it" eg_kernel
+
+eg_proxy() {
+	eg_since=$(date +%s)
+	local out
+	out=$(alice_curl -o /dev/null -w '%{http_code}' "$eg_url" 2>&1 || true)
+	want "$out" 403
+	out=$(eg_audit AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=denied)
+	echo "journal: $out"
+	grep -q 'reason=not listed' <<<"$out"
+	grep -q '"action":"egress".*"host":"files.egress.test".*"decision":"denied"' /var/lib/agor/audit.jsonl
+	# Listed: at her next connection, without a restart.
+	eg_config 'network:
+  users:
+    alice: {mode: proxy, allow: [model.egress.test, files.egress.test, sneaky.egress.test], deny: [10.199.0.2/32:9]}
+    bob: {mode: open}'
+	out=$(alice_curl "$eg_url")
+	want "$out" "$(cat /srv/egress/hello.txt)"
+	out=$(alice_curl -p "$eg_url") # the same through a CONNECT tunnel
+	want "$out" "$(cat /srv/egress/hello.txt)"
+	out=$(eg_audit AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed)
+	echo "journal: $out"
+	[ "$(grep -c 'reason=allow files.egress.test' <<<"$out")" -ge 2 ]
+	grep -qE 'bytes_down=[1-9]' <<<"$out"
+	# A listed name that resolves to a denied address is refused by the address.
+	eg_config 'network:
+  users:
+    alice: {mode: proxy, allow: [model.egress.test, files.egress.test, sneaky.egress.test], deny: [10.199.0.2]}
+    bob: {mode: open}'
+	out=$(alice_curl -o /dev/null -w '%{http_code}' http://sneaky.egress.test:18080/files/hello.txt 2>&1 || true)
+	want "$out" 403
+	eg_audit AGOR_USER=alice AGOR_HOST=sneaky.egress.test | grep 'reason=deny 10.199.0.2'
+}
+check "egress: through the proxy a host not listed is refused (403) and audited as denied in the journal and audit.jsonl; listed without a restart it is fetched (plain and CONNECT), audited with its bytes; a listed name resolving to a denied address is refused" eg_proxy
+
+# eg_probe: from inside alice's executor, each way around the proxy: a
+# UDP datagram (DNS) and TCP to the host's side of the veth, IPv6, a raw
+# socket; prints one "NAME: outcome" line each.
+eg_probe='
+import socket
+def t(name, f):
+    try:
+        f(); print(name + ": REACHED")
+    except OSError as e:
+        print(name + ": " + (e.strerror or str(e)))
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"x", ("10.199.0.2", 53))
+def tcp():
+    socket.create_connection(("10.199.0.1", 22), timeout=3)
+def v6():
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM); s.settimeout(3); s.connect(("fd00::1", 80))
+def raw():
+    socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+def dns():
+    socket.getaddrinfo("example.invalid", 80)
+for n, f in (("udp", udp), ("tcp-host", tcp), ("ipv6", v6), ("raw", raw), ("dns", dns)):
+    t(n, f)
+'
+eg_ways_around() {
+	local out
+	out=$(as alice agorctl exec alice -- python3 -c "$eg_probe" </dev/null)
+	echo "$out"
+	if grep REACHED <<<"$out"; then return 1; fi
+	# bob cannot use alice's proxy port: it is in her namespace, not his.
+	if out=$(as bob agorctl exec bob -- curl -sS --max-time 5 -x http://127.0.0.1:3128 "$eg_url" </dev/null 2>&1); then
+		echo "bob used a proxy on 127.0.0.1:3128: $out"
+		return 1
+	fi
+	echo "bob, through 127.0.0.1:3128: $out"
+}
+check "egress: the ways around the proxy from alice's executor fail (UDP, DNS, TCP to the host, IPv6, raw socket), and bob cannot use her proxy port" eg_ways_around
+
+eg_prompt() {
+	eg_since=$(date +%s)
+	eg_config 'network:
+  users:
+    alice: {mode: proxy, allow: [model.egress.test]}
+    bob: {mode: open}'
+	cat >/etc/agor/agents.yaml <<'YAML'
+claude-code:
+  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  env:
+    ANTHROPIC_BASE_URL: http://model.egress.test:18080
+    CLAUDE_CODE_MAX_RETRIES: "0"
+YAML
+	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
+	systemctl stop agor-executor@alice.service # read agents.yaml afresh
+	rm -f /home/alice/egress.txt
+	local out
+	out=$(as alice agorctl prompt alice 'egress turn' --mode bypassPermissions 2>&1 </dev/null) || { echo "$out" | tail -n 5; return 1; }
+	echo "$out" | sed -n '1,3p;$p'
+	grep -q '^completed' <<<"$out"
+	want "$(cat /home/alice/egress.txt)" alice
+	out=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_DECISION=allowed)
+	echo "journal: $out"
+	grep -q 'port=18080' <<<"$out"
+	grep -qE 'bytes_down=[1-9]' <<<"$out"
+}
+check "egress: alice under proxy completes a prompt with a tool turn of the real Claude Code, which reached the stand-in model through the egress service (audited with bytes)" eg_prompt
+
+eg_none() {
+	eg_since=$(date +%s)
+	eg_config 'network:
+  users:
+    alice: {mode: none, allow: ["*"]}
+    bob: {mode: open}'
+	agorctl network apply
+	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" yes
+	local out
+	for url in "$eg_url" http://10.199.0.2:18080/files/hello.txt; do
+		if out=$(alice_curl "$url" 2>&1); then echo "alice (none) fetched $url: $out"; return 1; fi
+		echo "alice (none), $url: $out"
+	done
+	if out=$(alice_curl -x http://127.0.0.1:3128 "$eg_url" 2>&1); then echo "a proxy port answered: $out"; return 1; fi
+	echo "alice (none), through 127.0.0.1:3128: $out"
+	# Straight to the daemon's egress socket: it knows her, and her mode.
+	out=$(alice_curl --unix-socket /run/agor/egress.sock -x http://egress -o /dev/null -w '%{http_code}' "$eg_url" 2>&1 || true)
+	want "$out" 403
+	eg_audit AGOR_USER=alice | grep 'reason=mode none'
+}
+check "egress: alice under none reaches nothing: not directly, no proxy port, and the daemon's egress socket asked directly refuses her (mode none)" eg_none
+
+eg_fail_closed() {
+	eg_config 'network:
+  users:
+    alice: {mode: none}
+    bob: {mode: open}
+    user01: {mode: proxy, allow: [files.egress.test]}'
+	systemctl stop agor-executor@user01.socket agor-executor@user01.service 2>/dev/null || true
+	local out
+	if out=$(agorctl exec user01 -- true 2>&1 </dev/null); then echo "served user01 without PrivateNetwork"; return 1; fi
+	echo "before apply: $out"
+	grep -q 'agorctl network apply' <<<"$out"
+	agorctl network apply
+	out=$(agorctl exec user01 -- curl -sS --max-time 10 "$eg_url" </dev/null)
+	want "$out" "$(cat /srv/egress/hello.txt)"
+}
+check "egress: fail closed: a person under proxy whose unit lacks PrivateNetwork=yes is refused, naming agorctl network apply; after it they are served through the proxy" eg_fail_closed
+
+eg_down() {
+	cp /etc/agor/config.yaml.eg-orig /etc/agor/config.yaml
+	cp /etc/agor/agents.yaml.eg-orig /etc/agor/agents.yaml
+	agorctl network apply
+	[ -z "$(ls -d /etc/systemd/system/agor-executor@*.service.d 2>/dev/null)" ] || { ls -R /etc/systemd/system/agor-executor@*.service.d; return 1; }
+	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" no
+	kill "$(cat /tmp/eg-model.pid)" 2>/dev/null || true
+}
+check "egress: the configuration put back, agorctl network apply removes every drop-in" eg_down
