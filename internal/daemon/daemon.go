@@ -207,6 +207,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 	n := d.cfg.Network
 	d.egress = &egress.Service{Person: d.egressPerson, Audit: d.audit, Log: d.log,
 		MaxPerUser: n.MaxConnectionsPerUser, ConnectTimeout: ms(n.ConnectTimeoutMS)}
+	d.srv.NetworkMode, d.srv.EgressTotals = d.networkMode, d.egressTotals
 }
 
 // boundEvents puts quotas' event bounds on the sink: a running task's

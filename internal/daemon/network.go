@@ -12,6 +12,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/egress"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // networkSource is the configuration's network section, read again when
@@ -89,4 +90,21 @@ func (d *Daemon) egressPerson(ctx context.Context, uid uint32) (egress.Person, e
 		return egress.Person{}, err
 	}
 	return egress.Person{Name: u.Name, UID: uid, Set: set}, nil
+}
+
+// networkMode is user's mode now, or why it is not known.
+func (d *Daemon) networkMode(ctx context.Context, user string) string {
+	set, err := d.networkFor(ctx, user)
+	if err != nil {
+		return "unknown"
+	}
+	return set.Mode
+}
+
+func (d *Daemon) egressTotals() map[string]apiwire.ExecutorNetwork {
+	out := map[string]apiwire.ExecutorNetwork{}
+	for u, t := range d.egress.Totals() {
+		out[u] = apiwire.ExecutorNetwork{BytesUp: t.BytesUp, BytesDown: t.BytesDown, Allowed: t.Allowed, Denied: t.Denied}
+	}
+	return out
 }
