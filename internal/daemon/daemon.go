@@ -205,7 +205,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 	}
 	d.api = api.NewHTTPServer(d.srv.Handler())
 	n := d.cfg.Network
-	d.egress = &egress.Service{Person: d.egressPerson, Audit: d.audit, Log: d.log,
+	d.egress = &egress.Service{Person: d.egressPerson, TaskOf: d.runningTask, Audit: d.audit, Log: d.log,
 		MaxPerUser: n.MaxConnectionsPerUser, ConnectTimeout: ms(n.ConnectTimeoutMS)}
 	d.srv.NetworkMode, d.srv.EgressTotals = d.networkMode, d.egressTotals
 }

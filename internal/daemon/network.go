@@ -11,6 +11,7 @@ import (
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/daemon/egress"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
@@ -107,4 +108,24 @@ func (d *Daemon) egressTotals() map[string]apiwire.ExecutorNetwork {
 		out[u] = apiwire.ExecutorNetwork{BytesUp: t.BytesUp, BytesDown: t.BytesDown, Allowed: t.Allowed, Denied: t.Denied}
 	}
 	return out
+}
+
+// runningTask is the task running in person's session now: the label of
+// an egress connection whose proxy credentials name the session. A
+// session not theirs names nothing.
+func (d *Daemon) runningTask(_ context.Context, p egress.Person, session string) string {
+	s, err := d.store.GetSession(session)
+	if err != nil || s.UnixUser != p.Name || (s.UID >= 0 && s.UID != int64(p.UID)) {
+		return ""
+	}
+	tasks, err := d.store.ListTasks(session, 0, "")
+	if err != nil {
+		return ""
+	}
+	for i := len(tasks) - 1; i >= 0; i-- {
+		if tasks[i].Status == store.Running {
+			return tasks[i].ID
+		}
+	}
+	return ""
 }

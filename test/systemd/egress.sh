@@ -20,7 +20,7 @@ eg_up() {
 		ip netns exec "$eg_ns" ip link set eg-peer up
 		ip netns exec "$eg_ns" ip link set lo up
 	fi
-	grep -q 'egress\.test' /etc/hosts || echo "10.199.0.2 model.egress.test files.egress.test sneaky.egress.test" >>/etc/hosts
+	grep -qs 'egress\.test' /etc/hosts || echo "10.199.0.2 model.egress.test files.egress.test sneaky.egress.test" >>/etc/hosts
 	mkdir -p /srv/egress
 	echo "egress file $$" >/srv/egress/hello.txt
 	[ -e /etc/agor/config.yaml.eg-orig ] || cp /etc/agor/config.yaml /etc/agor/config.yaml.eg-orig
@@ -92,7 +92,7 @@ eg_proxy() {
 	out=$(eg_audit AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=denied)
 	echo "journal: $out"
 	grep -q 'reason=not listed' <<<"$out"
-	grep -q '"action":"egress".*"host":"files.egress.test".*"decision":"denied"' /var/lib/agor/audit.jsonl
+	grep '"action":"egress"' /var/lib/agor/audit.jsonl | grep '"host":"files.egress.test"' | grep -q '"decision":"denied"'
 	# Listed: at her next connection, without a restart.
 	eg_config 'network:
   users:
@@ -179,9 +179,77 @@ YAML
 	echo "journal: $out"
 	grep -q 'port=18080' <<<"$out"
 	grep -qE 'bytes_down=[1-9]' <<<"$out"
+	grep -qE 'task=[0-9a-f]+' <<<"$out" # the agent's proxy URL names its session; the daemon its running task
 }
-check "egress: alice under proxy completes a prompt with a tool turn of the real Claude Code, which reached the stand-in model through the egress service (audited with bytes)" eg_prompt
+check "egress: alice under proxy completes a prompt with a tool turn of the real Claude Code, which reached the stand-in model through the egress service (audited with its task and bytes)" eg_prompt
 
+# eg_four: each of the four real CLIs, against its stand-in on the private
+# network (Responses for codex, Gemini, chat for opencode), through the
+# egress service; prints "TOOL: outcome, egress lines" and fails on any
+# that did not complete or whose model was not reached through it.
+eg_four() {
+	eg_since=$(date +%s)
+	eg_config 'network:
+  users:
+    alice: {mode: proxy, allow: ["model.egress.test"]}
+    bob: {mode: open}'
+	local api port cmd='id -un > ran.txt' tool out bad=0 prompt
+	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
+		port=${api#*:}
+		api=${api%%:*}
+		[ -s "/tmp/eg-$api.url" ] && continue
+		ip netns exec "$eg_ns" "$T/demomodel" -api "$api" -listen "10.199.0.2:$port" -bash "$cmd" -text 'done.' >"/tmp/eg-$api.url" 2>"/tmp/eg-$api.log" &
+		echo $! >"/tmp/eg-$api.pid"
+	done
+	for _ in $(seq 50); do [ -s /tmp/eg-openai-chat.url ] && [ -s /tmp/eg-gemini.url ] && [ -s /tmp/eg-openai-responses.url ] && break; sleep 0.1; done
+	ln -sf /opt/node/node /usr/local/bin/node # gemini is a Node.js program
+	cat >/etc/agor/agents.yaml <<'YAML'
+claude-code:
+  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  env:
+    ANTHROPIC_BASE_URL: http://model.egress.test:18080
+    CLAUDE_CODE_MAX_RETRIES: "0"
+codex:
+  binary: /opt/agents/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+  env:
+    AGOR_CODEX_BASE_URL: http://model.egress.test:18081/v1
+gemini:
+  binary: /opt/agents/gemini/node_modules/.bin/gemini
+  env:
+    GOOGLE_GEMINI_BASE_URL: http://model.egress.test:18082
+opencode:
+  binary: /opt/agents/opencode/node_modules/opencode-ai/bin/opencode.exe
+  env:
+    AGOR_OPENCODE_BASE_URL: http://model.egress.test:18083/v1
+YAML
+	printf 'sk-oai-suite-0123456789\n' | agorctl creds set OPENAI_API_KEY --daemon >/dev/null
+	printf 'gm-suite-0123456789\n' | agorctl creds set GEMINI_API_KEY --daemon >/dev/null
+	systemctl stop agor-executor@alice.service # read agents.yaml afresh
+	for tool in claude-code codex gemini opencode; do
+		port=$(case $tool in claude-code) echo 18080 ;; codex) echo 18081 ;; gemini) echo 18082 ;; opencode) echo 18083 ;; esac)
+		as alice install -d "/home/alice/eg" "/home/alice/eg/$tool"
+		rm -f "/home/alice/eg/$tool/ran.txt"
+		prompt="run it. $cmd"
+		case $tool in gemini | opencode) prompt="run the shell command: $cmd" ;; esac
+		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "eg/$tool" 2>&1 </dev/null || true)
+		lines=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_PORT="$port" AGOR_DECISION=allowed | wc -l)
+		ran=$(cat "/home/alice/eg/$tool/ran.txt" 2>/dev/null || echo "no file")
+		echo "$tool: $(grep -o '^completed' <<<"$out" || tail -n 1 <<<"$out" | cut -c1-200); ran.txt: $ran; egress records to its model: $lines"
+		[ "$ran" = alice ] && [ "$lines" -gt 0 ] && grep -q '^completed' <<<"$out" || bad=1
+	done
+	return $bad
+}
+check "egress: the four real CLIs (claude-code, codex, gemini, opencode) complete a turn with a tool call under proxy, their stand-in models reached only through the egress service" eg_four
+
+# eg_unix asks the daemon's egress socket for a tunnel, as any process of
+# the person's could; prints the status line.
+eg_unix='
+import socket
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/agor/egress.sock")
+s.sendall(b"CONNECT files.egress.test:18080 HTTP/1.1\r\nHost: files.egress.test:18080\r\n\r\n")
+print(s.recv(200).split(b"\r\n")[0].decode())
+'
 eg_none() {
 	eg_since=$(date +%s)
 	eg_config 'network:
@@ -198,8 +266,8 @@ eg_none() {
 	if out=$(alice_curl -x http://127.0.0.1:3128 "$eg_url" 2>&1); then echo "a proxy port answered: $out"; return 1; fi
 	echo "alice (none), through 127.0.0.1:3128: $out"
 	# Straight to the daemon's egress socket: it knows her, and her mode.
-	out=$(alice_curl --unix-socket /run/agor/egress.sock -x http://egress -o /dev/null -w '%{http_code}' "$eg_url" 2>&1 || true)
-	want "$out" 403
+	out=$(as alice agorctl exec alice -- python3 -c "$eg_unix" </dev/null)
+	want "$out" "HTTP/1.1 403 Forbidden"
 	eg_audit AGOR_USER=alice | grep 'reason=mode none'
 }
 check "egress: alice under none reaches nothing: not directly, no proxy port, and the daemon's egress socket asked directly refuses her (mode none)" eg_none
@@ -227,6 +295,8 @@ eg_down() {
 	agorctl network apply
 	[ -z "$(ls -d /etc/systemd/system/agor-executor@*.service.d 2>/dev/null)" ] || { ls -R /etc/systemd/system/agor-executor@*.service.d; return 1; }
 	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" no
-	kill "$(cat /tmp/eg-model.pid)" 2>/dev/null || true
+	local f
+	for f in /tmp/eg-*.pid; do kill "$(cat "$f")" 2>/dev/null || true; done
+	rm -f /tmp/eg-*.url
 }
 check "egress: the configuration put back, agorctl network apply removes every drop-in" eg_down

@@ -54,6 +54,9 @@ type Service struct {
 	// Resolve and Dial default to the system's resolver and a net.Dialer.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TaskOf names the task running in the person's session now ("" when
+	// none, or the session is not theirs); nil: records name no task.
+	TaskOf func(ctx context.Context, p Person, session string) string
 	// credOf names a connection's peer (default peer.Of); tests set it.
 	credOf func(net.Conn) (peer.Cred, error)
 
@@ -340,8 +343,22 @@ func (s *Service) dial(ctx context.Context, t target) (net.Conn, error) {
 	return dial(ctx, "tcp", netip.AddrPortFrom(t.addr, t.dst.Port).String())
 }
 
+// label is the session and task a connection is recorded under.
+type label struct{ session, task string }
+
+func (s *Service) labelOf(ctx context.Context, p Person, session string) label {
+	if session == "" || s.TaskOf == nil {
+		return label{}
+	}
+	task := s.TaskOf(ctx, p, session)
+	if task == "" {
+		return label{}
+	}
+	return label{session: session, task: task}
+}
+
 // record audits one connection or request and counts it for its person.
-func (s *Service) record(p Person, task string, t target, up, down int64, failure error) {
+func (s *Service) record(p Person, l label, t target, up, down int64, failure error) {
 	decision := "denied"
 	if t.allowed {
 		decision = "allowed"
@@ -350,7 +367,7 @@ func (s *Service) record(p Person, task string, t target, up, down int64, failur
 	if failure != nil && t.allowed {
 		decision, reason = "failed", failure.Error()
 	}
-	r := audit.Record{Action: audit.Egress, User: p.Name, UID: audit.UIDOf(p.UID), Task: task, Host: t.dst.Host,
+	r := audit.Record{Action: audit.Egress, User: p.Name, UID: audit.UIDOf(p.UID), Session: l.session, Task: l.task, Host: t.dst.Host,
 		Port: int(t.dst.Port), Decision: decision, Reason: reason, BytesUp: up, BytesDown: down}
 	if t.addr.IsValid() {
 		r.Address = t.addr.String()

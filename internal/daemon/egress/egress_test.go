@@ -101,6 +101,12 @@ func newWorld(t testing.TB, set config.NetworkSet, max int) *world {
 			return Person{Name: "alice", UID: uid, Set: set}, nil
 		},
 		Audit: w.rec, Log: slog.New(slog.DiscardHandler), MaxPerUser: max, credOf: testCred,
+		TaskOf: func(_ context.Context, p Person, session string) string {
+			if p.Name == "alice" && session == "0123abcd" {
+				return "t0123"
+			}
+			return ""
+		},
 		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
 			w.mu.Lock()
 			w.resolved = append(w.resolved, host)
@@ -167,10 +173,11 @@ var testCred = func(net.Conn) (peer.Cred, error) { return peer.Cred{UID: 1000}, 
 
 // TestConnectAllowedAudited: a tunnel to a listed name carries bytes both
 // ways untouched, to the address the service resolved, and is audited
-// with the task the proxy credentials name and the bytes each way.
+// with the task running in the session the proxy credentials name, and
+// the bytes each way.
 func TestConnectAllowedAudited(t *testing.T) {
 	w := newWorld(t, allowModel(), 0)
-	auth := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("task:0123abcd")) + "\r\n"
+	auth := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("session:0123abcd")) + "\r\n"
 	c, resp := w.connect(t, "model.test:443", auth)
 	if resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %s", resp.Status)
@@ -183,7 +190,7 @@ func TestConnectAllowedAudited(t *testing.T) {
 		t.Fatalf("through the tunnel: %q", body)
 	}
 	rec := w.rec.last(t)
-	want := audit.Record{Action: audit.Egress, User: "alice", UID: audit.UIDOf(1000), Task: "0123abcd", Host: "model.test", Port: 443,
+	want := audit.Record{Action: audit.Egress, User: "alice", UID: audit.UIDOf(1000), Session: "0123abcd", Task: "t0123", Host: "model.test", Port: 443,
 		Address: "10.199.0.2", Decision: "allowed", Reason: "allow model.test", BytesUp: int64(len(req)), BytesDown: int64(len(body))}
 	rec.Time = time.Time{}
 	if rec != want {

@@ -58,10 +58,11 @@ func destination(authority string, defaultPort uint16) (netpolicy.Destination, e
 	return netpolicy.Destination{Host: host, Port: uint16(port)}, nil
 }
 
-// taskOf is the task a request says it comes from: the proxy URL's user
-// "task" with the task id as password, which agents' proxy variables
-// carry. It is the person's own word, used only to label their records.
-func taskOf(r *http.Request) string {
+// sessionOf is the session a request says it comes from: the proxy URL's
+// user "session" with the session id as password, which agents' proxy
+// variables carry. It is the person's own word, used only to label
+// their records (the session must be theirs).
+func sessionOf(r *http.Request) string {
 	v, ok := strings.CutPrefix(r.Header.Get("Proxy-Authorization"), "Basic ")
 	if !ok || len(v) > 256 {
 		return ""
@@ -71,7 +72,7 @@ func taskOf(r *http.Request) string {
 		return ""
 	}
 	user, id, ok := strings.Cut(string(raw), ":")
-	if !ok || user != "task" || len(id) == 0 || len(id) > 64 {
+	if !ok || user != "session" || len(id) == 0 || len(id) > 64 {
 		return ""
 	}
 	for _, c := range id {
@@ -84,8 +85,8 @@ func taskOf(r *http.Request) string {
 
 // decideOrRefuse answers a refused or unresolvable destination and
 // audits it; ok means go on with t.
-func (h *handler) decideOrRefuse(w http.ResponseWriter, r *http.Request, p Person, authority string, defaultPort uint16) (target, string, bool) {
-	task := taskOf(r)
+func (h *handler) decideOrRefuse(w http.ResponseWriter, r *http.Request, p Person, authority string, defaultPort uint16) (target, label, bool) {
+	task := h.s.labelOf(r.Context(), p, sessionOf(r))
 	dst, err := destination(authority, defaultPort)
 	if err != nil {
 		http.Error(w, "agor egress: "+err.Error(), http.StatusBadRequest)

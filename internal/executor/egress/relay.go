@@ -131,8 +131,35 @@ func CheckPrivate() error {
 
 // Env are the variables that point children at the proxy on port: both
 // cases, since tools read one or the other, and loopback left direct.
-func Env(port int) map[string]string {
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
+func Env(port int) map[string]string { return env("http://127.0.0.1:" + strconv.Itoa(port)) }
+
+// SessionEnv is Env for an agent of session: the proxy URL carries the
+// session as its user name and id ("session:ID@"), which clients send as
+// Proxy-Authorization, so the daemon can name the task in its records.
+// Empty when this executor serves no proxy.
+func SessionEnv(session string) map[string]string {
+	if served == 0 || !validID(session) {
+		return nil
+	}
+	return env("http://session:" + session + "@127.0.0.1:" + strconv.Itoa(served))
+}
+
+// served is the port SetEnv pointed children at (0: none).
+var served int
+
+func validID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func env(url string) map[string]string {
 	noProxy := "localhost,127.0.0.1,::1"
 	return map[string]string{
 		"HTTPS_PROXY": url, "https_proxy": url,
@@ -150,5 +177,6 @@ func SetEnv(port int) error {
 			return err
 		}
 	}
+	served = port
 	return nil
 }

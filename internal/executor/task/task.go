@@ -124,7 +124,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		SessionID: p.SessionID, TaskID: p.TaskID, Prompt: p.Prompt, Cwd: cwd, Model: p.Model,
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
 	}
-	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key)
+	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key, p.SessionID)
 	floor := s.floor(p)
 	want := settingsOf(p, req, floor)
 	if w := s.pool().take(warmKey(p), want); w != nil {
