@@ -51,7 +51,7 @@ type Options struct {
 	// Egress is the egress service's socket (network.socket_path); nil
 	// when not served (then nobody under network mode proxy gets out).
 	Egress net.Listener
-	Log        *slog.Logger
+	Log    *slog.Logger
 }
 
 // Daemon holds the running pieces.

@@ -35,17 +35,17 @@ func TestParseRule(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                "empty",
-		"example.com:0":   "port",
-		"example.com:x":   "port",
-		"example.com:1:2": "character",
-		"exa mple.com":    "character",
-		"10.0.0.0/33":     "prefix",
-		"*.":              "host name",
-		"a..b":            "label",
-		"[fd00::/8":       "]",
-		"[fd00::]x":       "after ]",
-		"ex*.com":         "character",
+		"":                               "empty",
+		"example.com:0":                  "port",
+		"example.com:x":                  "port",
+		"example.com:1:2":                "character",
+		"exa mple.com":                   "character",
+		"10.0.0.0/33":                    "prefix",
+		"*.":                             "host name",
+		"a..b":                           "label",
+		"[fd00::/8":                      "]",
+		"[fd00::]x":                      "after ]",
+		"ex*.com":                        "character",
 		strings.Repeat("a", 64) + ".com": "label",
 		"http://example.com":             "port",
 	}
