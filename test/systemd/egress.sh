@@ -27,7 +27,7 @@ eg_up() {
 	[ -e /etc/agor/agents.yaml.eg-orig ] || cp /etc/agor/agents.yaml /etc/agor/agents.yaml.eg-orig
 	[ -s /tmp/eg-model.url ] && kill -0 "$(cat /tmp/eg-model.pid)" 2>/dev/null && return 0
 	ip netns exec "$eg_ns" "$T/demomodel" -listen 10.199.0.2:18080 -files /srv/egress -tools 50 \
-		-bash 'id -un > egress.txt; echo the tool ran' -text 'done.' >/tmp/eg-model.url 2>/tmp/eg-model.log &
+		-bash 'id -un > egress.txt' -text 'done.' >/tmp/eg-model.url 2>/tmp/eg-model.log &
 	echo $! >/tmp/eg-model.pid
 	for _ in $(seq 50); do [ -s /tmp/eg-model.url ] && return 0; sleep 0.1; done
 	echo "the stand-in model did not start in $eg_ns"; cat /tmp/eg-model.log; return 1
@@ -193,7 +193,7 @@ eg_four() {
   users:
     alice: {mode: proxy, allow: ["model.egress.test"]}
     bob: {mode: open}'
-	local api port cmd='id -un > ran.txt' tool out bad=0 prompt
+	local api port cmd='id -un > egress.txt' tool out bad=0 prompt
 	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
 		port=${api#*:}
 		api=${api%%:*}
@@ -228,13 +228,13 @@ YAML
 	for tool in claude-code codex gemini opencode; do
 		port=$(case $tool in claude-code) echo 18080 ;; codex) echo 18081 ;; gemini) echo 18082 ;; opencode) echo 18083 ;; esac)
 		as alice install -d "/home/alice/eg" "/home/alice/eg/$tool"
-		rm -f "/home/alice/eg/$tool/ran.txt"
+		rm -f "/home/alice/eg/$tool/egress.txt"
 		prompt="run it. $cmd"
 		case $tool in gemini | opencode) prompt="run the shell command: $cmd" ;; esac
 		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "eg/$tool" 2>&1 </dev/null || true)
-		lines=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_PORT="$port" AGOR_DECISION=allowed | wc -l)
-		ran=$(cat "/home/alice/eg/$tool/ran.txt" 2>/dev/null || echo "no file")
-		echo "$tool: $(grep -o '^completed' <<<"$out" || tail -n 1 <<<"$out" | cut -c1-200); ran.txt: $ran; egress records to its model: $lines"
+		lines=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_PORT="$port" | grep -c 'decision=allowed' || true)
+		ran=$(cat "/home/alice/eg/$tool/egress.txt" 2>/dev/null || echo "no file")
+		echo "$tool: $(grep -o '^completed' <<<"$out" || tail -n 1 <<<"$out" | cut -c1-200); egress.txt: $ran; egress records to its model: $lines"
 		[ "$ran" = alice ] && [ "$lines" -gt 0 ] && grep -q '^completed' <<<"$out" || bad=1
 	done
 	return $bad

@@ -84,6 +84,12 @@ func newWorld(t testing.TB, set config.NetworkSet, max int) *world {
 	}
 	w.dest = dest.Addr().String()
 	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/broken" { // a body that breaks off midway
+			c, _, _ := rw.(http.Hijacker).Hijack()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nten bytes.")
+			c.Close()
+			return
+		}
 		fmt.Fprintf(rw, "hello from %s%s", r.Host, r.URL.Path)
 	})}
 	go func() { _ = srv.Serve(dest) }()
@@ -280,6 +286,23 @@ func TestPlainHTTPEachRequest(t *testing.T) {
 	resp, err = http.ReadResponse(bufio.NewReader(c2), nil)
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("origin-form: %v %v", resp, err)
+	}
+}
+
+// TestPlainHTTPBrokenOffRecorded: a response that breaks off midway (the
+// proxy aborts its handler) is still audited, with what went through.
+func TestPlainHTTPBrokenOffRecorded(t *testing.T) {
+	w := newWorld(t, allowModel(), 0)
+	c, err := net.Dial("unix", w.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET http://model.test/broken HTTP/1.1\r\nHost: model.test\r\n\r\n")
+	io.Copy(io.Discard, c)
+	rec := w.rec.last(t)
+	if rec.Decision != "allowed" || rec.Host != "model.test" || rec.BytesDown == 0 {
+		t.Errorf("audited %+v", rec)
 	}
 }
 

@@ -204,15 +204,19 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 			http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
 		},
 	}
+	// Recorded however it ends: ReverseProxy aborts the handler (panics
+	// with http.ErrAbortHandler) when a streamed body breaks off.
+	defer func() {
+		var up, down int64
+		if cc := counted.Load(); cc != nil {
+			up, down = cc.written.Load(), cc.read.Load()
+		}
+		if errors.Is(failure, context.Canceled) {
+			failure = nil // the client went away
+		}
+		h.s.record(p, task, t, up, down, failure)
+	}()
 	rp.ServeHTTP(w, r)
-	var up, down int64
-	if cc := counted.Load(); cc != nil {
-		up, down = cc.written.Load(), cc.read.Load()
-	}
-	if errors.Is(failure, context.Canceled) {
-		failure = nil // the client went away
-	}
-	h.s.record(p, task, t, up, down, failure)
 }
 
 // countingConn counts what is written to and read from a destination.
