@@ -231,8 +231,10 @@ YAML
 		rm -f "/home/alice/eg/$tool/egress.txt"
 		prompt="run it. $cmd"
 		case $tool in gemini | opencode) prompt="run the shell command: $cmd" ;; esac
+		eg_since=$(date +%s)
 		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "eg/$tool" 2>&1 </dev/null || true)
 		lines=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_PORT="$port" | grep -c 'decision=allowed' || true)
+		eg_audit AGOR_USER=alice | grep -o 'host=[^ ]*\|port=[^ ]*\|decision=[^ ]*' | paste -sd' ' | sed "s/^/  $tool's egress: /"
 		ran=$(cat "/home/alice/eg/$tool/egress.txt" 2>/dev/null || echo "no file")
 		echo "$tool: $(grep -o '^completed' <<<"$out" || tail -n 1 <<<"$out" | cut -c1-200); egress.txt: $ran; egress records to its model: $lines"
 		[ "$ran" = alice ] && [ "$lines" -gt 0 ] && grep -q '^completed' <<<"$out" || bad=1
