@@ -233,6 +233,10 @@ YAML
 		case $tool in gemini | opencode) prompt="run the shell command: $cmd" ;; esac
 		eg_since=$(date +%s)
 		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "eg/$tool" 2>&1 </dev/null || true)
+		# A tunnel is recorded when it closes, and a warm agent keeps its
+		# own open: stop the executor (and its agents) first.
+		systemctl stop agor-executor@alice.service 2>/dev/null
+		sleep 0.5
 		lines=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_PORT="$port" | grep -c 'decision=allowed' || true)
 		eg_audit AGOR_USER=alice | grep -o 'host=[^ ]*\|port=[^ ]*\|decision=[^ ]*' | paste -sd' ' | sed "s/^/  $tool's egress: /"
 		ran=$(cat "/home/alice/eg/$tool/egress.txt" 2>/dev/null || echo "no file")

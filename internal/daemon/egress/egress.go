@@ -373,9 +373,7 @@ func (s *Service) record(p Person, l label, t target, up, down int64, failure er
 		r.Address = t.addr.String()
 	}
 	s.Audit.Log(r)
-	c := s.countsOf(p.Name)
-	c.up.Add(up)
-	c.down.Add(down)
+	c := s.countsOf(p.Name) // bytes were counted as they went (countingConn)
 	if t.allowed {
 		c.allowed.Add(1)
 	} else {

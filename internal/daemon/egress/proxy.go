@@ -115,12 +115,13 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, p Person) {
 	if !ok {
 		return
 	}
-	up, err := h.s.dial(r.Context(), t)
+	dialled, err := h.s.dial(r.Context(), t)
 	if err != nil {
 		h.s.record(p, task, t, 0, 0, err)
 		http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
 		return
 	}
+	up := &countingConn{Conn: dialled, live: h.s.countsOf(p.Name)}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		up.Close()
@@ -139,33 +140,35 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, p Person) {
 		return
 	}
 	id := h.tunnels.add(client, up)
-	sent, got := pipe(client, io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), client), up)
-	h.s.record(p, task, t, sent, got, nil)
+	pipe(client, io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), client), up)
+	h.s.record(p, task, t, up.written.Load(), up.read.Load(), nil)
 	h.tunnels.remove(id)
 }
 
 // pipe copies both ways until both are done: from the client (read
 // through in, which starts with what was buffered) to up, and back.
 // Each side's end is passed on as a half-close.
-func pipe(client net.Conn, in io.Reader, up net.Conn) (sent, got int64) {
+func pipe(client net.Conn, in io.Reader, up net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sent, _ = io.Copy(up, in)
+		_, _ = io.Copy(up, in)
 		closeWrite(up)
 	}()
-	got, _ = io.Copy(client, up)
+	_, _ = io.Copy(client, up)
 	closeWrite(client)
 	wg.Wait()
 	client.Close()
 	up.Close()
-	return sent, got
 }
 
 func closeWrite(c net.Conn) {
-	if pc, ok := c.(*personConn); ok {
-		c = pc.Conn
+	switch cc := c.(type) {
+	case *personConn:
+		c = cc.Conn
+	case *countingConn:
+		c = cc.Conn
 	}
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
@@ -191,7 +194,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 				if err != nil {
 					return nil, err
 				}
-				cc := &countingConn{Conn: c}
+				cc := &countingConn{Conn: c, live: h.s.countsOf(p.Name)}
 				counted.Store(cc)
 				return cc, nil
 			},
@@ -219,21 +222,26 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 	rp.ServeHTTP(w, r)
 }
 
-// countingConn counts what is written to and read from a destination.
+// countingConn counts what is written to and read from a destination,
+// for its record and, as it goes, for its person's totals (a tunnel open
+// for hours shows in the metrics before it ends).
 type countingConn struct {
 	net.Conn
 	read, written atomic.Int64
+	live          *counts
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	c.read.Add(int64(n))
+	c.live.down.Add(int64(n))
 	return n, err
 }
 
 func (c *countingConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	c.written.Add(int64(n))
+	c.live.up.Add(int64(n))
 	return n, err
 }
 
