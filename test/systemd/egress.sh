@@ -194,6 +194,11 @@ eg_four() {
     alice: {mode: proxy, allow: ["model.egress.test"]}
     bob: {mode: open}'
 	local api port cmd='id -un > egress.txt' tool out bad=0 prompt
+	# A fresh Anthropic stand-in: its script is a sequence of turns.
+	kill "$(cat /tmp/eg-model.pid)" 2>/dev/null || true
+	rm -f /tmp/eg-model.url
+	sleep 0.2
+	eg_up
 	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
 		port=${api#*:}
 		api=${api%%:*}
