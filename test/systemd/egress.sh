@@ -117,6 +117,25 @@ eg_proxy() {
 }
 check "egress: through the proxy a host not listed is refused (403) and audited as denied in the journal and audit.jsonl; listed without a restart it is fetched (plain and CONNECT), audited with its bytes; a listed name resolving to a denied address is refused" eg_proxy
 
+eg_git() {
+	eg_since=$(date +%s)
+	eg_config 'network:
+  users:
+    alice: {mode: proxy, allow: [model.egress.test, files.egress.test]}
+    bob: {mode: open}'
+	rm -rf /srv/egress/repo.git /tmp/eg-src /home/alice/eg-clone
+	git init -q /tmp/eg-src
+	echo "through the egress service" >/tmp/eg-src/README
+	git -C /tmp/eg-src add README
+	git -C /tmp/eg-src -c user.name=suite -c user.email=suite@agortest commit -qm one
+	git clone -q --bare /tmp/eg-src /srv/egress/repo.git
+	git -C /srv/egress/repo.git update-server-info # dumb HTTP, served by the file server
+	as alice agorctl exec alice -- git clone -q http://files.egress.test:18080/files/repo.git eg-clone </dev/null
+	want "$(cat /home/alice/eg-clone/README)" "through the egress service"
+	eg_audit AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed | head -n 3
+}
+check "egress: git clones over HTTP in alice's executor through the proxy (it reads http_proxy), audited" eg_git
+
 # eg_probe: from inside alice's executor, each way around the proxy: a
 # UDP datagram (DNS) and TCP to the host's side of the veth, IPv6, a raw
 # socket; prints one "NAME: outcome" line each.
