@@ -239,9 +239,6 @@ func refuse(c net.Conn, status int, msg string) {
 	_ = c.Close()
 }
 
-// ErrDenied is a destination the person's policy refuses.
-var ErrDenied = errors.New("denied by the network policy")
-
 // target is a destination decided: where to connect, or why not.
 type target struct {
 	dst     netpolicy.Destination
