@@ -56,6 +56,20 @@ eg_audit() {
 		END { if (line != "") print line }'
 }
 
+# eg_wait_audit MIN FIELD=VALUE...: eg_audit's lines once there are at
+# least MIN (a tunnel is recorded when it closes, a moment after the
+# client is done), waiting up to 10 s; prints what there is either way.
+eg_wait_audit() {
+	local min=$1 out i
+	shift
+	for i in $(seq 50); do
+		out=$(eg_audit "$@")
+		[ "$(grep -c . <<<"$out")" -ge "$min" ] && break
+		sleep 0.2
+	done
+	echo "$out"
+}
+
 # alice_curl ARGS...: curl in alice's executor, as alice.
 alice_curl() { as alice agorctl exec alice -- curl -sS --max-time 10 "$@" </dev/null; }
 
@@ -89,7 +103,7 @@ eg_proxy() {
 	local out
 	out=$(alice_curl -o /dev/null -w '%{http_code}' "$eg_url" 2>&1 || true)
 	want "$out" 403
-	out=$(eg_audit AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=denied)
+	out=$(eg_wait_audit 1 AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=denied)
 	echo "journal: $out"
 	grep -q 'reason=not listed' <<<"$out"
 	grep '"action":"egress"' /var/lib/agor/audit.jsonl | grep '"host":"files.egress.test"' | grep -q '"decision":"denied"'
@@ -102,7 +116,7 @@ eg_proxy() {
 	want "$out" "$(cat /srv/egress/hello.txt)"
 	out=$(alice_curl -p "$eg_url") # the same through a CONNECT tunnel
 	want "$out" "$(cat /srv/egress/hello.txt)"
-	out=$(eg_audit AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed)
+	out=$(eg_wait_audit 2 AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed)
 	echo "journal: $out"
 	[ "$(grep -c 'reason=allow files.egress.test' <<<"$out")" -ge 2 ]
 	grep -qE 'bytes_down=[1-9]' <<<"$out"
@@ -113,7 +127,7 @@ eg_proxy() {
     bob: {mode: open}'
 	out=$(alice_curl -o /dev/null -w '%{http_code}' http://sneaky.egress.test:18080/files/hello.txt 2>&1 || true)
 	want "$out" 403
-	eg_audit AGOR_USER=alice AGOR_HOST=sneaky.egress.test | grep 'reason=deny 10.199.0.2'
+	eg_wait_audit 1 AGOR_USER=alice AGOR_HOST=sneaky.egress.test | grep 'reason=deny 10.199.0.2'
 }
 check "egress: through the proxy a host not listed is refused (403) and audited as denied in the journal and audit.jsonl; listed without a restart it is fetched (plain and CONNECT), audited with its bytes; a listed name resolving to a denied address is refused" eg_proxy
 
@@ -132,9 +146,27 @@ eg_git() {
 	git -C /srv/egress/repo.git update-server-info # dumb HTTP, served by the file server
 	as alice agorctl exec alice -- git clone -q http://files.egress.test:18080/files/repo.git eg-clone </dev/null
 	want "$(cat /home/alice/eg-clone/README)" "through the egress service"
-	eg_audit AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed | head -n 3
+	eg_wait_audit 1 AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed | head -n 3 | grep .
 }
 check "egress: git clones over HTTP in alice's executor through the proxy (it reads http_proxy), audited" eg_git
+
+# eg_npm: npm (the host's, at /opt/npm) reads a package's metadata from a
+# registry of static files on the private network.
+eg_npm() {
+	eg_since=$(date +%s)
+	mkdir -p /srv/egress/registry
+	cat >/srv/egress/registry/agor-egress-demo <<'JSON'
+{"name":"agor-egress-demo","dist-tags":{"latest":"1.2.3"},"versions":{"1.2.3":{"name":"agor-egress-demo","version":"1.2.3","dist":{"tarball":"http://files.egress.test:18080/files/registry/agor-egress-demo-1.2.3.tgz"}}}}
+JSON
+	ln -sf /opt/node/node /usr/local/bin/node
+	local out
+	out=$(as alice agorctl exec alice -- /opt/node/node /opt/npm/bin/npm-cli.js view agor-egress-demo version \
+		--registry http://files.egress.test:18080/files/registry/ --cache /tmp/eg-npm-cache </dev/null 2>&1)
+	want "$out" 1.2.3
+	eg_wait_audit 1 AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed | grep -q 'reason=allow files.egress.test'
+	echo "npm view through the proxy: $out"
+}
+check "egress: npm in alice's executor reaches a registry through the proxy (it reads the proxy variables), audited" eg_npm
 
 # eg_probe: from inside alice's executor, each way around the proxy: a
 # UDP datagram (DNS) and TCP to the host's side of the veth, IPv6, a raw
@@ -188,13 +220,14 @@ claude-code:
 YAML
 	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
 	systemctl stop agor-executor@alice.service # read agents.yaml afresh
-	rm -f /home/alice/egress.txt
+	as alice install -d /home/alice/eg /home/alice/eg/prompt # a project of its own: no earlier sessions there
+	rm -f /home/alice/eg/prompt/egress.txt
 	local out
-	out=$(as alice agorctl prompt alice 'egress turn' --mode bypassPermissions 2>&1 </dev/null) || { echo "$out" | tail -n 5; return 1; }
+	out=$(as alice agorctl prompt alice 'egress turn' --mode bypassPermissions --cwd eg/prompt 2>&1 </dev/null) || { echo "$out" | tail -n 5; return 1; }
 	echo "$out" | sed -n '1,3p;$p'
 	grep -q '^completed' <<<"$out"
-	want "$(cat /home/alice/egress.txt)" alice
-	out=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_DECISION=allowed)
+	want "$(cat /home/alice/eg/prompt/egress.txt)" alice
+	out=$(eg_wait_audit 2 AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_DECISION=allowed)
 	echo "journal: $out"
 	grep -q 'port=18080' <<<"$out"
 	grep -qE 'bytes_down=[1-9]' <<<"$out"
@@ -260,9 +293,8 @@ YAML
 		# A tunnel is recorded when it closes, and a warm agent keeps its
 		# own open: stop the executor (and its agents) first.
 		systemctl stop agor-executor@alice.service 2>/dev/null
-		sleep 0.5
-		lines=$(eg_audit AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_PORT="$port" | grep -c 'decision=allowed' || true)
-		eg_audit AGOR_USER=alice | grep -o 'host=[^ ]*\|port=[^ ]*\|decision=[^ ]*' | paste -sd' ' | sed "s/^/  $tool's egress: /"
+		lines=$(eg_wait_audit 1 AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_PORT="$port" | grep -c 'decision=allowed' || true)
+		eg_audit AGOR_USER=alice | { grep -o 'host=[^ ]*\|port=[^ ]*\|decision=[^ ]*' || true; } | paste -sd' ' | sed "s/^/  $tool's egress: /"
 		ran=$(cat "/home/alice/eg/$tool/egress.txt" 2>/dev/null || echo "no file")
 		echo "$tool: $(grep -o '^completed' <<<"$out" || tail -n 1 <<<"$out" | cut -c1-200); egress.txt: $ran; egress records to its model: $lines"
 		[ "$ran" = alice ] && [ "$lines" -gt 0 ] && grep -q '^completed' <<<"$out" || bad=1
@@ -298,7 +330,7 @@ eg_none() {
 	# Straight to the daemon's egress socket: it knows her, and her mode.
 	out=$(as alice agorctl exec alice -- python3 -c "$eg_unix" </dev/null)
 	want "$out" "HTTP/1.1 403 Forbidden"
-	eg_audit AGOR_USER=alice | grep 'reason=mode none'
+	eg_wait_audit 1 AGOR_USER=alice AGOR_DECISION=denied | grep 'reason=mode none'
 }
 check "egress: alice under none reaches nothing: not directly, no proxy port, and the daemon's egress socket asked directly refuses her (mode none)" eg_none
 

@@ -49,6 +49,8 @@ CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
 # program (the others are native binaries).
 ./test/agents.sh >/dev/null
 node_bin=$(readlink -f "$(command -v node)")
+# The host's npm (make test's deps install it), for the egress checks.
+npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 
 # --- lint the packages on the host -------------------------------------------
 lint_out=$work/opt/lint.txt
@@ -118,7 +120,7 @@ echo "== booting systemd in systemd-nspawn"
 	SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
 		--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
 		--register=no --keep-unit --private-network --console=read-only \
-		--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" </dev/null >"$work/boot.log" 2>&1
+		--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" </dev/null >"$work/boot.log" 2>&1
 ) &
 nspawn_pid=$!
 leader=
