@@ -168,6 +168,17 @@ JSON
 }
 check "egress: npm in alice's executor reaches a registry through the proxy (it reads the proxy variables), audited" eg_npm
 
+# A confined task (Landlock, seccomp refusing AF_UNIX) still reaches the
+# proxy port: TCP on loopback, which neither restricts.
+eg_confined() {
+	as alice install -d /home/alice/eg /home/alice/eg/box
+	local out
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd eg/box -- curl -sS --max-time 10 "$eg_url" </dev/null)
+	want "$out" "$(cat /srv/egress/hello.txt)"
+	echo "a --sandbox workspace exec fetched it through the proxy: $out"
+}
+check "egress: a confined exec (--sandbox workspace) of alice's still reaches the proxy port" eg_confined
+
 # eg_probe: from inside alice's executor, each way around the proxy: a
 # UDP datagram (DNS) and TCP to the host's side of the veth, IPv6, a raw
 # socket; prints one "NAME: outcome" line each.
