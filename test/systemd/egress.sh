@@ -281,6 +281,7 @@ codex:
   binary: /opt/agents/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
   env:
     AGOR_CODEX_BASE_URL: http://model.egress.test:18081/v1
+    CODEX_HOME: /home/alice/eg/codex-home
 gemini:
   binary: /opt/agents/gemini/node_modules/.bin/gemini
   env:
@@ -290,6 +291,9 @@ opencode:
   env:
     AGOR_OPENCODE_BASE_URL: http://model.egress.test:18083/v1
 YAML
+	# codex's config.toml is written once per CODEX_HOME: the modes checks
+	# left one in ~/.codex naming their loopback stand-in.
+	rm -rf /home/alice/eg/codex-home
 	printf 'sk-oai-suite-0123456789\n' | agorctl creds set OPENAI_API_KEY --daemon >/dev/null
 	printf 'gm-suite-0123456789\n' | agorctl creds set GEMINI_API_KEY --daemon >/dev/null
 	systemctl stop agor-executor@alice.service # read agents.yaml afresh
