@@ -95,6 +95,11 @@ eg_kernel() {
 	fi
 	echo "alice, directly: $out"
 	as alice agorctl exec alice -- env </dev/null | grep -E '^(HTTPS_PROXY|HTTP_PROXY|NO_PROXY)='
+	# agorctl doctor shows each person's mode, their units match, and a
+	# unit with PrivateNetwork=yes sees only lo on this host.
+	out=$(agorctl doctor 2>&1 || true)
+	grep -E '^ok +network +default open, alice proxy, bob open; units match' <<<"$out"
+	grep -E '^ok +network-ns ' <<<"$out"
 }
 check "egress: alice under proxy runs in a network namespace of her own (PrivateNetwork=yes from agorctl network apply, only lo); her direct connection to the test server fails; bob under open fetches from it" eg_kernel
 
@@ -243,6 +248,11 @@ YAML
 	grep -q 'port=18080' <<<"$out"
 	grep -qE 'bytes_down=[1-9]' <<<"$out"
 	grep -qE 'task=[0-9a-f]+' <<<"$out" # the agent's proxy URL names its session; the daemon its running task
+	# Her bytes, in agorctl executors and /v1/metrics.
+	agorctl executors | grep -E '^(USER|alice) '
+	agorctl executors | grep -qE '^alice .* proxy +[0-9.]+[BKMG]/[0-9.]+[BKMG]'
+	curl -s --unix-socket /run/agor/daemon.sock http://agor/v1/metrics | grep -E '^agor_egress_(bytes|connections)_total\{user="alice"' | tee /tmp/eg-metrics.txt
+	grep -qE '^agor_egress_bytes_total\{user="alice",direction="down"\} [1-9]' /tmp/eg-metrics.txt
 }
 check "egress: alice under proxy completes a prompt with a tool turn of the real Claude Code, which reached the stand-in model through the egress service (audited with its task and bytes)" eg_prompt
 
