@@ -38,6 +38,10 @@ if ! command -v zsh >/dev/null || ! command -v fish >/dev/null || [ ! -f /usr/sh
 	echo "deps: installing zsh, fish and bash-completion for agorctl's completion tests"
 	apt_install zsh fish bash-completion
 fi
+# Tests run as root start executors as this account (internal/exectest).
+if [ "$(id -u)" = 0 ]; then
+	./test/testaccount.sh >/dev/null
+fi
 # The agent tests run the real agent CLIs (npm packages; gemini needs
 # Node.js >= 20) against stand-in model servers on 127.0.0.1.
 if ! command -v npm >/dev/null; then

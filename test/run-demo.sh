@@ -4,8 +4,8 @@
 # first use, runs a command there, seals an API key, runs a real Claude Code
 # turn against a stand-in model server on 127.0.0.1 (there is no model API to
 # reach from here), opens a terminal, and shows the audit trail. Run as root,
-# executors run as "nobody" (an executor never runs as root); as anyone
-# else, as you. Everything happens in a temporary directory.
+# executors run as the account test/testaccount.sh makes (an executor runs
+# neither as root nor as nobody); as anyone else, as you. Everything happens in a temporary directory.
 set -euo pipefail
 bin=${1:-bin}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,7 +18,7 @@ mkdir -m 777 "$dir/work" "$dir/work/.home"
 cp "$bin/agor-executor" "$dir/" && chmod 755 "$dir/agor-executor"
 user=$(id -un) min_uid=1000 scope=()
 if [ "$(id -u)" = 0 ]; then
-	user=nobody min_uid=1 scope=(--daemon)
+	user=$("$top/test/testaccount.sh") min_uid=1 scope=(--daemon)
 fi
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -71,8 +71,8 @@ if [ -x "$claude" ]; then
 else
 	step "skipping the prompt: Claude Code is not installed (needs Node.js and npm; test/agents.sh claude-code)"
 fi
-step "printf 'id -un; stty size; exit 3\\n' | agorctl terminal --shell /bin/sh $user"
-printf 'id -un; stty size; exit 3\n' | "$bin/agorctl" terminal --shell /bin/sh "$user" || echo "-- the shell's exit status came back: $?"
+step "printf 'id -un; stty size; exit 3\\n' | agorctl terminal --no-tty --shell /bin/sh $user"
+printf 'id -un; stty size; exit 3\n' | "$bin/agorctl" terminal --no-tty --shell /bin/sh "$user" || echo "-- the shell's exit status came back: $?"
 step "agorctl audit"
 "$bin/agorctl" audit
 echo "-- the key at rest: $(grep -rc sk-demo "$dir/state/credentials" | awk -F: '{n+=$2} END {print n+0}') clear-text copies in credentials/"

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,13 +17,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agor-sh/agor/internal/exectest"
 )
 
 // These tests run the real binary the way systemd starts it: listening
 // socket on fd 3, LISTEN_FDS=1, LISTEN_FDNAMES, and LISTEN_PID equal to
 // the executor's own pid (set by a shell that then execs it, as systemd
-// sets it between fork and exec). As root they run it as nobody, since it
-// refuses root.
+// sets it between fork and exec). As root they run it as the tests'
+// account (exectest.Account), since it refuses root.
 
 var binary, selfCopy string
 
@@ -41,7 +44,7 @@ func TestMain(m *testing.M) {
 	if out, err := build.CombinedOutput(); err != nil {
 		panic("build agor-executor: " + err.Error() + "\n" + string(out))
 	}
-	// nobody cannot enter go's 0700 build dir; copy before anything forks,
+	// the tests' account cannot enter go's 0700 build dir; copy before anything forks,
 	// or a child could inherit the write fd and exec would fail ETXTBSY.
 	selfCopy = filepath.Join(dir, "executor.test")
 	if err := copyFile(os.Args[0], selfCopy); err != nil {
@@ -61,12 +64,19 @@ type activated struct {
 	exited chan error
 }
 
-// asUser is who the executor runs as: this user, or nobody under root.
+// asUser is who the executor runs as: this user, or exectest.Account
+// under root.
 func asUser() (uid, gid int, cred *syscall.Credential) {
 	if os.Geteuid() != 0 {
 		return os.Getuid(), os.Getgid(), nil
 	}
-	return 65534, 65534, &syscall.Credential{Uid: 65534, Gid: 65534}
+	u, err := user.Lookup(exectest.Account)
+	if err != nil {
+		panic(fmt.Sprintf("tests run as root start the executor as %q: %v (test/deps.sh creates it)", exectest.Account, err))
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 }
 
 func activate(t *testing.T, extraArgs ...string) *activated {
@@ -105,7 +115,7 @@ func activate(t *testing.T, extraArgs ...string) *activated {
 	a.cmd = exec.Command("/bin/sh", args...)
 	home := filepath.Join(dir, "home")
 	_ = os.Mkdir(home, 0o755)
-	_ = os.Chmod(home, 0o777) // the executor may run as nobody
+	_ = os.Chmod(home, 0o777) // the executor may run as another account
 	a.home = home
 	a.cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor", "NOTIFY_SOCKET=" + notifyPath}
 	a.cmd.ExtraFiles = []*os.File{lnFile} // fd 3
@@ -411,7 +421,7 @@ func TestPrimitivesThroughBinary(t *testing.T) {
 			}
 		}
 	}
-	want := "nobody"
+	want := exectest.Account
 	if os.Geteuid() != 0 {
 		want = os.Getenv("USER")
 	}

@@ -29,7 +29,7 @@ func dialDaemon(t *testing.T, jobs *dialback.Jobs) (addr, caFile string, got cha
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	_ = os.Chmod(dir, 0o755) // the executor may run as nobody
+	_ = os.Chmod(dir, 0o755) // the executor may run as another account
 	caFile = filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(caFile, p.CAPEM, 0o644); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func runDial(t *testing.T, addr, caFile, token string) (*exec.Cmd, *lockedBuffer
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
-	_ = os.Chmod(home, 0o777) // the executor may run as nobody
+	_ = os.Chmod(home, 0o777) // the executor may run as another account
 	cmd := exec.Command(binary, "--dial", addr, "--dial-ca", caFile, "--job-id", "77", "--idle-timeout", "0",
 		"--config", filepath.Join(home, "none.yaml"), "--log-level", "debug")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}

@@ -87,7 +87,7 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	fs := flag.NewFlagSet("agor-executor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.root, "root", os.Getenv("HOME"), "directory every file, exec and watch path resolves beneath (default: $HOME, which User= sets)")
-	fs.StringVar(&o.agents, "agents", task.DefaultAgentsPath, "agent CLI settings `file` (binary and environment per agentic tool; missing: each CLI by name on PATH)")
+	fs.StringVar(&o.agents, "agents", task.DefaultAgentsPath, "agent CLI settings `file` (binary and environment per agentic tool; missing: each CLI by name on PATH); read again at the next prompt when it changes")
 	fs.StringVar(&o.listen, "listen", "", "listen on this Unix socket `path` (made 0660) instead of the socket systemd passes")
 	fs.StringVar(&o.dial, "dial", "", "dial the daemon at this `host:port` over TLS 1.3 instead of listening (an executor started as a Slurm job on a compute node, where nothing may connect to it); the job's token is the first line of standard input, never an argument or the environment")
 	fs.StringVar(&o.dialCA, "dial-ca", "", "PEM `file` of the CA that certified the daemon's dial-back listener: the only CA trusted with --dial")
@@ -156,7 +156,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitUsage
 	}
-	agents, err := task.LoadAgents(o.agents)
+	applyLoginUmask(ctx, log)
+	agents, err := task.OpenAgents(o.agents, log)
 	if err != nil {
 		log.Error(err.Error())
 		return exitUsage
@@ -318,7 +319,7 @@ func listener(o *options) (executor.Listener, error) {
 	return executor.Activated(o.socketName)
 }
 
-func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents task.Agents, box *sandbox.Policy, warm task.WarmLimits, ln executor.Listener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg executor.Config, root *fsroot.Root, agents *task.AgentsFile, box *sandbox.Policy, warm task.WarmLimits, ln executor.Listener, log *slog.Logger) int {
 	srv := executor.NewServer(cfg)
 	closePrimitives := registerPrimitives(srv, root, agents, box, warm, log)
 	registerJobs(srv) // after: submissions need no root directory

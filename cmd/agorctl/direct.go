@@ -142,7 +142,7 @@ func stopAll(ctx, parent context.Context, a *app, be lifecycle.Backend, users []
 			failed = err
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s stopped\n", u)
+		fmt.Fprintf(a.stdout, "%s: stopped\n", u)
 	}
 	if failed != nil {
 		return &exitError{code: exitCode(parent, failed)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -88,14 +89,14 @@ func newExecutorsList(a *app) *cobra.Command {
 		Use:   "list",
 		Short: "list executors with their socket and service state",
 		Long: `List executors with their socket and service unit state. Through the daemon
-(admins only) a table says which ones the daemon is connected to and what
-each running one uses: CPU time since its unit started, memory and tasks
-now, from systemd's counters for agor-executor@USER.service (the direct
-backend: the executor's processes in /proc). "-" is a number not known
-here; a note on stderr says why. --json prints the daemon's reply (usage
-in nanoseconds and bytes, null where unknown). With --no-daemon the units
-are listed straight from systemd, one "USER SOCKET SERVICE" line each
-(--json: one JSON object a line).
+(admins see everyone's, a person only her own) a table says which ones the
+daemon is connected to and what each running one uses: CPU time since its
+unit started, memory and tasks now, from systemd's counters for
+agor-executor@USER.service (the direct backend: the executor's processes in
+/proc). "-" is a number not known here; a note on stderr says why. --json
+prints the daemon's reply (usage in nanoseconds and bytes, null where
+unknown). With --no-daemon the units are listed straight from systemd, one
+"USER SOCKET SERVICE" line each (--json: one JSON object a line).
 
 ` + daemonHelp,
 		Example: `  agorctl executors list
@@ -109,24 +110,30 @@ are listed straight from systemd, one "USER SOCKET SERVICE" line each
 
 func newExecutorsStart(a *app) *cobra.Command {
 	var f apiFlags
+	var asJSON bool
 	c := &cobra.Command{
 		Use:   "start USER...",
 		Short: "start users' executors through the daemon",
-		Long: `Start each USER's executor through the daemon, all at once, and print
-"USER {ping reply}" for each. The daemon checks the user against its
-configuration (an existing account, not root, uid >= min_uid, allowed users
-and groups) and starts agor-executor@USER.socket over D-Bus. Users may start
-their own; root and admins anyone's. Exits 1 if any failed.
+		Long: `Start each USER's executor through the daemon, all at once, and say for
+each who it runs as, its pid, how long it has been up and its version, from
+a ping made now (an executor already running is pinged again). --json prints
+the daemon's replies instead, one JSON object a line. The daemon checks the
+user against its configuration (an existing account, not root, not a special
+account such as nobody, uid >= min_uid, allowed users and groups) and starts
+agor-executor@USER.socket over D-Bus. Users may start their own; root and
+admins anyone's. Exits 1 if any failed.
 
 ` + daemonHelp,
-		Example:           "  agorctl executors start alice bob",
+		Example: `  agorctl executors start alice bob
+  agorctl executors start alice --json`,
 		Args:              atLeast(1, "at least one USER"),
 		ValidArgsFunction: completeUsers(&f),
 		RunE: func(cmd *cobra.Command, users []string) error {
-			return forEachUser(cmd.Context(), a, &f, "start", users)
+			return forEachUser(cmd.Context(), a, &f, "start", users, asJSON)
 		},
 	}
 	addAPIFlags(c, &f)
+	c.Flags().BoolVar(&asJSON, "json", false, "print the daemon's replies, one JSON object a line")
 	return c
 }
 
@@ -135,14 +142,16 @@ their own; root and admins anyone's. Exits 1 if any failed.
 func newExecutorsStop(a *app, direct bool) *cobra.Command {
 	var f apiFlags
 	var b backendFlags
-	var noDaemon bool
+	var noDaemon, asJSON bool
 	c := &cobra.Command{
 		Use:   "stop USER...",
 		Short: "stop users' executors (socket and service)",
-		Long: `Stop each USER's executor socket and service: through the daemon (admins
-only), printing "USER {reply}", or with --no-daemon straight over systemd's
-D-Bus API (or the direct backend), printing "USER stopped". Exits 1 if any
-failed.
+		Long: `Stop each USER's executor socket and service, ending its work (tasks, warm
+agents, terminals): through the daemon, or with --no-daemon straight over
+systemd's D-Bus API (or the direct backend); "USER: stopped" for each.
+Through the daemon a person may stop her own executor, root and admins
+anyone's (with a shared executor account, admins only). The next use starts
+it afresh. Exits 1 if any failed.
 
 ` + daemonHelp,
 		Example: `  agorctl executors stop alice
@@ -156,7 +165,7 @@ failed.
 				}
 				return stopDirect(cmd.Context(), a, &b, users)
 			}
-			return forEachUser(cmd.Context(), a, &f, "stop", users)
+			return forEachUser(cmd.Context(), a, &f, "stop", users, asJSON)
 		},
 	}
 	if direct {
@@ -166,12 +175,14 @@ failed.
 	addAPIFlags(c, &f)
 	b.register(c, false)
 	c.Flags().BoolVar(&noDaemon, "no-daemon", false, "stop the units over D-Bus (or the direct backend) instead of through the daemon")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the daemon's replies, one JSON object a line")
 	return c
 }
 
 // forEachUser starts or stops every user's executor through the daemon at
-// once, printing "USER {reply}" lines; it fails if any did.
-func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []string) error {
+// once, printing a line for each (the daemon's reply with asJSON); it
+// fails if any did.
+func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []string, asJSON bool) error {
 	parent := ctx
 	c, ctx, cancel := f.client(ctx)
 	defer cancel()
@@ -187,12 +198,17 @@ func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []
 			err := c.Do(ctx, method, "/v1/executors/"+url.PathEscape(u), nil, &out)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil:
 				fmt.Fprintf(a.stderr, "agorctl executors %s %s: %v\n", verb, u, err)
 				failed = err
-				return
+			case asJSON:
+				fmt.Fprintf(a.stdout, "%s\n", out)
+			case verb == "stop":
+				fmt.Fprintf(a.stdout, "%s: stopped\n", u)
+			default:
+				fmt.Fprintln(a.stdout, startedLine(u, out))
 			}
-			fmt.Fprintf(a.stdout, "%s %s\n", u, out)
 		}()
 	}
 	wg.Wait()
@@ -200,4 +216,17 @@ func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []
 		return &exitError{code: exitCode(parent, failed)}
 	}
 	return nil
+}
+
+// startedLine says of a started executor who it runs as, since when, and
+// when it answered, from the daemon's reply.
+func startedLine(user string, reply json.RawMessage) string {
+	var info apiwire.ExecutorInfo
+	if json.Unmarshal(reply, &info) != nil || info.Ping == nil {
+		return user + ": running"
+	}
+	p := info.Ping
+	up := (time.Duration(p.UptimeMS) * time.Millisecond).Round(100 * time.Millisecond)
+	return fmt.Sprintf("%s: running as %s (uid %d), pid %d, up %s, agor-executor %s; answered at %s",
+		user, p.User, p.UID, p.PID, up, p.Version, time.UnixMilli(p.Timestamp).Format("15:04:05.000"))
 }

@@ -48,6 +48,7 @@ func agorctl(ctx context.Context, stdin io.Reader, args ...string) result {
 type fakeDaemon struct {
 	socket string
 	calls  atomic.Int64
+	stops  atomic.Int64 // POST /v1/tasks/tq/stop
 	bodies chan string
 }
 
@@ -73,7 +74,9 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	m.HandleFunc("POST /v1/executors/bob/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{
 		Sandbox: &protocol.SandboxInfo{Level: "workspace", Warning: "this kernel has no Landlock (ABI 0): running unconfined"}}}))
 	m.HandleFunc("POST /v1/executors/alice/exec", reply(apiwire.ExecReply{ExecResult: protocol.ExecResult{ExitCode: 3}, Stdout: "hi\n"}))
-	m.HandleFunc("PUT /v1/executors/alice", reply(map[string]any{"user": "alice", "connected": true}))
+	m.HandleFunc("PUT /v1/executors/alice", reply(apiwire.ExecutorInfo{User: "alice", Connected: true,
+		Ping: &protocol.PingResult{Pong: true, Timestamp: now.UnixMilli(), PID: 4242, UID: 1001, User: "alice", Version: "0.1.1", UptimeMS: 1520}}))
+	m.HandleFunc("DELETE /v1/executors/alice", reply(map[string]any{"user": "alice", "stopped": true}))
 	m.HandleFunc("PUT /v1/credentials/{name}", reply(struct{}{}))
 	m.HandleFunc("POST /v1/permissions/{id}", reply(struct{}{}))
 	m.HandleFunc("PUT /v1/executors/nobody", func(w http.ResponseWriter, _ *http.Request) {
@@ -81,6 +84,21 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 		_ = json.NewEncoder(w).Encode(apiwire.ErrorBody{Error: apiwire.ErrorDetail{Code: -32002, Reason: "not_yourself", Message: "permission denied"}})
 	})
 	m.HandleFunc("PUT /v1/executors/slow", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	// A prompt whose model does not answer: the ids, then nothing until
+	// the client goes or a second has passed.
+	m.HandleFunc("POST /v1/executors/quiet/prompt", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(apiwire.PromptLine{TaskID: "tq", SessionID: "sq"})
+		http.NewResponseController(w).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Second):
+			_ = json.NewEncoder(w).Encode(apiwire.PromptLine{Result: json.RawMessage(`{"status":"completed"}`)})
+		}
+	})
+	m.HandleFunc("POST /v1/tasks/tq/stop", func(w http.ResponseWriter, _ *http.Request) {
+		d.stops.Add(1)
+		_ = json.NewEncoder(w).Encode(apiwire.StopReply{Stopped: true})
+	})
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.calls.Add(1)
 		m.ServeHTTP(w, r)
@@ -145,6 +163,47 @@ func TestExitStatus(t *testing.T) {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// executors start and stop speak to people; --json gives the daemon's
+// replies as they are.
+func TestExecutorsStartHuman(t *testing.T) {
+	d := newFakeDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "executors", "start", "--api", d.socket, "alice")
+	answered := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).Local().Format("15:04:05.000")
+	if want := "alice: running as alice (uid 1001), pid 4242, up 1.5s, agor-executor 0.1.1; answered at " + answered + "\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("exit %d: %q, want %q (%s)", r.code, r.stdout, want, r.stderr)
+	}
+	r = agorctl(context.Background(), closedStdin{t}, "executors", "start", "--api", d.socket, "--json", "alice")
+	var info apiwire.ExecutorInfo
+	if err := json.Unmarshal([]byte(r.stdout), &info); r.code != 0 || err != nil || info.Ping == nil || info.Ping.PID != 4242 {
+		t.Fatalf("--json: exit %d: %q (%v)", r.code, r.stdout, err)
+	}
+	r = agorctl(context.Background(), closedStdin{t}, "executors", "stop", "--api", d.socket, "alice")
+	if r.code != 0 || r.stdout != "alice: stopped\n" {
+		t.Fatalf("stop: exit %d: %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A prompt with no reply from the model says so on stderr, off a terminal
+// too, naming the task; interrupted, agorctl stops the task.
+func TestPromptWaitingAndInterrupt(t *testing.T) {
+	defer func(a, e time.Duration) { quietAfter, quietEvery = a, e }(quietAfter, quietEvery)
+	quietAfter, quietEvery = 100*time.Millisecond, 300*time.Millisecond
+	d := newFakeDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "prompt", "--api", d.socket, "quiet", "hello")
+	if r.code != 0 || !strings.Contains(r.stderr, "agorctl prompt: waiting for the model: no reply for 300ms (task tq; Ctrl-C stops it)") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if d.stops.Load() != 0 {
+		t.Fatal("a completed prompt stopped its task")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	r = agorctl(ctx, closedStdin{t}, "prompt", "--api", d.socket, "quiet", "hello")
+	if r.code != exitInterrupt || d.stops.Load() != 1 || !strings.Contains(r.stderr, "interrupted; task tq stopped") {
+		t.Fatalf("interrupted: exit %d, %d stops, stderr %q", r.code, d.stops.Load(), r.stderr)
 	}
 }
 

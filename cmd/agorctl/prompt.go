@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -37,9 +38,13 @@ func newPrompt(a *app) *cobra.Command {
 as USER in their executor and show its events as they come: text, tool calls
 and results, permission questions (asked here on a terminal, else answer them
 with agorctl permissions), then a summary with token usage. --session
-continues an earlier session (the agent resumes its own). --detach returns at
-once with the task's id; the task runs on in the daemon. The words of PROMPT
-are joined with spaces.
+continues an earlier session (the agent resumes its own). While no event
+comes for a while, stderr says so ("waiting for the model: no reply for
+10s"), on a terminal or not. Interrupted (Ctrl-C), agorctl stops the task; if
+agorctl is killed or loses the daemon, the daemon stops the task 30 s later
+unless someone follows it (agorctl events --follow TASK). --detach returns at
+once with the task's id; the task runs on in the daemon to its end. The
+words of PROMPT are joined with spaces.
 
 ` + sandboxHelp + `
 
@@ -104,7 +109,26 @@ func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, 
 	defer stream.Close()
 	stdin, _ := a.stdin.(*os.File)
 	r := &renderer{out: a.stdout, errw: a.stderr, c: c, stdin: stdin, json: o.jsonOut, start: time.Now()}
-	return r.run(ctx, stream)
+	err = r.run(ctx, stream)
+	if ctx.Err() != nil && r.task != "" {
+		r.stopTask() // interrupted: the person no longer wants it
+	}
+	return err
+}
+
+// stopTask stops the prompt's task when agorctl is interrupted (Ctrl-C,
+// SIGTERM). Had agorctl been killed instead, the daemon would stop it
+// once nobody follows it (docs/operations.md); --detach keeps a task
+// running without a client.
+func (r *renderer) stopTask() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out apiwire.StopReply
+	if err := r.c.Do(ctx, "POST", "/v1/tasks/"+url.PathEscape(r.task)+"/stop", nil, &out); err != nil {
+		fmt.Fprintf(r.errw, "\nagorctl prompt: stopping task %s: %v (agorctl tasks stop %s)\n", r.task, err, r.task)
+		return
+	}
+	fmt.Fprintf(r.errw, "\nagorctl prompt: interrupted; task %s stopped\n", r.task)
 }
 
 // renderer shows a prompt's stream for a person: the agent's text as it
@@ -119,11 +143,13 @@ type renderer struct {
 	task      string
 	session   string
 
-	mu     sync.Mutex // around the progress line and output
-	events int
-	status bool      // a progress line is on screen
-	midLn  bool      // the last output did not end a line: no progress line now
-	last   time.Time // of the last output
+	mu        sync.Mutex // around the progress line and output
+	events    int
+	status    bool      // a progress line is on screen
+	midLn     bool      // the last output did not end a line: no progress line now
+	last      time.Time // of the last output
+	lastEvent time.Time // of the agent's last event
+	quietSaid int       // quietEvery periods of the silence already said
 }
 
 func (r *renderer) run(ctx context.Context, stream *apiclient.PromptStream) error {
@@ -153,7 +179,9 @@ func (r *renderer) run(ctx context.Context, stream *apiclient.PromptStream) erro
 func (r *renderer) line(ctx context.Context, l apiwire.PromptLine) (bool, error) {
 	switch {
 	case l.TaskID != "":
+		r.mu.Lock() // the progress line names the task
 		r.task, r.session = l.TaskID, l.SessionID
+		r.mu.Unlock()
 	case l.Event != nil:
 		return false, r.event(ctx, l.Event)
 	case l.Error != nil:
@@ -162,6 +190,12 @@ func (r *renderer) line(ctx context.Context, l apiwire.PromptLine) (bool, error)
 		var res protocol.ExecutePromptResult
 		if err := json.Unmarshal(l.Result, &res); err != nil {
 			return true, fmt.Errorf("bad result from the daemon: %w", err)
+		}
+		if l.Status != "" { // the daemon recorded it otherwise: "incomplete"
+			res.Status = l.Status
+		}
+		if l.Warning != "" {
+			res.Warnings = append(res.Warnings, l.Warning)
 		}
 		return true, r.result(&res)
 	}
@@ -173,6 +207,7 @@ func (r *renderer) line(ctx context.Context, l apiwire.PromptLine) (bool, error)
 func (r *renderer) event(ctx context.Context, stored *apiwire.StoredEvent) error {
 	r.mu.Lock()
 	r.events++
+	r.lastEvent = time.Now()
 	r.mu.Unlock()
 	if r.json {
 		return nil
@@ -278,34 +313,37 @@ func (r *renderer) print(w io.Writer, format string, args ...any) {
 	fmt.Fprint(w, text)
 }
 
-// progress draws "⠋ working · N events · 3.2s" on stderr when it is a
-// terminal and nothing else has been printed for a moment.
+// progress says on stderr what the prompt waits for. On a terminal it
+// draws "⠋ working · N events · 3.2s" when nothing else has been printed
+// for a moment, and "waiting for the model · no reply for 12s" once no
+// event has come for quietAfter. Elsewhere (a pipe, a log, --json) it
+// writes a line for each quietEvery of silence, so that a model that
+// cannot be reached (the CLI retrying for minutes) does not look like a
+// hang.
 func (r *renderer) progress() (stop func()) {
 	f, ok := r.errw.(*os.File)
-	if !ok || r.json || !term.IsTerminal(int(f.Fd())) {
-		return func() {}
-	}
+	tty := ok && !r.json && term.IsTerminal(int(f.Fd()))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
-		t := time.NewTicker(120 * time.Millisecond)
+		every := quietEvery / 10
+		if tty {
+			every = 120 * time.Millisecond
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for i := 0; ; i++ {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				r.mu.Lock()
-				if r.midLn || time.Since(r.last) < 300*time.Millisecond {
-					r.mu.Unlock()
-					continue
+				if tty {
+					r.spin(i)
+				} else {
+					r.quietLine()
 				}
-				fmt.Fprintf(r.errw, "\r\x1b[K%c working · %d events · %s", frames[i%len(frames)], r.events, time.Since(r.start).Round(100*time.Millisecond))
-				r.status = true
-				r.mu.Unlock()
 			}
 		}
 	}()
@@ -318,6 +356,59 @@ func (r *renderer) progress() (stop func()) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// quietAfter is the silence after which the progress says the prompt
+// waits for the model; quietEvery spaces the lines said off a terminal.
+// Variables for the tests' sake.
+var (
+	quietAfter = 5 * time.Second
+	quietEvery = 10 * time.Second
+)
+
+// silence is how long no event has come (since the start when none has).
+// r.mu held.
+func (r *renderer) silence() time.Duration {
+	if r.lastEvent.IsZero() {
+		return time.Since(r.start)
+	}
+	return time.Since(r.lastEvent)
+}
+
+func (r *renderer) spin(i int) {
+	frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.midLn || time.Since(r.last) < 300*time.Millisecond {
+		return
+	}
+	what := "working"
+	if q := r.silence(); q >= quietAfter {
+		what = "waiting for the model · no reply for " + q.Round(time.Second).String()
+	}
+	fmt.Fprintf(r.errw, "\r\x1b[K%c %s · %d events · %s", frames[i%len(frames)], what, r.events, time.Since(r.start).Round(100*time.Millisecond))
+	r.status = true
+}
+
+// quietLine writes "waiting for the model" off a terminal once per
+// quietEvery of silence.
+func (r *renderer) quietLine() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.silence()
+	n := int(q / quietEvery)
+	if n == 0 || n == r.quietSaid {
+		if n == 0 {
+			r.quietSaid = 0
+		}
+		return
+	}
+	r.quietSaid = n
+	task := ""
+	if r.task != "" {
+		task = " (task " + r.task + "; Ctrl-C stops it)"
+	}
+	fmt.Fprintf(r.errw, "agorctl prompt: waiting for the model: no reply for %s%s\n", (time.Duration(n) * quietEvery).String(), task)
 }
 
 // asWritten is v as compact JSON without encoding/json's HTML escapes, so

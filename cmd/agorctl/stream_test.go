@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -23,7 +25,12 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 		_ = enc.Encode(map[string]any{"task_id": "t1", "session_id": "s1"})
 		_ = enc.Encode(map[string]any{"event": map[string]any{"sequence": 0,
 			"event_data": map[string]any{"type": "text_delta", "data": map[string]any{"text": "hello there"}}}})
-		_ = enc.Encode(map[string]any{"result": map[string]any{"status": b.Prompt, "message_count": 1}})
+		res := map[string]any{"result": map[string]any{"status": b.Prompt, "message_count": 1}}
+		if b.Prompt == "full" { // the agent completed; the daemon could not store all of it
+			res = map[string]any{"result": map[string]any{"status": "completed", "message_count": 1},
+				"status": "incomplete", "dropped_events": 7, "warning": "7 of the agent's events were not stored: storage full: /var/lib/agor"}
+		}
+		_ = enc.Encode(res)
 	})
 	m.HandleFunc("POST /v1/executors/alice/terminals", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
@@ -70,13 +77,42 @@ func TestPromptExitStatus(t *testing.T) {
 	}
 }
 
+// A task the daemon recorded incomplete (its store was full) is shown so,
+// with the daemon's warning, not as the agent's "completed"; exit 1.
+func TestPromptIncomplete(t *testing.T) {
+	d := promptDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "prompt", "--api", d.socket, "alice", "full")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "incomplete · 1 messages") || strings.Contains(r.stderr, "completed ·") ||
+		!strings.Contains(r.stderr, "warning: 7 of the agent's events were not stored: storage full: /var/lib/agor") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 // terminal copies the shell's output and exits as a shell reports a
 // signal: 128+15 for SIGTERM.
 func TestTerminalExitStatus(t *testing.T) {
 	d := promptDaemon(t)
-	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--api", d.socket, "alice")
+	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--no-tty", "--api", d.socket, "alice")
 	if r.code != 128+15 || r.stdout != "hi\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestTerminalNeedsTerminal: without a terminal on standard input (and
+// without --no-tty) agorctl terminal refuses at once, saying why, and asks
+// the daemon nothing.
+func TestTerminalNeedsTerminal(t *testing.T) {
+	d := promptDaemon(t)
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	for _, stdin := range []io.Reader{closedStdin{t}, devnull} {
+		r := agorctl(context.Background(), stdin, "terminal", "--api", d.socket, "alice")
+		if r.code != exitFailure || !strings.Contains(r.stderr, "standard input is not a terminal") || r.stdout != "" {
+			t.Fatalf("stdin %T: exit %d, stdout %q, stderr %q", stdin, r.code, r.stdout, r.stderr)
+		}
 	}
 }
 

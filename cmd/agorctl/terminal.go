@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,13 +26,16 @@ func newTerminal(a *app) *cobra.Command {
 	var f apiFlags
 	var p protocol.SpawnTerminalParams
 	var attachID string
+	var noTTY bool
 	c := &cobra.Command{
 		Use:   "terminal [USER]",
 		Short: "open a shell as USER (default: you) on this terminal",
 		Long: `Open a shell as USER (default: you) on a terminal in their executor and
 attach this terminal to it, in raw mode; the window size follows yours
 (SIGWINCH). Ctrl-] detaches and leaves the shell running (for 5 minutes
-unattached); --attach ID comes back to it with its recent output.
+unattached); --attach ID comes back to it with its recent output. Standard
+input must be a terminal; --no-tty runs the shell on pipes instead (its input
+from standard input, its output to standard output), for scripts.
 
 ` + daemonHelp,
 		Example: `  agorctl terminal
@@ -50,6 +54,9 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 				return err
 			}
 			stdin, _ := a.stdin.(*os.File)
+			if !noTTY && (stdin == nil || !term.IsTerminal(int(stdin.Fd()))) {
+				return errors.New("standard input is not a terminal: run it from one (ssh -t, a terminal window), or pass --no-tty to drive the shell through pipes")
+			}
 			return runTerminal(cmd.Context(), a, apiclient.New(f.socket), stdin, name, p, attachID)
 		},
 	}
@@ -58,6 +65,7 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 	c.Flags().StringVar(&p.Shell, "shell", "", "`program` to run (default: the user's login shell)")
 	c.Flags().StringVar(&p.Sandbox, "sandbox", "", "sandbox `level` of the shell: off, workspace or read-only (default: the daemon's sandbox.default)")
 	c.Flags().StringVar(&attachID, "attach", "", "reattach to the running terminal `ID` instead of starting one")
+	c.Flags().BoolVar(&noTTY, "no-tty", false, "run without a terminal on standard input: keys from standard input as they come, output to standard output")
 	return c
 }
 

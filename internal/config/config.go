@@ -27,6 +27,7 @@ type Config struct {
 	Slurm     Slurm     `yaml:"slurm"`     // the slurm backend (slurm.go)
 	Quotas    Quotas    `yaml:"quotas"`    // quotas.go
 	Retention Retention `yaml:"retention"` // quotas.go
+	Store     Store     `yaml:"store"`     // the store's filesystem (quotas.go)
 	Agents    Agents    `yaml:"agents"`    // warm agents, read by the executor (agents.go)
 	Network   Network   `yaml:"network"`   // each person's network egress (network.go)
 }
@@ -115,7 +116,7 @@ func Default() Config {
 		Sandbox: Sandbox{Default: "off", Allowed: []string{"off", "workspace", "read-only"}, Required: true},
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
 		Slurm:   DefaultSlurm(),
-		Quotas:  DefaultQuotas(), Retention: DefaultRetention(),
+		Quotas:  DefaultQuotas(), Retention: DefaultRetention(), Store: DefaultStore(),
 		Agents: DefaultAgents(), Network: DefaultNetwork()}
 }
 

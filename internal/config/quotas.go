@@ -71,6 +71,27 @@ func DefaultRetention() Retention {
 		AuditMaxBytes: 64 << 20, AuditMaxAgeDays: 90, SweepIntervalS: 3600}
 }
 
+// Store is the headroom the daemon keeps on its state directory's
+// filesystem: below MinFreeBytes it refuses new sessions and tasks
+// (storage_full) while reads go on, and below half of it it stops storing
+// the events of running tasks, so that their ends can still be written.
+// 0: no floor (only a full disk stops writes). A floor under 8 MiB may
+// not hold: a WAL checkpoint can take 4 MiB at once.
+type Store struct {
+	MinFreeBytes int64 `yaml:"min_free_bytes"`
+}
+
+// DefaultStore: 64 MiB is minutes of the heaviest agent output, and the
+// end of every running task many times over.
+func DefaultStore() Store { return Store{MinFreeBytes: 64 << 20} }
+
+func (s Store) validate() error {
+	if s.MinFreeBytes < 0 {
+		return fmt.Errorf("store.min_free_bytes: must be 0 (no floor) or positive, got %d", s.MinFreeBytes)
+	}
+	return nil
+}
+
 // Days turns a retention age into a duration (0: none).
 func Days(n int) time.Duration { return time.Duration(n) * 24 * time.Hour }
 

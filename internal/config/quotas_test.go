@@ -10,7 +10,8 @@ func TestQuotasAndRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Quotas.MaxSessionsPerUser != 5 || c.Quotas.MaxPromptBytes != 1<<20 || c.Retention.EventMaxAgeDays != 0 || c.Retention.TaskMaxAgeDays != 30 {
+	if c.Quotas.MaxSessionsPerUser != 5 || c.Quotas.MaxPromptBytes != 1<<20 || c.Retention.EventMaxAgeDays != 0 || c.Retention.TaskMaxAgeDays != 30 ||
+		c.Store.MinFreeBytes != 64<<20 {
 		t.Fatalf("parsed %+v %+v", c.Quotas, c.Retention)
 	}
 	for _, tc := range []struct{ yaml, want string }{
@@ -23,6 +24,8 @@ func TestQuotasAndRetention(t *testing.T) {
 		{"quotas:\n  event_quota_action: pause\n", `quotas.event_quota_action: "pause" is neither`},
 		{"retention:\n  store_max_bytes: -1\n", "retention.store_max_bytes: must be 0 (no bound) or positive"},
 		{"retention:\n  sweep_interval_s: 0\n", "retention.sweep_interval_s: must be positive"},
+		{"store:\n  min_free_bytes: -1\n", "store.min_free_bytes: must be 0 (no floor) or positive"},
+		{"store:\n  min_free: 5\n", "unknown key min_free"},
 	} {
 		_, err := Parse(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

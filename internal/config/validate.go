@@ -84,6 +84,9 @@ func (c Config) Validate() error {
 	if err := c.Retention.validate(); err != nil {
 		return err
 	}
+	if err := c.Store.validate(); err != nil {
+		return err
+	}
 	if err := c.Agents.validate(); err != nil {
 		return err
 	}

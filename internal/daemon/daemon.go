@@ -70,6 +70,9 @@ type Daemon struct {
 	tcp     net.Listener // the API on TCP (bearer tokens), when configured
 	srv     *api.Server
 	warm    *warmcap.Cap // warm agents across the host
+	started time.Time    // tasks made before are the last daemon's
+	settled bool         // what the last daemon left is settled (reconcile.go)
+	running running      // executors up, for the audit trail
 	network *networkSource
 	egress  *egress.Service
 	egressL net.Listener
@@ -111,9 +114,12 @@ func New(o Options) (d *Daemon, err error) {
 		}
 		undo = append(undo, func() { _ = d.tcp.Close() })
 	}
-	if d.store, err = openStore(filepath.Join(state, "agor.db"), o.Log); err != nil {
+	if d.store, err = openStore(filepath.Join(state, "agor.db"), o.Config.Store, o.Log); err != nil {
 		return nil, err
 	}
+	undo = append(undo, func() { _ = d.store.Close() })
+	d.started = time.Now()
+	d.settled = d.settle(d.started)
 	d.build(creds)
 	return d, nil
 }
@@ -135,21 +141,17 @@ func openCreds(state string, key []byte, log *slog.Logger) (*credstore.Store, er
 	return creds, nil
 }
 
-// openStore opens the store and marks the tasks a crash left running as
-// interrupted, before any new work is taken.
-func openStore(path string, log *slog.Logger) (*store.DB, error) {
+// openStore opens the store and settles what the last daemon left: its
+// live tasks are marked interrupted, sessions with no live task are not
+// left "running". On a full disk that waits for space (settle), and the
+// daemon serves reads meanwhile.
+func openStore(path string, sc config.Store, log *slog.Logger) (*store.DB, error) {
 	db, err := store.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	n, err := db.MarkInterrupted()
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	if n > 0 {
-		log.Warn("tasks left running by the last daemon marked interrupted", "tasks", n)
-	}
+	db.SetLog(log)
+	db.SetFloor(sc.MinFreeBytes)
 	return db, nil
 }
 
@@ -282,6 +284,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() error { d.pool.Reap(ctx); return nil })
 	g.Go(func() error { d.sweepTokens(ctx); return nil })
 	g.Go(func() error { d.sweep(ctx); return nil })
+	g.Go(func() error { d.reconcile(ctx, d.settled); return nil })
 	g.Go(func() error { sdnotify.Watchdog(ctx, d.log); return nil })
 	d.log.Info("serving", "socket", d.ln.Addr().String(), "backend", d.cfg.Execution.Backend, "version", version.Version)
 	sdnotify.Send(d.log, "READY=1\nSTATUS=serving")
@@ -338,6 +341,7 @@ func (d *Daemon) close() {
 	if err := d.audit.Close(); err != nil {
 		d.log.Warn("audit trail: close", "err", err)
 	}
+	d.lastReconcile()
 	if err := d.store.Close(); err != nil {
 		d.log.Warn("store: close", "err", err)
 	}
@@ -356,6 +360,7 @@ func (d *Daemon) reattach(ctx context.Context) {
 		if st.Service != "active" {
 			continue
 		}
+		d.running.already(st.User)
 		if _, ping, err := d.pool.Get(ctx, st.User); err != nil {
 			d.log.Warn("reattach failed", "user", st.User, "err", err)
 		} else {
@@ -371,11 +376,13 @@ func (d *Daemon) unitChanged(ev lifecycle.UnitChange) {
 	if ev.Kind != "service" {
 		return
 	}
-	switch {
-	case ev.Ended():
+	if ev.Ended() {
 		d.pool.ForgetDead(ev.User)
+	}
+	switch started, stopped := d.running.transition(ev); {
+	case stopped:
 		d.audit.Log(audit.Record{Action: audit.ExecutorStopped, User: ev.User, Reason: ev.State + "/" + ev.Sub})
-	case ev.State == "active":
+	case started:
 		d.audit.Log(audit.Record{Action: audit.ExecutorStarted, User: ev.User})
 	}
 }

@@ -44,6 +44,8 @@ func target(t testing.TB) (string, int) { return exectest.Target(t) }
 
 type harness struct {
 	client *http.Client
+	opts   Options       // as New had them: restart (fulldisk_test.go) uses them again
+	logs   *lockedBuffer // what the daemon logged
 	d      *Daemon
 	sock   string
 	work   string
@@ -52,6 +54,9 @@ type harness struct {
 	done   chan error
 	once   sync.Once
 }
+
+// orphanGrace is the daemons' api.Server.OrphanGrace in these tests.
+const orphanGrace = 500 * time.Millisecond
 
 // start runs the daemon with the direct backend on a private socket.
 func start(t testing.TB) *harness { return startWith(t, nil, nil) }
@@ -92,7 +97,8 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, os.Stderr)
+	logs := &lockedBuffer{}
+	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, io.MultiWriter(os.Stderr, logs))
 	// The executors read the same configuration, as agor-executor reads
 	// /etc/agor/config.yaml under systemd.
 	cfgPath := filepath.Join(dir, "config.yaml")
@@ -110,14 +116,33 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.srv.OrphanGrace = orphanGrace
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
+	h := &harness{d: d, opts: o, logs: logs, sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- d.Run(ctx) }()
 	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	return h
+}
+
+// lockedBuffer is a bytes.Buffer safe for the daemon's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (h *harness) stop() {
@@ -385,7 +410,7 @@ func TestDaemonTCPBearer(t *testing.T) {
 		{"/v1/health", "wrong", 401},
 		{"/v1/health", tok, 200},
 		{"/v1/sessions", tok, 200},
-		{"/v1/executors", tok, 403}, // the token's user is not an admin
+		{"/v1/executors", tok, 200}, // not an admin: her own executor only (TestOwnExecutor)
 	} {
 		if got := get(tc.path, tc.bearer); got != tc.want {
 			t.Errorf("GET %s with %q: %d, want %d", tc.path, tc.bearer, got, tc.want)

@@ -38,7 +38,7 @@ func TestFilesAPI(t *testing.T) {
 	h := start(t)
 	name, _ := target(t)
 	base := "/v1/executors/" + name + "/files"
-	// write_file makes no directories; the executor may run as nobody.
+	// write_file makes no directories; the executor may run as another account.
 	if err := os.Mkdir(filepath.Join(h.work, "notes"), 0o777); err != nil || os.Chmod(filepath.Join(h.work, "notes"), 0o777) != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestFilesAPI(t *testing.T) {
 	if code != 404 || !strings.Contains(fmt.Sprint(out), "not_found") {
 		t.Fatalf("a missing file: %d %v", code, out)
 	}
-	if os.Geteuid() == 0 { // another account (daemon, uid 1) asking for nobody's files
+	if os.Geteuid() == 0 { // another account (daemon, uid 1) asking for the target's files
 		for _, route := range []string{"GET " + base + "?path=notes", "GET " + base + "/content?path=notes/a.txt", "PUT " + base + "/content?path=notes/z.txt"} {
 			got := h.requestAs(t, 1, route)
 			if !strings.HasPrefix(got, "403 ") || !strings.Contains(got, "not_yourself") {

@@ -89,6 +89,7 @@ type flood struct {
 	cmd              *exec.Cmd
 	client           *http.Client
 	alice, bob       string
+	aliceUID         int
 }
 
 func runFlood(t testing.TB, sz floodSizes) floodResult {
@@ -155,7 +156,8 @@ func startFlood(t testing.TB, sz floodSizes) *flood {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	_ = os.Chmod(dir, 0o755)
-	f := &flood{dir: dir, sock: filepath.Join(dir, "api.sock"), state: filepath.Join(dir, "state"), alice: "nobody", bob: "daemon"}
+	alice, aliceUID := target(t)
+	f := &flood{dir: dir, sock: filepath.Join(dir, "api.sock"), state: filepath.Join(dir, "state"), alice: alice, aliceUID: aliceUID, bob: "daemon"}
 	for _, d := range []string{"work", "state", "x"} {
 		_ = os.Mkdir(filepath.Join(dir, d), 0o777)
 		_ = os.Chmod(filepath.Join(dir, d), 0o777)
@@ -199,11 +201,11 @@ func (f *flood) bigTask(t testing.TB, sz floodSizes) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	sess, err := db.CreateSession(store.Session{ID: "floodsession", UnixUser: f.alice, UID: 65534, AgenticTool: "claude-code", Cwd: "."})
+	sess, err := db.CreateSession(store.Session{ID: "floodsession", UnixUser: f.alice, UID: int64(f.aliceUID), AgenticTool: "claude-code", Cwd: "."})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateTask(store.Task{ID: "floodbigtask", SessionID: sess.ID, UnixUser: f.alice, UID: 65534, Prompt: "big", Status: store.Completed, EndedAt: time.Now()}); err != nil {
+	if _, err := db.CreateTask(store.Task{ID: "floodbigtask", SessionID: sess.ID, UnixUser: f.alice, UID: int64(f.aliceUID), Prompt: "big", Status: store.Completed, EndedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	data := json.RawMessage(`{"type":"text_delta","data":{"text":"` + strings.Repeat("x", sz.bigEventSz) + `"}}`)

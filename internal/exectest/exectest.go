@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -19,7 +20,7 @@ func Main(m *testing.M, binary *string) {
 	if err != nil {
 		panic(err)
 	}
-	_ = os.Chmod(dir, 0o755) // an executor may run as nobody
+	_ = os.Chmod(dir, 0o755) // an executor may run as another account
 	*binary = filepath.Join(dir, "agor-executor")
 	build := exec.Command("go", "build", "-o", *binary, "github.com/agor-sh/agor/cmd/agor-executor")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -31,11 +32,24 @@ func Main(m *testing.M, binary *string) {
 	os.Exit(code)
 }
 
-// Target is the user an executor runs as in tests: nobody under root
-// (executors refuse root), else the current user.
+// Account is the account executors run as when tests run as root
+// (executors refuse root, and nobody like every special account).
+// test/deps.sh creates it: a regular uid, no home, no login, locked.
+const Account = "agortest"
+
+// Target is the user an executor runs as in tests: Account under root,
+// else the current user.
 func Target(t testing.TB) (name string, uid int) {
 	if os.Geteuid() == 0 {
-		return "nobody", 65534
+		u, err := user.Lookup(Account)
+		if err != nil {
+			t.Fatalf("tests run as root start executors as %q: %v (test/deps.sh, run by make test, creates it)", Account, err)
+		}
+		uid, err := strconv.Atoi(u.Uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Account, uid
 	}
 	u, err := user.Current()
 	if err != nil {

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -75,6 +76,20 @@ var windDown = map[string]bool{
 	protocol.MethodCancelJob: true, protocol.MethodReleaseWarmAgent: true,
 }
 
+// outcome is how a request that did not fail ended, as its result says.
+func outcome(res any) string {
+	switch r := res.(type) {
+	case protocol.ExecResult:
+		return fmt.Sprintf("exit status %d", r.ExitCode)
+	case protocol.ExecutePromptResult:
+		if r.Error != nil {
+			return r.Status + " (" + r.Error.Code + ")"
+		}
+		return r.Status
+	}
+	return "ok"
+}
+
 // logged wraps the mux so every request leaves a journal line with its
 // method (ping only at debug level: the daemon pings often).
 func (s *Server) logged(log *slog.Logger) rpc.Handler {
@@ -90,12 +105,17 @@ func (s *Server) logged(log *slog.Logger) rpc.Handler {
 		if r.Method == protocol.MethodPing || r.Notification {
 			level = slog.LevelDebug
 		}
-		attrs := []any{"method", r.Method, "duration_ms", time.Since(start).Milliseconds()}
+		took := time.Since(start).Milliseconds()
+		attrs := []any{"method", r.Method, "duration_ms", took}
+		// The message says what happened on its own (journalctl's plain
+		// output shows only it); the fields are for filtering.
+		msg := fmt.Sprintf("%s for %s: %s in %d ms", r.Method, s.user(), outcome(res), took)
 		if err != nil {
 			level = max(level, slog.LevelInfo)
 			attrs = append(attrs, "err", err)
+			msg = fmt.Sprintf("%s for %s: failed in %d ms: %v", r.Method, s.user(), took, err)
 		}
-		log.Log(ctx, level, "request", attrs...)
+		log.Log(ctx, level, msg, attrs...)
 		return res, err
 	}}
 }

@@ -47,10 +47,10 @@ func (s *Server) route(ctx context.Context, c *net.UnixConn, cred peer.Cred) {
 		if f == nil {
 			// Counted as JSON-RPC before it stops counting as a socket, so
 			// that the executor is never idle in between.
-			conn, log := s.register(bufConn{c, br}, credLog(s.log, cred))
+			conn, log := s.register(bufConn{c, br}, credLog(s.log, cred), peerName(cred))
 			s.unsock(c)
 			if conn != nil {
-				s.serveConn(peer.NewContext(ctx, cred), conn, log)
+				s.serveConn(peer.NewContext(ctx, cred), conn, log, peerName(cred))
 			}
 			return
 		}

@@ -65,6 +65,7 @@ type Server struct {
 	onStop   []func()      // run once as stopping begins (letGo)
 	letGoOne sync.Once
 	wg       sync.WaitGroup
+	user     func() string // whom this executor serves, looked up once, for messages
 }
 
 // ErrIdle is returned by Serve when the executor stopped for idleness.
@@ -87,6 +88,7 @@ func NewServer(cfg Config) *Server {
 		socks:   map[*net.UnixConn]struct{}{},
 		raw:     map[string]RawFunc{},
 		stopped: make(chan struct{}),
+		user:    sync.OnceValue(CurrentUser),
 	}
 	s.registerBuiltins()
 	return s
@@ -192,8 +194,9 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 		// Dialled (internal/dialback): the pinned CA and the job's token
 		// proved it before Accept returned it. Raw streams need a second
 		// connection, which a dialled executor never takes: JSON-RPC only.
-		if conn, log := s.register(c, s.log.With("peer", c.RemoteAddr().String())); conn != nil {
-			go s.serveConn(ctx, conn, log)
+		from := "the daemon at " + c.RemoteAddr().String()
+		if conn, log := s.register(c, s.log.With("peer", c.RemoteAddr().String()), from); conn != nil {
+			go s.serveConn(ctx, conn, log, from)
 		}
 		return
 	}
@@ -210,8 +213,8 @@ func (s *Server) admit(ctx context.Context, c net.Conn) {
 		s.route(ctx, uc, cred)
 		return
 	}
-	if conn, log := s.register(uc, credLog(s.log, cred)); conn != nil {
-		go s.serveConn(peer.NewContext(ctx, cred), conn, log)
+	if conn, log := s.register(uc, credLog(s.log, cred), peerName(cred)); conn != nil {
+		go s.serveConn(peer.NewContext(ctx, cred), conn, log, peerName(cred))
 	}
 }
 
@@ -219,8 +222,14 @@ func credLog(log *slog.Logger, cred peer.Cred) *slog.Logger {
 	return log.With("peer_uid", cred.UID, "peer_pid", cred.PID)
 }
 
-// register counts a JSON-RPC connection; nil once stopping.
-func (s *Server) register(rwc net.Conn, log *slog.Logger) (*rpc.Conn, *slog.Logger) {
+// peerName says who a connection is from, for the journal's messages.
+func peerName(cred peer.Cred) string {
+	return fmt.Sprintf("uid %d (pid %d)", cred.UID, cred.PID)
+}
+
+// register counts a JSON-RPC connection from (who it is); nil once
+// stopping. The returned logger's messages name the peer.
+func (s *Server) register(rwc net.Conn, log *slog.Logger, from string) (*rpc.Conn, *slog.Logger) {
 	opts := s.cfg.RPC
 	opts.Logger = log
 	conn := rpc.NewConn(rwc, s.logged(log), opts)
@@ -234,12 +243,12 @@ func (s *Server) register(rwc net.Conn, log *slog.Logger) (*rpc.Conn, *slog.Logg
 	s.busyLocked()
 	s.wg.Add(1)
 	s.mu.Unlock()
-	log.Info("connection accepted")
+	log.Info("connection from " + from + " accepted: serving " + s.user())
 	s.notify("STATUS=" + s.status())
 	return conn, log
 }
 
-func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger) {
+func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger, from string) {
 	defer s.wg.Done()
 	err := conn.Serve(ctx)
 	s.mu.Lock()
@@ -254,9 +263,9 @@ func (s *Server) serveConn(ctx context.Context, conn *rpc.Conn, log *slog.Logger
 		debug.FreeOSMemory()
 	}
 	if err != nil {
-		log.Info("connection closed", "err", err)
+		log.Info("connection from "+from+" closed: "+err.Error(), "err", err)
 	} else {
-		log.Info("connection closed")
+		log.Info("connection from " + from + " closed")
 	}
 	s.notify("STATUS=" + s.status())
 }

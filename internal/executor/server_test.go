@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -347,5 +348,44 @@ func TestStoppingRefusesNewWork(t *testing.T) {
 	var ping protocol.PingResult
 	if err := c.Call(context.Background(), protocol.MethodPing, nil, &ping); err != nil || !ping.Pong {
 		t.Fatalf("ping while stopping: %+v %v", ping, err)
+	}
+}
+
+// TestJournalMessagesSayWhatHappened: each line's message says what
+// happened on its own (journalctl's plain output shows the message only):
+// the method, whom the executor serves, the outcome; the peer of a
+// connection.
+func TestJournalMessagesSayWhatHappened(t *testing.T) {
+	f := start(t, Config{Policy: self()})
+	f.srv.Mux().Register(protocol.MethodExec, rpc.Method(func(context.Context, struct{}) (protocol.ExecResult, error) {
+		return protocol.ExecResult{ExitCode: 3}, nil
+	}))
+	f.srv.Mux().Register("boom", func(context.Context, *rpc.Request) (any, error) {
+		return nil, rpc.Errorf(rpc.CodeInternalError, "boom", "it broke")
+	})
+	c := dial(t, f.path)
+	_ = c.Call(context.Background(), protocol.MethodExec, nil, nil)
+	_ = c.Call(context.Background(), "boom", nil, nil)
+	c.Close()
+	me := CurrentUser()
+	want := []string{
+		fmt.Sprintf(`msg="connection from uid %d (pid %d) accepted: serving %s"`, os.Getuid(), os.Getpid(), me),
+		fmt.Sprintf(`msg="exec for %s: exit status 3 in `, me),
+		fmt.Sprintf(`msg="boom for %s: failed in `, me),
+		fmt.Sprintf(`msg="connection from uid %d (pid %d) closed`, os.Getuid(), os.Getpid()),
+	}
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(f.logs.String(), w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no line with %s in:\n%s", missing, f.logs)
+		}
 	}
 }

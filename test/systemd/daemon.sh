@@ -22,6 +22,9 @@ daemon_first_use() {
 	local out
 	out=$(api executors start alice)
 	echo "$out"
+	echo "$out" | grep "^alice: running as alice (uid $(id -u alice)), pid [0-9]*, up " >/dev/null
+	out=$(api executors start alice --json)
+	echo "$out"
 	want "$(echo "$out" | sed -n 's/.*"uid":\([0-9]*\).*/\1/p')" "$(id -u alice)"
 	want "$(systemctl is-active agor-executor@alice.service)" active
 	want "$(as alice agorctl exec alice -- id -un)" alice
@@ -33,7 +36,7 @@ check "daemon brings up alice's executor on first use (StartUnit under polkit), 
 
 daemon_refusals() {
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	local out u
 	for u in root no-such-user carol; do
 		if out=$(api executors start "$u" 2>&1); then echo "daemon started $u"; return 1; fi
@@ -74,7 +77,7 @@ daemon_restart() {
 	b=$(systemctl show -p MainPID --value agor-executor@bob.service)
 	local since
 	since=$(date '+%Y-%m-%d %H:%M:%S')
-	systemctl restart agor-daemon.service
+	restart_daemon
 	local u
 	for u in alice bob; do
 		test -n "$(journalctl -u agor-daemon.service --since "$since" MESSAGE=reattached AGOR_USER=$u -o cat --no-pager)" ||
@@ -92,17 +95,50 @@ check "systemctl restart agor-daemon: it lists and reattaches to running executo
 daemon_20() {
 	local users=() u out
 	for i in $(seq -w 1 20); do users+=("user$i"); done
-	out=$(api executors start "${users[@]}")
+	out=$(api executors start --json "${users[@]}")
 	for u in "${users[@]}"; do
-		echo "$out" | grep -q "^$u .*\"uid\":$(id -u "$u")," || { echo "no answer from $u"; echo "$out"; return 1; }
+		echo "$out" | grep -q "^{\"user\":\"$u\".*\"uid\":$(id -u "$u")," || { echo "no answer from $u"; echo "$out"; return 1; }
 	done
 	echo "20 users brought up concurrently through the daemon, each answered with its uid"
 	api executors stop "${users[@]}" >/dev/null
 }
 check "daemon: 20 users brought up concurrently, all answer" daemon_20
 
+# A person lists, starts and stops her own executor, and completes her
+# own name; other people's stay root's and the admins'.
+daemon_own_executor() {
+	local out a b
+	api executors start alice bob >/dev/null
+	out=$(as alice agorctl executors)
+	echo "$out"
+	echo "$out" | grep '^alice ' >/dev/null
+	if echo "$out" | grep '^bob ' >/dev/null; then echo "alice lists bob's executor"; return 1; fi
+	a=$(as alice agorctl executors start alice)
+	sleep 0.1
+	b=$(as alice agorctl executors start alice)
+	echo "$a"
+	echo "$b"
+	[ "${a##*answered at }" != "${b##*answered at }" ] || { echo "the same ping twice"; return 1; }
+	if out=$(as alice agorctl executors stop bob 2>&1); then echo "alice stopped bob's executor: $out"; return 1; fi
+	echo "alice stopping bob's: $out"
+	echo "$out" | grep not_yourself >/dev/null
+	want "$(systemctl is-active agor-executor@bob.service)" active
+	want "$(as alice agorctl executors stop alice)" "alice: stopped"
+	want "$(systemctl is-active agor-executor@alice.socket agor-executor@alice.service | tr '\n' ' ')" "inactive inactive "
+	out=$(as alice agorctl __complete executors stop '')
+	echo "$out" | grep -x alice >/dev/null || { echo "alice's own name not completed: $out"; return 1; }
+	if echo "$out" | grep -x bob >/dev/null; then echo "bob's name completed for alice"; return 1; fi
+	want "$(as alice agorctl exec alice -- id -un)" alice
+	echo "alice listed, pinged afresh and stopped her own executor, completed her name; the next use started it again"
+}
+check "a person lists her own executor, starts it (a fresh ping each time), stops it and completes her name; not bob's" daemon_own_executor
+
 daemon_audit() {
 	local out
+	# A start this daemon saw: agorctl audit answers from the running
+	# daemon's window, and alice's executor outlived the last restart.
+	api executors stop alice >/dev/null
+	api executors start alice >/dev/null
 	out=$(api audit --action executor_started --user alice)
 	echo "$out" | sed -n 1,2p
 	echo "$out" | grep '"user":"alice"' >/dev/null
@@ -115,6 +151,48 @@ daemon_audit() {
 	echo "audit trail in agorctl audit and the journal; alice sees only her own"
 }
 check "audit trail: executor starts in agorctl audit and journalctl AGOR_AUDIT_ACTION=; users see their own" daemon_audit
+
+# audit_count USER ACTION: how many ACTION records the audit trail holds for USER.
+audit_count() { api audit --user "$1" --action "$2" --limit 0 | grep -c . || true; }
+
+daemon_audit_counts() {
+	local u=audrey i starts=3 got
+	id "$u" >/dev/null 2>&1 || useradd --create-home --groups agorusers "$u"
+	want "$(audit_count $u executor_stopped)" 0
+	for i in $(seq $starts); do
+		api executors start $u >/dev/null
+		# STATUS= changes while it serves: each is a PropertiesChanged with ActiveState=active
+		for _ in 1 2 3; do api exec $u -- true; done
+		api executors stop $u >/dev/null
+		for _ in $(seq 50); do [ "$(audit_count $u executor_stopped)" -ge "$i" ] && break; sleep 0.1; done
+	done
+	sleep 1.5 # a signal late by a second would still count
+	got="$(audit_count $u executor_started) started, $(audit_count $u executor_stopped) stopped"
+	echo "$starts real starts and stops of $u's executor: audit trail $got"
+	want "$got" "$starts started, $starts stopped"
+	api audit --user $u --limit 0 | head -n1 | grep '"action":"executor_started"' >/dev/null ||
+		{ echo "the first record is not the first start:"; api audit --user $u --limit 1; return 1; }
+}
+check "audit trail: N real starts and stops of an executor give N executor_started and N executor_stopped, none before the first start" daemon_audit_counts
+
+# journalctl's plain output (the message alone) says what happened: the
+# method, whom it served, the outcome; who connected.
+daemon_journal_plain() {
+	local t0 out
+	t0=$(date +%s)
+	api exec alice -- sh -c 'exit 4' >/dev/null 2>&1 || true
+	sleep 0.5
+	out=$(journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager)
+	echo "$out" | grep -E '^exec for alice: exit status 4 in [0-9]+ ms$' ||
+		{ echo "no plain exec line:"; echo "$out"; return 1; }
+	journalctl -u agor-executor@alice.service -o cat --no-pager |
+		grep -E "^connection from uid $(id -u agor) \(pid [0-9]+\) accepted: serving alice$" | tail -n 1 | grep . ||
+		{ echo "no plain connection line"; return 1; }
+	if journalctl -u agor-executor@alice.service -o cat --no-pager | grep -x -E 'request|connection accepted|connection closed'; then
+		echo "bare lines remain"; return 1
+	fi
+}
+check "the executor's journal lines say what happened in the message itself (exec for alice: exit status 4; connection from uid agor accepted)" daemon_journal_plain
 
 daemon_bench() {
 	local many=() pid

@@ -27,7 +27,7 @@ check "identity lookup cost: name->uid and uid->name, cold and cached, files and
 # The directory group joins the allowed groups for the rest of the file.
 allow_directory() {
 	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 
 directory_prompt() {
@@ -99,6 +99,35 @@ min_uid_unit() {
 }
 check "systemctl start agor-executor@daemon.socket as root, then a connect: refused at once, exit 78 not restarted, the journal says why" min_uid_unit
 
+special_accounts() {
+	local saved out
+	saved=$(cat /etc/agor/config.yaml)
+	# nobody listed by name and above min_uid: only the special-account rule refuses it
+	printf 'execution:\n  allowed_users: [nobody, alice]\n  max_executors: 200\n' >/etc/agor/config.yaml
+	systemctl reset-failed agor-daemon.service 2>/dev/null || true
+	systemctl restart agor-daemon.service
+	if out=$(api executors start nobody 2>&1); then echo "the daemon started nobody's executor: $out"; return 1; fi
+	echo "agorctl executors start nobody (uid $(id -u nobody)): $out"
+	echo "$out" | grep 'special account' >/dev/null
+	no_units 'agor-executor@nobody*'
+	# As root outside the daemon (a compromised agor account): the executor refuses itself.
+	systemctl start agor-executor@nobody.socket
+	if out=$(agorctl executors ping --socket /run/agor/executors/nobody.sock --timeout 10s 2>&1); then
+		echo "the executor served nobody: $out"; return 1
+	fi
+	for _ in $(seq 50); do [ "$(systemctl is-active agor-executor@nobody.service)" = failed ] && break; sleep 0.1; done
+	want "$(systemctl is-active agor-executor@nobody.service)" failed
+	want "$(systemctl show -p NRestarts --value agor-executor@nobody.service)" 0
+	want "$(systemctl show -p ExecMainStatus --value agor-executor@nobody.service)" 78
+	journalctl -u agor-executor@nobody.service -o cat --no-pager | grep 'overflow uid' | tail -n 1
+	systemctl stop agor-executor@nobody.socket
+	systemctl reset-failed agor-executor@nobody.service
+	printf '%s\n' "$saved" >/etc/agor/config.yaml
+	systemctl reset-failed agor-daemon.service 2>/dev/null || true
+	systemctl restart agor-daemon.service
+}
+check "nobody (uid 65534, above min_uid, even listed in allowed_users) refused by the daemon before a unit starts, and by its executor (exit 78) when started behind the daemon's back" special_accounts
+
 unknown_uid() {
 	local out
 	if out=$(setpriv --reuid=4242424 --regid=4242424 --clear-groups agorctl sessions 2>&1); then
@@ -116,7 +145,7 @@ check "a caller whose uid has no account: refused (unknown_caller) by sessions a
 shared_account() {
 	id agentsvc >/dev/null 2>&1 || useradd --create-home agentsvc
 	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n  run_as_unix_user: false\n  executor_unix_user: agentsvc\n' >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	rm -f /home/agentsvc/whoami.txt
 	local u
 	for u in alice bob; do

@@ -33,3 +33,48 @@ ping_as() { as "$1" agorctl executors ping --socket "/run/agor/executors/$2.sock
 want() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
 # no_units PATTERN...: no unit matching is loaded (none was started).
 no_units() { test -z "$(systemctl list-units --all --plain --no-legend "$@")" || { systemctl list-units --all --no-legend "$@"; return 1; }; }
+# restart_daemon: systemctl restart, clearing the start rate limit first: the
+# checks restart the daemon more often than systemd's default burst allows
+# (systemd 257 counts each restart; an operator would not restart this often).
+restart_daemon() {
+	systemctl reset-failed agor-daemon.service 2>/dev/null || true
+	systemctl restart agor-daemon.service
+}
+# start_model DEMOMODEL-FLAGS...: (re)starts the stand-in model API on
+# 127.0.0.1:18080 (the container has none); its URL lands in /tmp/model.url.
+start_model() {
+	local old
+	old=$(cat /tmp/model.pid 2>/dev/null || true)
+	if [ -n "$old" ]; then
+		kill "$old" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+	fi
+	rm -f /tmp/model.url
+	"$T/demomodel" -listen 127.0.0.1:18080 "$@" >/tmp/model.url 2>/tmp/model.log &
+	echo $! >/tmp/model.pid
+	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
+	echo "demomodel did not start"; cat /tmp/model.log; return 1
+}
+# pane, wait_pane REGEX: the tmux session agorterm's screen, and waiting for a line of it.
+pane() { tmux capture-pane -p -t agorterm; }
+wait_pane() {
+	local _
+	for _ in $(seq 150); do pane | grep -E -- "$1" >/dev/null && return 0; sleep 0.1; done
+	echo "pane never showed /$1/:"; pane; return 1
+}
+# in_tmux CMD: runs CMD (an agorctl terminal) in a fresh 100x30 tmux
+# session, which prints agorctl's exit status when it ends.
+in_tmux() {
+	# The previous session's server exits after kill-server returns: a
+	# new session made meanwhile can reach the dying one ("server exited
+	# unexpectedly"). Wait for its socket to go, and try again if it did.
+	tmux kill-server 2>/dev/null || true
+	local _
+	for _ in $(seq 50); do [ -S "/tmp/tmux-$(id -u)/default" ] || break; sleep 0.1; done
+	for _ in 1 2 3; do
+		TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
+			"$1; echo agorctl-exit=\$?; sleep 600" && break
+		sleep 0.2
+	done
+	tmux set-option -t agorterm status off
+}

@@ -3,8 +3,8 @@
 #
 # The container's cgroup controllers are not delegated on these machines
 # (the host runs a hybrid hierarchy), so no limit is *enforced* here: these
-# checks show that systemd holds the configured properties, not that the
-# kernel applies them.
+# checks show that systemd holds the configured properties, and that
+# agorctl doctor says whether the kernel applies them.
 
 limits_base='execution:
   allowed_groups: [agorusers]
@@ -24,7 +24,7 @@ limits_conf() {
 	  users:
 	    alice: {memory_max: $1, tasks_max: 4096}
 	EOF
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 
 # shown USER: MemoryMax CPUWeight TasksMax of USER's executor service.
@@ -65,7 +65,7 @@ limits_follow() {
 	# Taking the override away gives her the group's value back.
 	printf '%s' "$limits_base" >/etc/agor/config.yaml
 	printf 'limits:\n  default: {memory_max: 1G, cpu_weight: 100, tasks_max: 1024}\n  groups: [{group: agorusers, memory_max: 2G, cpu_weight: 200}]\n' >>/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	api executors start alice >/dev/null
 	want "$(shown alice)" "CPUWeight=200 MemoryMax=2147483648 TasksMax=1024 "
 	echo "override removed: alice: $(shown alice)"
@@ -96,23 +96,39 @@ check "limits: polkit lets agor set-property on agor-executor@bob.service, refus
 
 # doctor_limits: agorctl doctor's limits line: "STATUS detail".
 doctor_limits() { { agorctl doctor || true; } | sed -n 's/^\(ok\|warn\|FAIL\) \+limits \+/\1 /p'; }
-limits_doctor() {
-	local out
+# doctor_enforced: the limits line says what the kernel does with bob's
+# limits: ok when his cgroup has the memory controller's files, else FAIL
+# saying the kernel enforces nothing (as in a container whose host
+# delegates no controllers).
+doctor_enforced() {
+	local out cg
+	cg=/sys/fs/cgroup$(systemctl show -p ControlGroup --value agor-executor@bob.service)
 	out=$(doctor_limits)
 	echo "$out"
-	[ "${out%% *}" = ok ]
+	if [ -f "$cg/memory.max" ]; then
+		echo "the kernel enforces $cg/memory.max = $(cat "$cg/memory.max")"
+		[ "${out%% *}" = ok ]
+		echo "$out" | grep 'limits the kernel enforces' >/dev/null
+	else
+		echo "$cg has no memory.max (controllers here: $(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null || echo none)): the kernel enforces no memory limit"
+		[ "${out%% *}" = FAIL ]
+		echo "$out" | grep 'agor-executor@bob.service has no memory.max, so the kernel enforces no MemoryMax' >/dev/null
+	fi
+}
+limits_doctor() {
+	local out
+	doctor_enforced
 	systemctl set-property --runtime agor-executor@bob.service MemoryMax=5G
 	out=$(doctor_limits)
 	echo "after systemctl set-property --runtime bob MemoryMax=5G: $out"
 	[ "${out%% *}" = FAIL ]
 	echo "$out" | grep 'agor-executor@bob.service: MemoryMax is 5368709120, configured 2147483648' >/dev/null
-	systemctl restart agor-daemon.service
+	restart_daemon
 	api executors start bob >/dev/null
-	out=$(doctor_limits)
-	echo "after restarting the daemon: $out"
-	[ "${out%% *}" = ok ]
+	echo "after restarting the daemon:"
+	doctor_enforced
 }
-check "limits: agorctl doctor finds the limits in force match, names a property changed by hand, and the daemon's restart puts it back" limits_doctor
+check "limits: agorctl doctor compares the kernel's cgroup files (memory.max, pids.max, cpu.max) with the configuration and says when the kernel enforces nothing; names a property changed by hand, and the daemon's restart puts it back" limits_doctor
 
 # usage_of USER [FIELD]: from agorctl executors --json, USER's usage FIELD
 # (default cpu_usage_nsec); "null" when unknown. (The container's python3
@@ -181,7 +197,7 @@ limits_restore() {
 	sed -i '/allowed_users: \[carol\]/d' /etc/agor/config.yaml
 	api executors stop carol >/dev/null
 	systemctl revert agor-executor@alice.service agor-executor@bob.service agor-executor@carol.service >/dev/null
-	systemctl restart agor-daemon.service
+	restart_daemon
 	want "$(systemctl show -p MemoryMax --value agor-executor@alice.service)" infinity
 }
 check "limits: configuration and runtime properties back as daemon.sh left them (systemctl revert)" limits_restore

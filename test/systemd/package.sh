@@ -17,8 +17,9 @@ remove() {
 	test ! -e /usr/lib/systemd/system/agor-executor@.service
 	test -f /etc/agor/executor.env # a conffile stays until purge
 	want "$(systemctl is-active agor-daemon.service agor-daemon.socket | sort -u | tr '\n' ' ')" "inactive "
+	want "$(systemctl is-active agor-executors.slice agor.slice | sort -u | tr '\n' ' ')" "inactive "
 	id agor >/dev/null
-	echo "removed: executors stopped, files gone, conffile and agor account kept"
+	echo "removed: executors and their slices stopped, files gone, conffile and agor account kept"
 }
 check "remove stops every executor and removes the files" remove
 purge() {
@@ -26,7 +27,8 @@ purge() {
 	test ! -e /etc/agor/executor.env
 	test ! -e /var/lib/agor
 	test ! -e /etc/agor/master.key
-	echo "purged: conffiles, the master key and /var/lib/agor gone"
+	no_units 'agor*'
+	echo "purged: conffiles, the master key and /var/lib/agor gone; no agor unit loaded (slices included)"
 }
 check "purge removes configuration and state" purge
 

@@ -1,21 +1,8 @@
 # Prompts as a user: the real Claude Code in alice's executor, a stand-in model. Sourced by checks.sh (uses lib.sh).
 
-# The container has no model API: demomodel plays one scripted turn on a fixed
-# loopback port, and /etc/agor/agents.yaml points the real CLI (mounted from
-# the host) at it.
-start_model() {
-	local old
-	old=$(cat /tmp/model.pid 2>/dev/null || true)
-	if [ -n "$old" ]; then
-		kill "$old" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
-	fi
-	rm -f /tmp/model.url
-	"$T/demomodel" -listen 127.0.0.1:18080 "$@" >/tmp/model.url 2>/tmp/model.log &
-	echo $! >/tmp/model.pid
-	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
-	echo "demomodel did not start"; cat /tmp/model.log; return 1
-}
+# The container has no model API: demomodel (start_model, lib.sh) plays one
+# scripted turn on a fixed loopback port, and /etc/agor/agents.yaml points
+# the real CLI (mounted from the host) at it.
 setup_agents() {
 	cat >/etc/agor/agents.yaml <<'YAML'
 claude-code:
@@ -77,8 +64,9 @@ authorisation() {
 	refused_as bob agorctl executors start alice
 	refused_as bob agorctl exec alice -- id -un
 	refused_as bob agorctl prompt alice hello
-	refused_as bob agorctl terminal --attach term_x alice
-	refused_as bob agorctl executors list
+	refused_as bob agorctl terminal --no-tty --attach term_x alice
+	# bob lists his own executor only
+	if as bob agorctl executors list | grep '^alice ' >/dev/null; then echo "bob lists alice's executor"; return 1; fi
 	refused_as bob sh -c "printf 'sk-x\n' | agorctl creds set ANTHROPIC_API_KEY --daemon" | tee /dev/stderr | grep admin_only >/dev/null
 	if as bob agorctl audit | grep '"user":"alice"' >/dev/null; then echo "bob sees alice's audit records"; return 1; fi
 	# root (an admin) may act for anyone
@@ -155,6 +143,70 @@ warm_followup() {
 }
 check "a follow-up prompt on a warm session as alice runs on the kept Claude Code process, visibly faster (times printed)" warm_followup
 
+# An edit of /etc/agor/agents.yaml reaches the next prompt without an
+# executor restart: the warm agent of the session, started with the old
+# settings, is restarted with the new ones.
+agents_reload() {
+	setup_agents
+	start_model -bash 'true' -text 'Ran it.' -plain 2
+	local s pid m2
+	timed_prompt 'remember the word ibis-5' >/dev/null
+	grep '"status":"completed"' /tmp/timed.out >/dev/null || { tail -n 3 /tmp/timed.out; return 1; }
+	s=$(grep -o '"session_id":"[0-9a-f]*"' /tmp/timed.out | head -n 1 | cut -d'"' -f4)
+	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	rm -f /home/alice/model2.txt
+	"$T/demomodel" -listen 127.0.0.1:18081 -bash 'echo second-model > model2.txt' -text 'Wrote it.' >/tmp/model2.url 2>/tmp/model2.log &
+	m2=$!
+	for _ in $(seq 50); do [ -s /tmp/model2.url ] && break; sleep 0.1; done
+	sed -i 's#127.0.0.1:18080#127.0.0.1:18081#' /etc/agor/agents.yaml
+	timed_prompt --session "$s" 'and now?' >/dev/null
+	kill "$m2"
+	sed -i 's#127.0.0.1:18081#127.0.0.1:18080#' /etc/agor/agents.yaml
+	grep '"status":"completed"' /tmp/timed.out >/dev/null || { tail -n 3 /tmp/timed.out; return 1; }
+	want "$(cat /home/alice/model2.txt 2>/dev/null)" second-model
+	if grep '"warm":true' /tmp/timed.out >/dev/null; then echo "the warm agent ran with the old settings"; return 1; fi
+	want "$(systemctl show -p MainPID --value agor-executor@alice.service)" "$pid"
+	journalctl -u agor-executor@alice.service -o cat --no-pager | grep 'agent settings read again' | tail -n 1
+	echo "after agents.yaml named another model URL: the same executor (pid $pid) ran the session's follow-up against it, its warm agent restarted"
+}
+check "an edit of agents.yaml reaches alice's next prompt in the running executor (same pid), restarting her warm agent" agents_reload
+
+# last_status: the status of alice's newest task.
+last_status() {
+	local s
+	s=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	as alice agorctl tasks "$s" --json | grep -o '"status":"[a-z]*"' | tail -n 1 | cut -d'"' -f4
+}
+# A model that takes the connection and never answers: agorctl prompt says
+# it waits for the model; killed, its task is stopped by the daemon once
+# the grace period passes with nobody following it.
+prompt_unreachable() {
+	setup_agents
+	python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 18082)); s.listen(16); held = []
+while True: held.append(s.accept()[0])' &
+	local silent=$! client task t0 status=
+	sed -i 's#127.0.0.1:18080#127.0.0.1:18082#' /etc/agor/agents.yaml
+	# setpriv execs agorctl: $! is agorctl itself (as's function would be a subshell)
+	setpriv --reuid=alice --regid=alice --init-groups agorctl prompt alice 'anyone there?' >/tmp/unreach.out 2>/tmp/unreach.err &
+	client=$!
+	for _ in $(seq 300); do grep -q 'waiting for the model' /tmp/unreach.err && break; sleep 0.1; done
+	sed -i 's#127.0.0.1:18082#127.0.0.1:18080#' /etc/agor/agents.yaml
+	grep 'waiting for the model' /tmp/unreach.err || { echo "no word after 30 s:"; cat /tmp/unreach.err; kill -9 "$client" "$silent"; return 1; }
+	task=$(sed -n 's/.*(task \([0-9a-f]*\);.*/\1/p' /tmp/unreach.err | head -n 1)
+	want "$(last_status)" running
+	kill -9 "$client"
+	t0=$(date +%s)
+	for _ in $(seq 120); do status=$(last_status); [ "$status" = running ] || break; sleep 0.5; done
+	kill "$silent"
+	want "$status" cancelled
+	echo "agorctl prompt killed: the daemon stopped task $task $(( $(date +%s) - t0 )) s later (grace 30 s, nobody following)"
+	journalctl -u agor-daemon.service -o cat --no-pager | grep "task $task stopped: its client went away"
+}
+check "a prompt on a model that never answers says so on stderr (no reply for 10s); its killed client leaves a task the daemon stops after the grace period" prompt_unreachable
+
 # agents.warm_per_host: 1 holds the host to one warm agent whoever's it is:
 # bob's prompt leaves his agent warm, so the daemon asks alice's executor
 # for hers back (the least recently used on the host); her next prompt in
@@ -164,7 +216,7 @@ warm_host_cap() {
 	conf=$(cat /etc/agor/config.yaml)
 	systemctl stop agor-executor@bob.socket agor-executor@bob.service # agents.yaml afresh
 	printf '%s\nagents:\n  warm_per_host: 1\n' "$conf" >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 	start_model -bash 'true' -text 'Ran it.' -plain 4
 	t0=$(date +%s)
 	timed_prompt 'remember the word heron-3' >/dev/null
@@ -192,6 +244,6 @@ warm_host_cap() {
 	if grep '"warm":true' /tmp/timed.out >/dev/null; then echo "alice's prompt ran warm after her agent was released"; return 1; fi
 	echo "alice's session $s after the release: cold, resumed, first event ${t% *} ms"
 	printf '%s\n' "$conf" >/etc/agor/config.yaml
-	systemctl restart agor-daemon.service
+	restart_daemon
 }
 check "agents.warm_per_host: 1 — bob's warm agent makes the daemon release alice's (least recently used on the host), logged on both ends; her next prompt runs cold, resuming the session" warm_host_cap

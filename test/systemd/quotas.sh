@@ -3,13 +3,6 @@
 # error naming it, another person is unaffected, keys sit in one file per
 # owner, and the retention sweep runs on its schedule and says so.
 
-# restart_daemon restarts agor-daemon after a configuration change; the
-# checks here change it more often than systemd's start rate limit lets a
-# unit restart, which is about the checks, not the daemon.
-restart_daemon() {
-	systemctl reset-failed agor-daemon.service 2>/dev/null || true
-	systemctl restart agor-daemon.service
-}
 quota_config() {
 	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_sessions_per_user: %s\n  max_credentials_per_user: %s\n  max_prompt_bytes: 4096\nretention:\n  sweep_interval_s: 1\n' "$1" "$2" >/etc/agor/config.yaml
 	restart_daemon

@@ -18,10 +18,13 @@ host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd lint
 echo "== building packages"
 make -s deb rpm PKG_VERSION=0.1.1 >/dev/null
 cp dist/agor_0.1.1-1_amd64.deb dist/agor-0.1.1-1.x86_64.rpm "$top/test/.cache/" 2>/dev/null || { mkdir -p test/.cache; cp dist/agor_0.1.1-1_amd64.deb dist/agor-0.1.1-1.x86_64.rpm test/.cache/; }
-make -s deb rpm PKG_VERSION=0.1.0 >/dev/null
+make -s deb rpm >/dev/null # the version the README's `make deb` makes
 work=$(mktemp -d /tmp/agor-systemd.XXXXXX)
-mkdir -p "$work/opt" "$work/root"
+mkdir -p "$work/opt/dist" "$work/root"
 cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
+# readme.sh follows the README: the package `make deb` made, as its dist/ holds it.
+cp "$(ls -t dist/agor_*_amd64.deb | head -n 1)" "$work/opt/dist/"
+cp README.md "$work/opt/"
 # checks.sh runs the concern files (install.sh, socket.sh, ... upgrade.sh)
 # with the helpers of lib.sh; this script is the container harness.
 cp test/systemd/*.sh "$work/opt/"
@@ -61,20 +64,7 @@ lint_out=$work/opt/lint.txt
 	echo "# rpm -qp --scripts"; rpm -qp --scripts dist/agor-0.1.0-1.x86_64.rpm
 } >"$lint_out" 2>&1
 
-# --- root filesystem, cached by package list ---------------------------------
-# slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
-# systemd-userdbd: the user database the daemon asks over varlink;
-# iproute2, curl and git: the egress checks' private network and clients.
-pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd,iproute2,curl,git"
-key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
-tarball=test/.cache/rootfs-$key.tar.zst
-if [ ! -s "$tarball" ]; then
-	echo "== building root filesystem ($pkgs)"
-	mmdebstrap --quiet --variant=minbase --include="$pkgs" bookworm "$tarball.tmp.tar.zst"
-	mv "$tarball.tmp.tar.zst" "$tarball"
-fi
-
-# --- teardown, whatever happens ----------------------------------------------
+# --- teardown of a booted release, whatever happens --------------------------
 cg=agor-test-$$
 nspawn_pid=
 teardown() {
@@ -87,62 +77,95 @@ teardown() {
 		kill -9 "$nspawn_pid" 2>/dev/null
 		wait "$nspawn_pid" 2>/dev/null
 	fi
+	nspawn_pid= leader=
 	leave_cgroup "$cg"
 	umount "$work/root" 2>/dev/null
-	rm -rf "$work"
+	return 0
 }
-trap teardown EXIT
+trap 'teardown; rm -rf "$work"' EXIT
 
-echo "== unpacking root filesystem"
-mount -t tmpfs -o size=2G tmpfs "$work/root"
-tar -C "$work/root" --zstd -xf "$tarball"
-root=$work/root
-echo agortest >"$root/etc/hostname"
-test/systemd/directory/setup.sh "$root"
-chroot "$root" groupadd agorusers # allowed by the daemon checks' config; carol is not in it
-for u in alice bob carol; do chroot "$root" useradd --create-home --shell /bin/bash "$u"; done
-chroot "$root" usermod -a -G agorusers alice
-chroot "$root" usermod -a -G agorusers bob
-# 20 users for the concurrency checks, 100 for the daemon's memory benchmark.
-for u in $(seq -f 'user%02g' 1 20) $(seq -f 'u%03g' 1 100); do
-	chroot "$root" useradd --create-home --groups agorusers "$u"
-done
-systemctl --root="$root" mask console-getty.service apt-daily.timer apt-daily-upgrade.timer \
-	systemd-networkd-wait-online.service e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
 
-# --- boot ---------------------------------------------------------------------
-echo "== booting systemd in systemd-nspawn"
-(
-	join_cgroup "$cg" "$BASHPID"
-	# nspawn's own seccomp filter (systemd 252) leaves out the landlock
-	# system calls, which the executor's task sandbox needs: let them in,
-	# as a host does (the executor unit's filter still has its say).
-	SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
-		--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
-		--register=no --keep-unit --private-network --console=read-only \
-		--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" </dev/null >"$work/boot.log" 2>&1
-) &
-nspawn_pid=$!
-leader=
-for _ in $(seq 100); do
-	leader=$(ps -o pid= --ppid "$nspawn_pid" | head -n1 | tr -d ' ' || true)
-	[ -n "$leader" ] && [ "$(readlink "/proc/$leader/exe" 2>/dev/null)" = /usr/lib/systemd/systemd ] && break
+# boot_and_check RELEASE: builds (once, cached by package list and release) and
+# unpacks RELEASE's root filesystem, boots it and runs checks.sh inside;
+# checks.sh's status goes to checks_rc (a function called in an || list would
+# run without errexit, and a failed setup step must end the suite).
+boot_and_check() {
+	local release=$1 pkgs key tarball root state t0
+	t0=$(date +%s)
+	echo "== Debian $release"
+	# slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
+	# systemd-userdbd: the user database the daemon asks over varlink;
+	# iproute2, curl and git: the egress checks' private network and clients.
+	pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd,iproute2,curl,git"
+	key=$(printf '%s %s\n' "$pkgs" "$release" | sha256sum | cut -c1-12)
+	tarball=test/.cache/rootfs-$key.tar.zst
+	if [ ! -s "$tarball" ]; then
+		echo "== building root filesystem ($pkgs)"
+		mmdebstrap --quiet --variant=minbase --include="$pkgs" "$release" "$tarball.tmp.tar.zst"
+		mv "$tarball.tmp.tar.zst" "$tarball"
+	fi
+
+	echo "== unpacking root filesystem"
+	mount -t tmpfs -o size=2G tmpfs "$work/root"
+	tar -C "$work/root" --zstd -xf "$tarball"
+	root=$work/root
+	echo agortest >"$root/etc/hostname"
+	test/systemd/directory/setup.sh "$root"
+	chroot "$root" groupadd agorusers # allowed by the daemon checks' config; carol is not in it
+	for u in alice bob carol; do chroot "$root" useradd --create-home --shell /bin/bash "$u"; done
+	chroot "$root" usermod -a -G agorusers alice
+	chroot "$root" usermod -a -G agorusers bob
+	# 20 users for the concurrency checks, 100 for the daemon's memory benchmark.
+	for u in $(seq -f 'user%02g' 1 20) $(seq -f 'u%03g' 1 100); do
+		chroot "$root" useradd --create-home --groups agorusers "$u"
+	done
+	systemctl --root="$root" mask console-getty.service apt-daily.timer apt-daily-upgrade.timer \
+		systemd-networkd-wait-online.service e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
+
+	# --- boot ---------------------------------------------------------------------
+	echo "== booting systemd in systemd-nspawn"
+	(
+		join_cgroup "$cg" "$BASHPID"
+		# nspawn's own seccomp filter (systemd 252) leaves out the landlock
+		# system calls, which the executor's task sandbox needs: let them in,
+		# as a host does (the executor unit's filter still has its say).
+		SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
+			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
+			--register=no --keep-unit --private-network --console=read-only \
+			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" </dev/null >"$work/boot.log" 2>&1
+	) &
+	nspawn_pid=$!
 	leader=
-	sleep 0.1
-done
-[ -n "$leader" ] || { echo "container did not start:"; cat "$work/boot.log"; exit 1; }
-for _ in $(seq 100); do [ -S "/proc/$leader/root/run/systemd/private" ] && break; sleep 0.1; done
-inside() { nsenter -t "$leader" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
-state=$(inside timeout 60 systemctl is-system-running --wait || true)
-echo "== system state: $state"
-if [ "$state" != running ] && [ "$state" != degraded ]; then
-	inside systemctl --failed --no-pager || true
-	exit 1
-fi
-[ "$state" = running ] || inside systemctl --failed --no-pager --plain || true
+	for _ in $(seq 100); do
+		leader=$(ps -o pid= --ppid "$nspawn_pid" | head -n1 | tr -d ' ' || true)
+		[ -n "$leader" ] && [ "$(readlink "/proc/$leader/exe" 2>/dev/null)" = /usr/lib/systemd/systemd ] && break
+		leader=
+		sleep 0.1
+	done
+	[ -n "$leader" ] || { echo "container did not start:"; cat "$work/boot.log"; exit 1; }
+	for _ in $(seq 100); do [ -S "/proc/$leader/root/run/systemd/private" ] && break; sleep 0.1; done
+	inside() { nsenter -t "$leader" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+	state=$(inside timeout 60 systemctl is-system-running --wait || true)
+	echo "== system state: $state"
+	if [ "$state" != running ] && [ "$state" != degraded ]; then
+		inside systemctl --failed --no-pager || true
+		exit 1
+	fi
+	[ "$state" = running ] || inside systemctl --failed --no-pager --plain || true
 
-# --- checks -------------------------------------------------------------------
-rc=0
-inside bash /opt/tests/checks.sh || rc=$?
-echo "== suite took $(( $(date +%s) - start )) s"
+	inside sh -c '. /etc/os-release; echo "== booted $PRETTY_NAME, systemd $(systemctl --version | sed -n "1s/^systemd \\([0-9]*\\).*/\\1/p")"'
+	checks_rc=0
+	inside bash /opt/tests/checks.sh || checks_rc=$?
+	echo "== Debian $release: checks took $(( $(date +%s) - t0 )) s"
+	teardown
+}
+
+# --- checks, one release after another --------------------------------------------
+releases=${*:-bookworm trixie}
+rc=0 failed=
+for release in $releases; do
+	boot_and_check "$release"
+	[ "$checks_rc" = 0 ] || { rc=1; failed="$failed $release"; }
+done
+echo "== suite took $(( $(date +%s) - start )) s${failed:+; failed on:$failed}"
 exit $rc

@@ -1,27 +1,5 @@
-# agorctl terminal, driven as a person would, inside tmux. Sourced by checks.sh (uses lib.sh).
+# agorctl terminal, driven as a person would, inside tmux (in_tmux, wait_pane: lib.sh). Sourced by checks.sh (uses lib.sh).
 
-pane() { tmux capture-pane -p -t agorterm; }
-wait_pane() {
-	local _
-	for _ in $(seq 150); do pane | grep -E -- "$1" >/dev/null && return 0; sleep 0.1; done
-	echo "pane never showed /$1/:"; pane; return 1
-}
-# in_tmux CMD: runs CMD (an agorctl terminal) in a fresh 100x30 tmux
-# session, which prints agorctl's exit status when it ends.
-in_tmux() {
-	# The previous session's server exits after kill-server returns: a
-	# new session made meanwhile can reach the dying one ("server exited
-	# unexpectedly"). Wait for its socket to go, and try again if it did.
-	tmux kill-server 2>/dev/null || true
-	local _
-	for _ in $(seq 50); do [ -S "/tmp/tmux-$(id -u)/default" ] || break; sleep 0.1; done
-	for _ in 1 2 3; do
-		TERM=xterm-256color tmux -f /dev/null new-session -d -s agorterm -x 100 -y 30 \
-			"$1; echo agorctl-exit=\$?; sleep 600" && break
-		sleep 0.2
-	done
-	tmux set-option -t agorterm status off
-}
 terminal_tmux() {
 	in_tmux "agorctl terminal alice"
 	wait_pane 'alice@'
@@ -67,3 +45,51 @@ terminal_reattach() {
 	echo "detached $id with Ctrl-] (exit 0), reattached: scrollback replayed, same shell (pid $pid), exit 7 passed through"
 }
 check "agorctl terminal: Ctrl-] detaches, --attach replays the scrollback into the same shell" terminal_reattach
+
+# Without a terminal on standard input agorctl terminal refuses at once and
+# starts nothing; --no-tty drives the shell through pipes instead.
+terminal_no_tty() {
+	local out rc=0 before after
+	before=$("$T/daemonbench" -get /v1/executors/alice/terminals | { grep -o '"terminal_id"' || true; } | wc -l)
+	out=$(as alice agorctl terminal alice </dev/null 2>&1) || rc=$?
+	echo "agorctl terminal alice </dev/null: exit $rc: $out"
+	want "$rc" 1
+	echo "$out" | grep 'standard input is not a terminal' >/dev/null
+	after=$("$T/daemonbench" -get /v1/executors/alice/terminals | { grep -o '"terminal_id"' || true; } | wc -l)
+	want "$after" "$before"
+	rc=0
+	out=$(printf 'id -un\nexit 3\n' | as alice agorctl terminal --no-tty alice 2>&1) || rc=$?
+	# (bash wraps each command's output in bracketed-paste escapes: the
+	# line ends with the name)
+	echo "with --no-tty: exit $rc, the line of id -un: $(echo "$out" | tr -d '\r' | grep -E 'alice$' | cat -v)"
+	want "$rc" 3
+	echo "$out" | tr -d '\r' | grep -E 'alice$' >/dev/null || { echo "$out" | cat -v; return 1; }
+}
+check "agorctl terminal without a terminal on stdin refuses with a clear message and starts nothing; --no-tty pipes a shell (id -un, exit 3)" terminal_no_tty
+
+# What an executor starts gets its person's login umask (Debian's
+# login.defs: UMASK 022 with user private groups, so 0002 for alice), not
+# the unit's UMask=0027; a GECOS umask= (pam_umask's) comes first.
+terminal_umask() {
+	local gecos t0
+	t0=$(date +%s)
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service # started afresh below
+	want "$(agorctl exec alice -- sh -c umask)" 0002
+	want "$(systemctl show -p UMask --value agor-executor@alice.service)" 0027
+	in_tmux "agorctl terminal alice"
+	wait_pane 'alice@'
+	tmux send-keys -t agorterm 'echo "um=$(umask)"; touch term-umask.txt; exit' Enter
+	wait_pane 'agorctl-exit=0'
+	pane | grep -x 'um=0002' >/dev/null || { pane; return 1; }
+	want "$(stat -c %a /home/alice/term-umask.txt)" 664
+	gecos=$(getent passwd bob | cut -d: -f5)
+	usermod -c 'Bob,,,,umask=0077' bob
+	systemctl stop agor-executor@bob.socket agor-executor@bob.service # the umask is read at start
+	want "$(agorctl exec bob -- sh -c umask)" 0077
+	usermod -c "$gecos" bob
+	systemctl stop agor-executor@bob.socket agor-executor@bob.service
+	journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager | grep 'umask 02 from' | tail -n 1 | grep . ||
+		{ echo "no umask line in alice's executor's journal since it started:"; journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager | head -n 5; return 1; }
+	echo "alice: exec and terminal umask 0002 (a new file 664) under the unit's UMask=0027; bob with GECOS umask=0077: 0077"
+}
+check "agents, commands and terminals get the person's login umask (login.defs, user private groups; GECOS umask=), not the unit's UMask=0027" terminal_umask

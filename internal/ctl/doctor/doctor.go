@@ -24,6 +24,7 @@ import (
 	"github.com/agor-sh/agor/internal/ctl/apiclient"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/sandbox"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
@@ -65,6 +66,8 @@ type Bus interface {
 	RunningExecutors(ctx context.Context) ([]string, error)
 	// UnitProperties reads a service unit's uint64 properties.
 	UnitProperties(ctx context.Context, unit string, names []string) (map[string]uint64, error)
+	// ControlGroup is a unit's cgroup, below /sys/fs/cgroup.
+	ControlGroup(ctx context.Context, unit string) (string, error)
 	Close() error
 }
 
@@ -81,7 +84,7 @@ type Doctor struct {
 	dial        func() (Bus, error)
 	lookupUser  func(name string) (uid, gid int, err error)
 	lookupGroup func(name string) (gid int, err error)
-	health      func(ctx context.Context, socket string) (string, error)
+	health      func(ctx context.Context, socket string) (apiwire.Health, error)
 	// spawnAs starts a process as uid:gid for polkit to judge, and a
 	// function that ends it.
 	spawnAs func(uid, gid int) (Process, func(), error)
@@ -97,8 +100,9 @@ type Doctor struct {
 	user string
 
 	// Filled in as the checks run.
-	cfg    *config.Config
-	sample string // an instance name for the executor templates
+	storage *apiwire.Storage // as the daemon's health reports it
+	cfg     *config.Config
+	sample  string // an instance name for the executor templates
 }
 
 // ForUser makes name the account the checks try (a unit instance, the
@@ -131,6 +135,7 @@ var checks = []check{
 	{"units-verify", checkVerify},
 	{"daemon-active", checkDaemonActive},
 	{"daemon-api", checkDaemonAPI},
+	{"store-space", checkStoreSpace},
 	{"dbus", checkDBus},
 	{"polkit-rule", checkPolkitRule},
 	{"polkit-effective", checkPolkitEffective},
@@ -239,15 +244,15 @@ func lookupGroup(name string) (int, error) {
 	return int(g.GID), nil
 }
 
-func health(ctx context.Context, socket string) (string, error) {
-	var h struct{ Status, Version string }
+func health(ctx context.Context, socket string) (apiwire.Health, error) {
+	var h apiwire.Health
 	if err := apiclient.New(socket).Do(ctx, "GET", "/v1/health", nil, &h); err != nil {
-		return "", err
+		return h, err
 	}
 	if h.Status != "ok" || h.Version == "" {
-		return "", fmt.Errorf("health: status %q, version %q", h.Status, h.Version)
+		return h, fmt.Errorf("health: status %q, version %q", h.Status, h.Version)
 	}
-	return h.Version, nil
+	return h, nil
 }
 
 // --- configuration -------------------------------------------------------------

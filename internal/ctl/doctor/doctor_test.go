@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // fakeBus answers like systemd and polkit with 50-agor.rules in force,
@@ -38,6 +39,11 @@ func (b fakeBus) UnitProperties(_ context.Context, unit string, names []string) 
 		out[n] = v
 	}
 	return out, nil
+}
+
+// ControlGroup is where systemd puts an executor's cgroup.
+func (fakeBus) ControlGroup(_ context.Context, unit string) (string, error) {
+	return "/agor.slice/agor-executors.slice/" + unit, nil
 }
 
 func (fakeBus) Close() error { return nil }
@@ -111,7 +117,9 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 			}
 			return 0, errors.New("unknown group " + name)
 		},
-		health:   func(context.Context, string) (string, error) { return "0.1.0", nil },
+		health: func(context.Context, string) (apiwire.Health, error) {
+			return apiwire.Health{Status: "ok", Version: "0.1.0", Storage: &apiwire.Storage{State: "ok", StateDir: "/var/lib/agor", FreeBytes: 10 << 30, MinFreeBytes: 64 << 20}}, nil
+		},
 		ids:      identity.New(fakeAccounts),
 		landlock: func() int { return 7 },
 		spawnAs: func(uid, _ int) (Process, func(), error) {
@@ -247,8 +255,16 @@ func TestDoctorFailures(t *testing.T) {
 			write(t, d.configPath, 0o644, "execution:\n  backend: docker\n")
 		}, "config", "execution.backend", "correct"},
 		{"daemon down", func(t *testing.T, d *Doctor) {
-			d.health = func(context.Context, string) (string, error) { return "", errors.New("connection refused") }
+			d.health = func(context.Context, string) (apiwire.Health, error) {
+				return apiwire.Health{}, errors.New("connection refused")
+			}
 		}, "daemon-api", "connection refused", "systemctl restart agor-daemon.socket"},
+		{"store full", func(t *testing.T, d *Doctor) {
+			d.health = func(context.Context, string) (apiwire.Health, error) {
+				return apiwire.Health{Status: "ok", Version: "0.1.0", Storage: &apiwire.Storage{State: "full", StateDir: "/var/lib/agor",
+					Reason: "database or disk is full", Pending: 2}}, nil
+			}
+		}, "store-space", "the store in /var/lib/agor is full", "free space on the filesystem of /var/lib/agor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, _ := fixture(t)

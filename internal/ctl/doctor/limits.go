@@ -18,9 +18,11 @@ import (
 
 // --- limits ------------------------------------------------------------------------
 
-// checkLimits compares, for each running executor, the resource limits in
-// force (its unit's properties, read over D-Bus) with what the
-// configuration gives its user, and names every difference.
+// checkLimits compares, for each running executor, the resource limits
+// systemd holds (its unit's properties, read over D-Bus) with what the
+// configuration gives its user, then what the kernel enforces (the files
+// of the unit's cgroup) with those, and names every difference; a
+// controller missing from the cgroup is named as enforcing nothing.
 func checkLimits(ctx context.Context, d *Doctor) Finding {
 	switch {
 	case d.cfg == nil:
@@ -41,27 +43,41 @@ func checkLimits(ctx context.Context, d *Doctor) Finding {
 	if err != nil {
 		return fail("systemctl status dbus.service", "list executor units: %v", err)
 	}
-	var diffs []string
+	var diffs, kernel, missing []string
 	for _, unit := range units {
-		diffs = append(diffs, d.limitDiffs(ctx, b, unit)...)
+		sd, got := d.limitDiffs(ctx, b, unit)
+		diffs = append(diffs, sd...)
+		if len(sd) == 0 && got != nil {
+			k, m := d.kernelDiffs(ctx, b, unit, got)
+			kernel, missing = append(kernel, k...), append(missing, m...)
+		}
 	}
-	if len(diffs) > 0 {
+	switch {
+	case len(diffs) > 0:
 		return fail("systemctl restart agor-daemon.service sets the configured limits on running executors again; "+
 			"a persistent `systemctl set-property` (in /etc/systemd/system.control) outranks them: systemctl revert UNIT",
 			"%s", strings.Join(diffs, "; "))
+	case len(kernel) > 0:
+		return fail("systemctl restart UNIT writes its cgroup again; something else wrote these files",
+			"%s", strings.Join(kernel, "; "))
+	case len(missing) > 0:
+		return fail("run systemd on the unified cgroup hierarchy (cgroup v2) with the memory, pids, cpu and io controllers "+
+			"delegated to it (in a container: by its host); until then the limits are settings, not limits",
+			"systemd holds the configured limits, but the kernel enforces none of these: %s", strings.Join(missing, "; "))
 	}
-	return ok("limits in force match the configuration on %d running executor(s)", len(units))
+	return ok("limits the kernel enforces (cgroup memory.max, pids.max, cpu.max, ...) match the configuration on %d running executor(s)", len(units))
 }
 
-// limitDiffs are unit's differences from its user's configured limits.
-func (d *Doctor) limitDiffs(ctx context.Context, b Bus, unit string) []string {
+// limitDiffs are unit's differences from its user's configured limits,
+// and the values systemd shows for them (nil when unread).
+func (d *Doctor) limitDiffs(ctx context.Context, b Bus, unit string) ([]string, map[string]uint64) {
 	user, err := instanceUser(unit)
 	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", unit, err)}
+		return []string{fmt.Sprintf("%s: %v", unit, err)}, nil
 	}
 	want, err := d.configuredLimits(ctx, user)
 	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", unit, err)}
+		return []string{fmt.Sprintf("%s: %v", unit, err)}, nil
 	}
 	names := make([]string, len(want))
 	for i, p := range want {
@@ -69,7 +85,7 @@ func (d *Doctor) limitDiffs(ctx context.Context, b Bus, unit string) []string {
 	}
 	got, err := b.UnitProperties(ctx, unit, names)
 	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", unit, err)}
+		return []string{fmt.Sprintf("%s: %v", unit, err)}, nil
 	}
 	var out []string
 	for _, p := range want {
@@ -78,7 +94,7 @@ func (d *Doctor) limitDiffs(ctx context.Context, b Bus, unit string) []string {
 			out = append(out, fmt.Sprintf("%s: %s is %s, configured %s (limits %s)", unit, p.Shown(), shownValue(have), shownValue(d.expected(p)), p.Key))
 		}
 	}
-	return out
+	return out, got
 }
 
 func instanceUser(unit string) (string, error) {
@@ -185,4 +201,20 @@ func (b systemBus) UnitProperties(ctx context.Context, unit string, names []stri
 		out[n], _ = v.Value().(uint64)
 	}
 	return out, nil
+}
+
+// ControlGroup is unit's cgroup path below /sys/fs/cgroup.
+func (b systemBus) ControlGroup(ctx context.Context, unit string) (string, error) {
+	var path dbus.ObjectPath
+	mgr := b.conn.Object("org.freedesktop.systemd1", "/org/freedesktop/systemd1")
+	if err := mgr.CallWithContext(ctx, "org.freedesktop.systemd1.Manager.GetUnit", 0, unit).Store(&path); err != nil {
+		return "", err
+	}
+	var v dbus.Variant
+	if err := b.conn.Object("org.freedesktop.systemd1", path).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0,
+		"org.freedesktop.systemd1.Service", "ControlGroup").Store(&v); err != nil {
+		return "", fmt.Errorf("%s ControlGroup: %w", unit, err)
+	}
+	cg, _ := v.Value().(string)
+	return cg, nil
 }

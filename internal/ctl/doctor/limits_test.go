@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,10 +28,25 @@ func TestDoctorLimits(t *testing.T) {
 		`agor-executor@bob.service`:          {"MemoryMax": 2 << 30, "TasksMax": 100, "CPUWeight": 50},
 	}
 	d.dial = func() (Bus, error) { return fakeBus{ruleLoaded: true, props: inForce}, nil }
+	// systemd holds the limits, but the cgroups have no controller files:
+	// the kernel enforces nothing, and the check says so.
 	status, detail := line(t, d, "limits")
-	if status != "ok" || !strings.Contains(detail, "2 running executor(s)") {
+	if status != "FAIL" || !strings.Contains(detail, "the kernel enforces none") ||
+		!strings.Contains(detail, "agor-executor@bob.service has no memory.max, so the kernel enforces no MemoryMax") {
+		t.Fatalf("limits with no controller in the cgroups: %s %s", status, detail)
+	}
+	cgroup(t, d, "agor-executor@ada.lovelace.service", map[string]string{"memory.max": "1073741824", "pids.max": "300", "cpu.weight": "100"})
+	cgroup(t, d, "agor-executor@bob.service", map[string]string{"memory.max": "2147483648", "pids.max": "100", "cpu.weight": "50"})
+	status, detail = line(t, d, "limits")
+	if status != "ok" || !strings.Contains(detail, "kernel enforces") || !strings.Contains(detail, "2 running executor(s)") {
 		t.Fatalf("limits: %s %s", status, detail)
 	}
+	cgroup(t, d, "agor-executor@bob.service", map[string]string{"pids.max": "max"}) // written behind systemd's back
+	status, detail = line(t, d, "limits")
+	if status != "FAIL" || !strings.Contains(detail, "agor-executor@bob.service: the kernel enforces pids.max unset/infinity, systemd holds TasksMax=100") {
+		t.Fatalf("limits with pids.max written by hand: %s %s", status, detail)
+	}
+	cgroup(t, d, "agor-executor@bob.service", map[string]string{"pids.max": "100"})
 	inForce[`agor-executor@bob.service`]["MemoryMax"] = 3 << 30 // set by hand
 	status, detail = line(t, d, "limits")
 	if status != "FAIL" || !strings.Contains(detail, "agor-executor@bob.service: MemoryMax is 3221225472, configured 2147483648 (limits memory_max)") {
@@ -53,4 +69,43 @@ func line(t *testing.T, d *Doctor, check string) (string, string) {
 	}
 	t.Fatalf("no %s line in:\n%s", check, out)
 	return "", ""
+}
+
+// cgroup writes files into unit's cgroup under the fixture's root.
+func cgroup(t *testing.T, d *Doctor, unit string, files map[string]string) {
+	t.Helper()
+	dir := d.path("/sys/fs/cgroup/agor.slice/agor-executors.slice/" + unit)
+	mkdir(t, dir, 0o755)
+	for name, v := range files {
+		write(t, filepath.Join(dir, name), 0o644, v+"\n")
+	}
+}
+
+func TestReadCgroupValue(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		shown, content string
+		want           uint64
+	}{
+		{"MemoryMax", "max\n", math.MaxUint64},
+		{"MemoryMax", "1073741824\n", 1 << 30},
+		{"CPUQuotaPerSecUSec", "50000 100000\n", 500_000},
+		{"CPUQuotaPerSecUSec", "max 100000\n", math.MaxUint64},
+		{"IOWeight", "default 100\n", 100},
+	} {
+		p := filepath.Join(dir, "f")
+		write(t, p, 0o644, tc.content)
+		got, err := readCgroupValue(p, tc.shown)
+		if err != nil || got != tc.want {
+			t.Errorf("%s %q = %d, %v; want %d", tc.shown, tc.content, got, err, tc.want)
+		}
+	}
+	if _, err := readCgroupValue(filepath.Join(dir, "none"), "MemoryMax"); err != errNotEnforced {
+		t.Errorf("a missing file: %v, want errNotEnforced", err)
+	}
+	write(t, filepath.Join(dir, "bad"), 0o644, "lots\n")
+	if _, err := readCgroupValue(filepath.Join(dir, "bad"), "MemoryMax"); err == nil {
+		t.Error("a bad value was read without an error")
+	}
 }

@@ -2,11 +2,13 @@ package doctor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // --- units -----------------------------------------------------------------------
@@ -83,12 +85,39 @@ func checkDaemonActive(ctx context.Context, d *Doctor) Finding {
 }
 
 func checkDaemonAPI(ctx context.Context, d *Doctor) Finding {
-	v, err := d.health(ctx, d.apiSocket)
+	h, err := d.health(ctx, d.apiSocket)
 	if err != nil {
 		return fail("systemctl restart agor-daemon.socket agor-daemon.service, and check journalctl -u agor-daemon.service (or pass --api if the daemon listens elsewhere)",
 			"GET /v1/health on %s: %v", d.apiSocket, err)
 	}
-	return ok("GET /v1/health on %s: ok, version %s", d.apiSocket, v)
+	d.storage = h.Storage
+	return ok("GET /v1/health on %s: ok, version %s", d.apiSocket, h.Version)
+}
+
+// checkStoreSpace reports the daemon's store as the daemon sees it: full
+// (new tasks refused with storage_full) or how much room is left above
+// store.min_free_bytes.
+func checkStoreSpace(_ context.Context, d *Doctor) Finding {
+	s := d.storage
+	if s == nil {
+		return skip("the daemon did not report its store (daemon-api)")
+	}
+	if s.State != "ok" {
+		return fail(fmt.Sprintf("free space on the filesystem of %s (or raise its size, or lower store.min_free_bytes); the daemon resumes by itself", s.StateDir),
+			"the store in %s is full since %s: %s; new tasks are refused (storage_full), %d statuses wait in memory",
+			s.StateDir, since(s.Since), s.Reason, s.Pending)
+	}
+	if s.FreeBytes >= 0 && s.FreeBytes < 2*s.MinFreeBytes {
+		return warn("%s has %d MiB free, near store.min_free_bytes (%d MiB), below which new tasks are refused", s.StateDir, s.FreeBytes>>20, s.MinFreeBytes>>20)
+	}
+	return ok("%s: %d MiB free (store.min_free_bytes %d MiB)", s.StateDir, s.FreeBytes>>20, s.MinFreeBytes>>20)
+}
+
+func since(t *time.Time) string {
+	if t == nil {
+		return "?"
+	}
+	return t.Local().Format(time.DateTime)
 }
 
 // --- exposure -----------------------------------------------------------------------

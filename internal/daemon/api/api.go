@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/broker"
@@ -26,6 +27,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -83,6 +85,10 @@ type Server struct {
 	Quotas   config.Quotas
 	Retained *Retained // the store's size and what retention removed (metrics); nil: not shown
 	Log      *slog.Logger
+	// OrphanGrace is how long a prompt's task runs on once the client
+	// that started it and follows it is gone, with nobody else following
+	// it (default DefaultOrphanGrace); then it is stopped. orphan.go.
+	OrphanGrace time.Duration
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.
@@ -104,9 +110,9 @@ func (s *Server) Handler() http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/health", s.health)
 	m.HandleFunc("GET /v1/metrics", s.serveMetrics)
-	m.HandleFunc("GET /v1/executors", s.admin(s.listExecutors))
+	m.HandleFunc("GET /v1/executors", s.listExecutors)
 	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
-	m.HandleFunc("DELETE /v1/executors/{user}", s.admin(s.stopExecutor))
+	m.HandleFunc("DELETE /v1/executors/{user}", s.ownOrAdmin(s.stopExecutor))
 	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.ownAccount(s.exec)))
 	if s.Terminals != nil {
 		m.HandleFunc("POST /v1/executors/{user}/terminals", s.forUser(s.ownAccount(s.spawnTerminal)))
@@ -157,8 +163,23 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// health answers that the daemon serves, and, when it keeps a store,
+// the state of its filesystem (agorctl doctor reports it).
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version})
+	h := apiwire.Health{Status: "ok", Version: version.Version}
+	if s.Store != nil {
+		h.Storage = storageView(s.Store.Space())
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func storageView(sp store.Space) *apiwire.Storage {
+	v := &apiwire.Storage{State: "ok", StateDir: sp.Dir, FreeBytes: sp.Free, MinFreeBytes: sp.Floor,
+		Episodes: sp.Episodes, Pending: sp.Pending, Reason: sp.Reason}
+	if sp.Full {
+		v.State, v.Since = "full", &sp.Since
+	}
+	return v
 }
 
 // admin lets root and the admin group through.
@@ -177,11 +198,16 @@ type ExecutorInfo = apiwire.ExecutorInfo
 
 // listExecutors lists the units with, for running ones, their usage. A
 // backend that cannot read usage still lists (the error is logged).
+// Admins see everyone's; a person sees her own executor only, listed
+// (stopped) even before its unit was ever loaded.
 func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 	list, err := s.Backend.List(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if c := s.caller(r); !c.admin {
+		list = s.ownExecutor(c.user.Name, list)
 	}
 	usage := s.usage(r.Context(), list)
 	live := s.Pool.Live()
@@ -193,6 +219,21 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, apiwire.ExecutorList{Executors: out})
 }
 
+// ownExecutor is person's entry of list: her executor's, or a stopped one
+// when its units are not loaded. With a shared account she sees none:
+// that executor is everyone's.
+func (s *Server) ownExecutor(person string, list []lifecycle.Status) []lifecycle.Status {
+	if s.SharedAccount != "" {
+		return nil
+	}
+	for _, st := range list {
+		if st.User == person {
+			return []lifecycle.Status{st}
+		}
+	}
+	return []lifecycle.Status{{User: person, Socket: "inactive", Service: "inactive"}}
+}
+
 // executorOf is the account whose executor runs person's work.
 func (s *Server) executorOf(person string) string {
 	if s.SharedAccount != "" {
@@ -201,9 +242,16 @@ func (s *Server) executorOf(person string) string {
 	return person
 }
 
+// ensureExecutor starts the subject's executor when need be and answers
+// with a ping made now: the connection's first ping is as old as the
+// connection, and a person asking whether her executor is up wants to know
+// it is now.
 func (s *Server) ensureExecutor(w http.ResponseWriter, r *http.Request) {
 	name := subjectOf(r).Executor
 	_, ping, err := s.Pool.Get(r.Context(), name)
+	if err == nil {
+		err = s.Pool.Call(r.Context(), name, protocol.MethodPing, nil, &ping)
+	}
 	if err != nil {
 		s.log().Warn("executor refused", "user", name, "err", err)
 		writeError(w, err)
@@ -212,13 +260,39 @@ func (s *Server) ensureExecutor(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ExecutorInfo{User: name, Connected: true, Ping: &ping})
 }
 
+// ownOrAdmin lets a person stop her own executor and admins anyone's.
+// Unlike forUser it does not apply the execution policy: an admin stops
+// the executor of someone the policy no longer lets in. With a shared
+// account a person's executor is everyone's, so stopping it is the
+// admins' alone.
+func (s *Server) ownOrAdmin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := s.caller(r)
+		switch {
+		case c.admin:
+		case c.user.Name != r.PathValue("user"):
+			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
+			return
+		case s.SharedAccount != "":
+			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly,
+				"everyone's work runs in %q's executor: only root and members of %q may stop it", s.SharedAccount, s.AdminGroup))
+			return
+		}
+		h(w, r)
+	}
+}
+
 func (s *Server) stopExecutor(w http.ResponseWriter, r *http.Request) {
 	name := s.executorOf(r.PathValue("user"))
+	if err := account.ValidName(name); err != nil {
+		writeError(w, rpc.InvalidParams("user", err.Error()))
+		return
+	}
 	if err := s.Backend.Stop(r.Context(), name); err != nil {
 		writeError(w, err)
 		return
 	}
-	s.log().Info("executor stopped", "user", name)
+	s.log().Info("executor stopped: "+name, "user", name, "by", s.caller(r).user.Name)
 	writeJSON(w, http.StatusOK, map[string]any{"user": name, "stopped": true})
 }
 
@@ -233,7 +307,11 @@ func (s *Server) log() *slog.Logger {
 // that is not the protocol's own is an internal error.
 func errorBody(err error) (int, *apiwire.ErrorBody) {
 	var e *rpc.Error
-	if !errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e):
+	case errors.Is(err, store.ErrFull):
+		e = rpc.Errorf(protocol.CodeStorageFull, protocol.ReasonStorageFull, "%v", err)
+	default:
 		e = rpc.Errorf(rpc.CodeInternalError, "internal_error", "%v", err)
 	}
 	body := &apiwire.ErrorBody{}
@@ -261,6 +339,8 @@ func status(code int) int {
 		return http.StatusTooManyRequests
 	case protocol.CodeExecutorUnavailable:
 		return http.StatusServiceUnavailable
+	case protocol.CodeStorageFull:
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }

@@ -34,10 +34,10 @@ func daemon(t *testing.T) *http.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	_ = os.Chmod(dir, 0o755) // the executor may run as nobody
+	_ = os.Chmod(dir, 0o755) // the executor may run as another account
 	work := filepath.Join(dir, "work")
 	_ = os.Mkdir(work, 0o755)
-	_ = os.Chmod(work, 0o777) // the executor may run as nobody, whose home does not exist
+	_ = os.Chmod(work, 0o777) // the executor may run as the tests' account, which has no home
 	backend := &lifecycle.Direct{Policy: lifecycle.Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "x", "{user}.sock")}, Binary: binary, Root: work}
 	p := &pool.Pool{Backend: backend, Timeout: 10 * time.Second}
 	sock := filepath.Join(dir, "api.sock")

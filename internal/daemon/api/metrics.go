@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -142,6 +143,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# HELP agor_api_rate_limited_total API requests refused by the per-caller limit.\n# TYPE agor_api_rate_limited_total counter\nagor_api_rate_limited_total %d\n", s.metrics.limited)
 	s.metrics.mu.Unlock()
 	s.Retained.write(w)
+	s.writeStorageMetrics(w)
 	fmt.Fprintf(w, "# HELP agor_executors_connected Executors the daemon holds a connection to.\n# TYPE agor_executors_connected gauge\nagor_executors_connected %d\n", len(s.Pool.Live()))
 	s.writeUsageMetrics(r.Context(), w, s.caller(r)) // usage.go: per-user series, the caller's own unless an admin
 	s.writeEgressMetrics(w, s.caller(r))             // network.go: likewise
@@ -160,5 +162,31 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		} {
 			fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s %d\n", c.name, c.help, c.name, c.name, c.v)
 		}
+	}
+}
+
+// writeStorageMetrics shows the store's filesystem: an operator alerts on
+// agor_store_full, or on the free bytes nearing the floor.
+func (s *Server) writeStorageMetrics(w io.Writer) {
+	if s.Store == nil {
+		return
+	}
+	sp := s.Store.Space()
+	full := 0
+	if sp.Full {
+		full = 1
+	}
+	for _, m := range []struct {
+		name, kind, help string
+		v                int64
+	}{
+		{"agor_store_full", "gauge", "1 while the store cannot write for want of space or its state directory is below store.min_free_bytes: new tasks are refused (storage_full).", int64(full)},
+		{"agor_store_free_bytes", "gauge", "Bytes free on the state directory's filesystem (-1: unknown).", sp.Free},
+		{"agor_store_min_free_bytes", "gauge", "store.min_free_bytes: below it new tasks are refused, below half of it events are not stored.", sp.Floor},
+		{"agor_store_full_episodes_total", "counter", "Times the store began to be full.", sp.Episodes},
+		{"agor_store_write_failures_total", "counter", "Store writes refused for want of space.", sp.Failures},
+		{"agor_store_pending_statuses", "gauge", "Task and session statuses kept in memory until the store can write them.", int64(sp.Pending)},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s{state_dir=%q} %d\n", m.name, m.help, m.name, m.kind, m.name, sp.Dir, m.v)
 	}
 }

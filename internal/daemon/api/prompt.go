@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/agor-sh/agor/internal/randid"
@@ -19,7 +21,9 @@ import (
 
 func newID() string { return randid.New(16) }
 
-// prompt runs a turn and streams its events (application/x-ndjson).
+// prompt runs a turn and streams its events (application/x-ndjson). A
+// client that goes away leaves the task to orphaned: stopped after a
+// grace period unless someone follows it.
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.startTask(w, r)
 	if !ok {
@@ -50,6 +54,10 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 			drain(sub, enc) // events came before the result; some may still wait here
 			_ = enc.Encode(last)
 			flush()
+			return
+		case <-r.Context().Done():
+			sub.Close()
+			s.background(func(ctx context.Context) { s.orphaned(ctx, t, done) })
 			return
 		}
 	}
@@ -111,6 +119,10 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		writeError(w, err)
 		return started{}, false
 	}
+	if err := s.Store.RoomForWork(); err != nil { // reads go on; new work waits for space
+		writeError(w, err)
+		return started{}, false
+	}
 	s.quotaMu.Lock() // until the task is stored: the counts hold
 	defer s.quotaMu.Unlock()
 	if t.body.SessionID == "" {
@@ -151,14 +163,39 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 // interrupted at the next start.
 func (s *Server) runTask(ctx context.Context, t started) apiwire.PromptLine {
 	if err := s.Store.SetTaskStatus(t.id, store.Running, nil, ""); err != nil {
-		s.log().Warn("task status not stored", "task", t.id, "err", err)
+		s.statusNotStored("task", t.id, err)
 	}
 	last := s.runPrompt(ctx, t.Executor, t.id, t.tok, t.body, t.sess)
+	lost := s.Events.Lost(t.id)
 	last.Missing = s.Broker.EndTask(t.id)
+	if lost.Events > 0 { // told before the result: what was shown is not all that was kept
+		last.DroppedEvents, last.Warning = lost.Events, s.lostWarning(lost)
+	}
 	if ctx.Err() == nil {
-		s.finish(t.id, t.sess, last)
+		last.Status = s.finish(t.id, t.sess, last)
 	}
 	return last
+}
+
+// lostWarning says why a task's events were not all stored: for a full
+// store, which directory wants space.
+func (s *Server) lostWarning(lost events.Lost) string {
+	if errors.Is(lost.Err, store.ErrFull) {
+		return fmt.Sprintf("%d of the agent's events were not stored: the daemon's state directory %s is full (storage_full); the task is recorded incomplete",
+			lost.Events, s.Store.Space().Dir)
+	}
+	return fmt.Sprintf("%d of the agent's events were not stored: %v", lost.Events, lost.Err)
+}
+
+// statusNotStored logs a status the store could not write. A full store
+// keeps it in memory and has said so once for the episode: that is no
+// warning per task.
+func (s *Server) statusNotStored(what, id string, err error) {
+	if errors.Is(err, store.ErrFull) {
+		s.log().Info(what+" status kept in memory until the store can write", what, id)
+		return
+	}
+	s.log().Warn(what+" status not stored", what, id, "err", err)
 }
 
 // background runs f with the daemon's lifetime (not a request's): a task
@@ -224,8 +261,10 @@ func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.
 	return sess, nil
 }
 
-// finish records the task's end, and the session follows it.
-func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine) {
+// finish records the task's end, and the session follows it. A task whose
+// events were not all stored ends incomplete whatever the agent said;
+// that status is returned ("" when it is the agent's).
+func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine) string {
 	var r protocol.ExecutePromptResult
 	status, msg := store.Failed, ""
 	if last.Error != nil {
@@ -239,15 +278,22 @@ func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine
 		}
 	}
 	s.sandboxApplied(audit.Record{User: sess.UnixUser, Session: sess.ID, Task: task}, r.Sandbox)
+	changed := ""
+	if last.DroppedEvents > 0 {
+		status, changed = store.Incomplete, string(store.Incomplete)
+		msg = last.Warning
+	}
 	s.metrics.taskEnded(string(status))
-	if err := s.Store.SetTaskStatus(task, status, last.Result, msg); err != nil {
-		s.log().Warn("task status not stored", "task", task, "err", err)
+	f := store.Finish{Status: status, Result: last.Result, Error: msg, Dropped: last.DroppedEvents}
+	if err := s.Store.FinishTask(task, f); err != nil {
+		s.statusNotStored("task", task, err)
 	}
 	sess.Status = string(status)
 	if r.AgentSessionID != "" {
 		sess.AgentSessionID = r.AgentSessionID
 	}
 	if _, err := s.Store.UpdateSession(sess); err != nil {
-		s.log().Warn("session not updated", "session", sess.ID, "err", err)
+		s.statusNotStored("session", sess.ID, err)
 	}
+	return changed
 }

@@ -27,6 +27,7 @@ type Store interface {
 	UpdateSession(s store.Session) (store.Session, error)
 	CreateTask(t store.Task) (store.Task, error)
 	SetTaskStatus(id string, status store.TaskStatus, result json.RawMessage, errMsg string) error
+	FinishTask(id string, f store.Finish) error
 	GetTask(id string) (store.Task, error)
 	ListTasks(sessionID string, limit int, after string) ([]store.Task, error)
 	Events(taskID string, afterSeq int64, limit int) ([]apiwire.StoredEvent, error)
@@ -40,6 +41,9 @@ type Store interface {
 	// Counts for the quotas (quotas.go).
 	CountSessions(user string, uid uint32) (int, error)
 	CountTasks(session string) (int, error)
+	// The filesystem under the store (space.go).
+	RoomForWork() error
+	Space() store.Space
 }
 
 func sessionView(s store.Session) apiwire.SessionView {
@@ -48,7 +52,8 @@ func sessionView(s store.Session) apiwire.SessionView {
 }
 
 func taskView(t store.Task) apiwire.TaskView {
-	v := apiwire.TaskView{ID: t.ID, SessionID: t.SessionID, UnixUser: t.UnixUser, Prompt: t.Prompt, Status: string(t.Status), Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt}
+	v := apiwire.TaskView{ID: t.ID, SessionID: t.SessionID, UnixUser: t.UnixUser, Prompt: t.Prompt, Status: string(t.Status), Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt,
+		DroppedEvents: t.Dropped}
 	if !t.EndedAt.IsZero() {
 		v.EndedAt = &t.EndedAt
 	}
@@ -149,7 +154,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	uid := t.UID
 	b.SessionID = ""
 	s.quotaMu.Lock()
-	err = s.checkSessionQuota(b.UnixUser, uid)
+	err = s.Store.RoomForWork()
+	if err == nil {
+		err = s.checkSessionQuota(b.UnixUser, uid)
+	}
 	var sess store.Session
 	if err == nil {
 		sess, err = s.session(b.UnixUser, uid, &b.PromptBody)

@@ -57,6 +57,14 @@ type taskState struct {
 	owner  *Owner             // whose bound the task counts toward (Begin)
 	bytes  int64              // stored by this sink
 	capped bool               // over a bound: nothing more is stored
+	lost   Lost               // received but not stored: the store failed
+}
+
+// Lost is what the store could not keep of a task's events: how many,
+// and the first error (a full disk names the state directory).
+type Lost struct {
+	Events int64
+	Err    error
 }
 
 // NewSink returns a sink writing to store.
@@ -106,7 +114,12 @@ func (s *Sink) put(ev apiwire.StoredEvent) (Outcome, func(), error) {
 		st.record(ev.Sequence)
 		return Duplicate, nil, nil
 	} else if err != nil {
-		st.capped = false // the notice is still to be stored
+		st.capped = false      // the notice is still to be stored
+		st.record(ev.Sequence) // received: lost, not a gap
+		st.lost.Events++
+		if st.lost.Err == nil {
+			st.lost.Err = err
+		}
 		return 0, nil, fmt.Errorf("store event %s/%d: %w", ev.TaskID, ev.Sequence, err)
 	}
 	if ev.Sequence > st.next {
@@ -182,6 +195,16 @@ func (s *Sink) Missing(task string) []Range {
 		return st.missing()
 	}
 	return nil
+}
+
+// Lost reports what the store could not keep of task's events so far.
+func (s *Sink) Lost(task string) Lost {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.tasks[task]; st != nil {
+		return st.lost
+	}
+	return Lost{}
 }
 
 // End forgets a finished task, returning the events it never received.

@@ -103,14 +103,22 @@ func TestInvalidAndStoreErrors(t *testing.T) {
 		}
 	}
 	failing := NewSink(failStore{}, nil)
-	if _, err := failing.Put(ev("t", 0)); err == nil {
-		t.Fatal("store failure not reported")
+	for i := range 3 {
+		if _, err := failing.Put(ev("t", int64(i))); err == nil {
+			t.Fatal("store failure not reported")
+		}
 	}
-	// Not recorded as seen: a retry of the same event is stored.
-	ok := &MemoryStore{}
-	failing.store = ok
-	if out, err := failing.Put(ev("t", 0)); err != nil || out != Stored {
-		t.Fatalf("retry after store failure: %v, %v", out, err)
+	// Counted as lost, with the store's first error, and not as a gap:
+	// it was received. The store taking events again takes the next.
+	failing.store = &MemoryStore{}
+	if out, err := failing.Put(ev("t", 3)); err != nil || out != Stored {
+		t.Fatalf("after the store failed: %v, %v", out, err)
+	}
+	if l := failing.Lost("t"); l.Events != 3 || l.Err == nil || !strings.Contains(l.Err.Error(), "disk full") {
+		t.Errorf("lost %+v, want 3 events and the store's error", l)
+	}
+	if gaps := failing.End("t"); gaps != nil {
+		t.Errorf("lost events reported as gaps too: %v", gaps)
 	}
 }
 

@@ -102,3 +102,10 @@ func (m *MemoryStore) Append(ev apiwire.StoredEvent) error {
 	m.Events = append(m.Events, ev)
 	return nil
 }
+
+// Followers is how many subscriptions follow task now.
+func (s *Sink) Followers(task string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs[task])
+}

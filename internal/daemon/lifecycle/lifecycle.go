@@ -103,7 +103,7 @@ func (p Policy) accounts() *identity.Resolver {
 
 // Check validates a user for an executor: a name systemd accepts, an
 // account the system knows (directory accounts included), never root nor
-// a system account below MinUID, and allowed by the user and group lists.
+// a system account below MinUID nor a special one (nobody; account.Special), and allowed by the user and group lists.
 // A user database that does not answer is a refusal.
 func (p Policy) Check(ctx context.Context, name string) (Executor, error) {
 	if err := account.ValidName(name); err != nil {
@@ -119,6 +119,9 @@ func (p Policy) Check(ctx context.Context, name string) (Executor, error) {
 		return Executor{}, fmt.Errorf("%w: %q is root", ErrNotAllowed, name)
 	case int64(u.UID) < int64(p.MinUID):
 		return Executor{}, fmt.Errorf("%w: %q has uid %d, below the minimum %d", ErrNotAllowed, name, u.UID, p.MinUID)
+	}
+	if err := account.Special(u.Name, u.UID); err != nil {
+		return Executor{}, fmt.Errorf("%w: %v", ErrNotAllowed, err)
 	}
 	listed, err := p.listed(ctx, u)
 	if err != nil {

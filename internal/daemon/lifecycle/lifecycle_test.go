@@ -43,6 +43,7 @@ func TestPolicy(t *testing.T) {
 		{Policy{MinUID: 1, AllowedGroups: []string{primaryGroup(t)}}, name, nil},
 		{Policy{MinUID: 1, Accounts: identity.New(identity.NSS{Getent: "/bin/false"})}, name, ErrLookupFailed},
 		{Policy{MinUID: 1}, "1000", ErrInvalidUser},
+		{Policy{MinUID: 1000}, "nobody", ErrNotAllowed}, // uid 65534 passes min_uid; refused as special
 	}
 	for _, tc := range tests {
 		_, err := tc.pol.Check(context.Background(), tc.user)

@@ -14,7 +14,7 @@ func (db *DB) AppendAudit(r audit.Record) error {
 	if r.Time.IsZero() {
 		r.Time = now()
 	}
-	_, err := db.w.Exec(`INSERT INTO audit (`+auditCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.exec(`INSERT INTO audit (`+auditCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		nanos(r.Time), r.Action, r.User, r.Session, r.Task, r.Credential, r.Tool, r.Mode, r.Decision,
 		r.Reason, r.Count, uidArg(r.UID))
 	if err != nil {

@@ -40,6 +40,9 @@ func (db *DB) AppendSized(ev apiwire.StoredEvent) (int64, error) {
 	if err := checkEvent(ev); err != nil {
 		return 0, err
 	}
+	if err := db.roomForEvents(); err != nil {
+		return 0, eventErr(ev, err)
+	}
 	var n int64
 	err := db.tx(func(tx *sql.Tx) error {
 		var err error
@@ -57,6 +60,9 @@ func (db *DB) AppendBatch(evs []apiwire.StoredEvent) (int, error) {
 		if err := checkEvent(ev); err != nil {
 			return 0, err
 		}
+	}
+	if err := db.roomForEvents(); err != nil {
+		return 0, fmt.Errorf("append %d events: %w", len(evs), err)
 	}
 	stored := 0
 	err := db.tx(func(tx *sql.Tx) error {

@@ -96,6 +96,36 @@ var migrations = []string{
 	ALTER TABLE tasks ADD COLUMN event_bytes INTEGER NOT NULL DEFAULT 0;
 	UPDATE tasks SET event_bytes = (SELECT coalesce(sum(length(CAST(event_data AS BLOB))), 0)
 		FROM events WHERE events.task_id = tasks.id);`,
+
+	// 6: a task whose events could not all be stored ends "incomplete",
+	// with how many it dropped. SQLite cannot change a CHECK in place, so
+	// the table is made anew and its rows copied (migrate turns foreign
+	// keys off around it, so that dropping the old table takes no events
+	// with it, and checks them before the commit).
+	`CREATE TABLE tasks_new (
+		id             TEXT PRIMARY KEY,
+		session_id     TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+		unix_user      TEXT NOT NULL,
+		prompt         TEXT NOT NULL,
+		status         TEXT NOT NULL CHECK (status IN
+			('queued', 'running', 'completed', 'failed', 'cancelled', 'timeout', 'interrupted', 'incomplete')),
+		result         TEXT CHECK (result IS NULL OR json_valid(result)),
+		error          TEXT NOT NULL DEFAULT '',
+		created_at     INTEGER NOT NULL,
+		started_at     INTEGER NOT NULL DEFAULT 0,
+		ended_at       INTEGER NOT NULL DEFAULT 0,
+		unix_uid       INTEGER,
+		event_bytes    INTEGER NOT NULL DEFAULT 0,
+		dropped_events INTEGER NOT NULL DEFAULT 0
+	) STRICT;
+	INSERT INTO tasks_new (id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at, unix_uid, event_bytes)
+		SELECT id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at, unix_uid, event_bytes FROM tasks;
+	DROP TABLE tasks;
+	ALTER TABLE tasks_new RENAME TO tasks;
+	CREATE INDEX tasks_by_session ON tasks (session_id, created_at, id);
+	CREATE INDEX tasks_live ON tasks (status) WHERE status IN ('queued', 'running');
+	CREATE INDEX tasks_by_owner ON tasks (unix_user, unix_uid);
+	CREATE INDEX tasks_by_ended ON tasks (ended_at, id) WHERE ended_at > 0;`,
 }
 
 // migrate applies the migrations the database has not seen yet.
@@ -107,6 +137,17 @@ func (db *DB) migrate() error {
 	if v > len(migrations) {
 		return fmt.Errorf("%w: schema version %d, this program knows %d", ErrSchemaTooNew, v, len(migrations))
 	}
+	if v == len(migrations) {
+		return nil
+	}
+	// A migration that makes a table anew drops the old one; with foreign
+	// keys on, that would delete what refers to it. The pragma is a no-op
+	// inside a transaction, so it is set on the (single) writer
+	// connection around them; apply checks the keys before each commit.
+	if _, err := db.w.Exec("PRAGMA foreign_keys = OFF"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer func() { _, _ = db.w.Exec("PRAGMA foreign_keys = ON") }()
 	for i := v; i < len(migrations); i++ {
 		if err := db.apply(i+1, migrations[i]); err != nil {
 			return err
@@ -115,12 +156,33 @@ func (db *DB) migrate() error {
 	return nil
 }
 
+// foreignKeyCheck fails when a row refers to one that is not there.
+func foreignKeyCheck(tx *sql.Tx) error {
+	rows, err := tx.Query("PRAGMA foreign_key_check")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table string
+		var rowid sql.NullInt64
+		var parent string
+		var fkid int
+		_ = rows.Scan(&table, &rowid, &parent, &fkid)
+		return fmt.Errorf("foreign key check: a row of %s refers to a missing %s", table, parent)
+	}
+	return rows.Err()
+}
+
 // apply runs migration version in one transaction with the version bump,
 // so a crash leaves the database at the old version or the new, never
 // between.
 func (db *DB) apply(version int, stmt string) error {
 	return db.tx(func(tx *sql.Tx) error {
 		if _, err := tx.Exec(stmt); err != nil {
+			return fmt.Errorf("migration %d: %w", version, err)
+		}
+		if err := foreignKeyCheck(tx); err != nil {
 			return fmt.Errorf("migration %d: %w", version, err)
 		}
 		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
@@ -134,14 +196,15 @@ func (db *DB) apply(version int, stmt string) error {
 func (db *DB) tx(fn func(*sql.Tx) error) error {
 	tx, err := db.w.Begin()
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", db.noted(err))
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		return err
+		return db.noted(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", db.noted(err))
 	}
+	db.space.wrote()
 	return nil
 }

@@ -40,7 +40,7 @@ func (db *DB) CreateSession(s Session) (Session, error) {
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = s.CreatedAt
 	}
-	_, err := db.w.Exec(`INSERT INTO sessions (`+insertSessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.exec(`INSERT INTO sessions (`+insertSessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.UnixUser, s.AgenticTool, s.Cwd, s.Model, s.PermissionMode, s.Status, s.AgentSessionID,
 		nanos(s.CreatedAt), nanos(s.UpdatedAt), s.UID)
 	if isPrimaryKey(err) {
@@ -62,7 +62,7 @@ func (db *DB) GetSession(id string) (Session, error) {
 	if err != nil {
 		return Session{}, fmt.Errorf("get session %q: %w", id, err)
 	}
-	return s, nil
+	return db.pending.session(s), nil
 }
 
 // ListSessions returns user's sessions whatever their uid ("" lists
@@ -95,16 +95,32 @@ func (db *DB) listSessions(where string, args []any, limit int, after string) ([
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	return collect(rows, scanSession)
+	list, err := collect(rows, scanSession)
+	for i := range list {
+		list[i] = db.pending.session(list[i])
+	}
+	return list, err
 }
 
 // UpdateSession writes s's cwd, model, permission mode, status and agent
 // session ID and sets UpdatedAt to now; the ID, user, tool and creation
-// time never change. It returns the session as stored.
+// time never change. It returns the session as stored. When the store is
+// full the update is kept in memory, shown by reads and written by
+// Reconcile once space returns; the error then wraps ErrFull.
 func (db *DB) UpdateSession(s Session) (Session, error) {
-	res, err := db.w.Exec(`UPDATE sessions SET cwd = ?, model = ?, permission_mode = ?, status = ?,
+	s.UpdatedAt = now()
+	out, err := db.writeSession(s)
+	if errors.Is(err, ErrFull) {
+		db.pending.keepSession(s)
+		return Session{}, fmt.Errorf("%w (kept in memory until it can be written)", err)
+	}
+	return out, err
+}
+
+func (db *DB) writeSession(s Session) (Session, error) {
+	res, err := db.exec(`UPDATE sessions SET cwd = ?, model = ?, permission_mode = ?, status = ?,
 		agent_session_id = ?, updated_at = ? WHERE id = ?`,
-		s.Cwd, s.Model, s.PermissionMode, s.Status, s.AgentSessionID, nanos(now()), s.ID)
+		s.Cwd, s.Model, s.PermissionMode, s.Status, s.AgentSessionID, nanos(s.UpdatedAt), s.ID)
 	if err != nil {
 		return Session{}, fmt.Errorf("update session %q: %w", s.ID, err)
 	}

@@ -60,9 +60,11 @@ const busyTimeout = 5 * time.Second
 
 // DB is the store. It is safe for concurrent use.
 type DB struct {
-	path string
-	w    *sql.DB // the single writer connection
-	r    *sql.DB // query-only read pool
+	path    string
+	w       *sql.DB // the single writer connection
+	r       *sql.DB // query-only read pool
+	space   *space  // the filesystem under it (space.go)
+	pending pending // statuses a full store could not write (pending.go)
 }
 
 // Open opens or creates the database at path and brings its schema up to
@@ -79,10 +81,13 @@ func Open(path string) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{w: w, path: path}
+	db := &DB{w: w, path: path, space: newSpace(path)}
 	err = db.migrate()
 	if err == nil {
 		err = db.incrementalVacuum()
+	}
+	if err == nil {
+		db.keepReserve()
 	}
 	if err != nil {
 		w.Close()
@@ -135,6 +140,13 @@ func dsn(path, extra string, pragmas ...string) string {
 		s += "&" + extra
 	}
 	return s
+}
+
+// exec runs a write on the writer connection; a write refused for want
+// of space wraps ErrFull (space.go).
+func (db *DB) exec(query string, args ...any) (sql.Result, error) {
+	res, err := db.w.Exec(query, args...)
+	return res, db.noted(err)
 }
 
 // Close closes the database.

@@ -20,12 +20,15 @@ const (
 	Cancelled   TaskStatus = "cancelled"
 	Timeout     TaskStatus = "timeout"
 	Interrupted TaskStatus = "interrupted" // live when the daemon stopped
+	// Incomplete: the agent's turn ended, but not all of its events
+	// could be stored (the store was full); Task.Dropped says how many.
+	Incomplete TaskStatus = "incomplete"
 )
 
 // Final reports whether a task in status st has ended.
 func (st TaskStatus) Final() bool {
 	switch st {
-	case Completed, Failed, Cancelled, Timeout, Interrupted:
+	case Completed, Failed, Cancelled, Timeout, Interrupted, Incomplete:
 		return true
 	}
 	return false
@@ -46,9 +49,19 @@ type Task struct {
 	CreatedAt time.Time
 	StartedAt time.Time // zero until running
 	EndedAt   time.Time // zero until final
+	Dropped   int64     // events the store could not keep (Incomplete)
 }
 
-const taskCols = `id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at, coalesce(unix_uid, -1)`
+// Finish is a task's new status, as FinishTask records it.
+type Finish struct {
+	Status  TaskStatus
+	Result  json.RawMessage // nil keeps the stored one
+	Error   string
+	Dropped int64     // events not stored
+	At      time.Time // when it happened (zero: now)
+}
+
+const taskCols = `id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at, coalesce(unix_uid, -1), dropped_events`
 
 const insertTaskCols = `id, session_id, unix_user, prompt, status, result, error, created_at, started_at, ended_at, unix_uid`
 
@@ -74,7 +87,7 @@ func (db *DB) CreateTask(t Task) (Task, error) {
 	if t.Status == Running && t.StartedAt.IsZero() {
 		t.StartedAt = t.CreatedAt
 	}
-	_, err := db.w.Exec(`INSERT INTO tasks (`+insertTaskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.exec(`INSERT INTO tasks (`+insertTaskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.SessionID, t.UnixUser, t.Prompt, t.Status, jsonArg(t.Result), t.Error,
 		nanos(t.CreatedAt), nanos(t.StartedAt), nanos(t.EndedAt), t.UID)
 	switch {
@@ -92,18 +105,37 @@ func (db *DB) CreateTask(t Task) (Task, error) {
 // the stored one) and errMsg. Running sets StartedAt, a final status sets
 // EndedAt. A task that has already ended keeps its status: ErrTaskEnded.
 func (db *DB) SetTaskStatus(id string, status TaskStatus, result json.RawMessage, errMsg string) error {
-	if !status.valid() {
-		return fmt.Errorf("set task %q status: %w: status %q", id, ErrInvalid, status)
+	return db.FinishTask(id, Finish{Status: status, Result: result, Error: errMsg})
+}
+
+// FinishTask is SetTaskStatus with the events the task dropped. When the
+// store is full the status is kept in memory, shown by reads and written
+// by Reconcile once space returns; the error then wraps ErrFull.
+func (db *DB) FinishTask(id string, f Finish) error {
+	if !f.Status.valid() {
+		return fmt.Errorf("set task %q status: %w: status %q", id, ErrInvalid, f.Status)
 	}
-	if result != nil && !json.Valid(result) {
+	if f.Result != nil && !json.Valid(f.Result) {
 		return fmt.Errorf("set task %q status: %w: result is not JSON", id, ErrInvalid)
 	}
-	t := nanos(now())
-	res, err := db.w.Exec(`UPDATE tasks SET status = ?, result = coalesce(?, result), error = ?,
+	if f.At.IsZero() {
+		f.At = now()
+	}
+	err := db.writeFinish(id, f)
+	if errors.Is(err, ErrFull) {
+		db.pending.keepTask(id, f)
+		return fmt.Errorf("%w (kept in memory until it can be written)", err)
+	}
+	return err
+}
+
+func (db *DB) writeFinish(id string, f Finish) error {
+	t := nanos(f.At)
+	res, err := db.exec(`UPDATE tasks SET status = ?, result = coalesce(?, result), error = ?, dropped_events = ?,
 		started_at = CASE WHEN started_at = 0 AND ? = 'running' THEN ? ELSE started_at END,
 		ended_at = CASE WHEN ? THEN ? ELSE 0 END
 		WHERE id = ? AND status IN ('queued', 'running')`,
-		status, jsonArg(result), errMsg, status, t, status.Final(), t, id)
+		f.Status, jsonArg(f.Result), f.Error, f.Dropped, f.Status, t, f.Status.Final(), t, id)
 	if err != nil {
 		return fmt.Errorf("set task %q status: %w", id, err)
 	}
@@ -114,7 +146,7 @@ func (db *DB) SetTaskStatus(id string, status TaskStatus, result json.RawMessage
 	if err != nil {
 		return fmt.Errorf("set task status: %w", err)
 	}
-	return fmt.Errorf("set task %q %s: %w (%s)", id, status, ErrTaskEnded, cur.Status)
+	return fmt.Errorf("set task %q %s: %w (%s)", id, f.Status, ErrTaskEnded, cur.Status)
 }
 
 // GetTask returns task id, or ErrNotFound.
@@ -126,7 +158,7 @@ func (db *DB) GetTask(id string) (Task, error) {
 	if err != nil {
 		return Task{}, fmt.Errorf("get task %q: %w", id, err)
 	}
-	return t, nil
+	return db.pending.task(t), nil
 }
 
 // ListTasks returns a session's tasks, oldest first, at most limit (<= 0:
@@ -148,7 +180,11 @@ func (db *DB) ListTasks(sessionID string, limit int, after string) ([]Task, erro
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
-	return collect(rows, scanTask)
+	list, err := collect(rows, scanTask)
+	for i := range list {
+		list[i] = db.pending.task(list[i])
+	}
+	return list, err
 }
 
 // MarkInterrupted ends every task left queued or running as Interrupted
@@ -157,10 +193,34 @@ func (db *DB) ListTasks(sessionID string, limit int, after string) ([]Task, erro
 // daemon that is gone. Open does not call it, so that opening the store
 // (tests, tools) never changes tasks.
 func (db *DB) MarkInterrupted() (int, error) {
-	res, err := db.w.Exec(`UPDATE tasks SET status = 'interrupted', ended_at = ?
-		WHERE status IN ('queued', 'running')`, nanos(now()))
+	return db.MarkInterruptedBefore(now())
+}
+
+// MarkInterruptedBefore is MarkInterrupted for the tasks made at or
+// before t: a daemon that could not mark them at start (a full disk)
+// marks them later without touching its own.
+func (db *DB) MarkInterruptedBefore(t time.Time) (int, error) {
+	res, err := db.exec(`UPDATE tasks SET status = 'interrupted', ended_at = ?
+		WHERE status IN ('queued', 'running') AND created_at <= ?`, nanos(now()), nanos(t))
 	if err != nil {
 		return 0, fmt.Errorf("mark tasks interrupted: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// SettleSessions gives every session still "running" or "queued" that
+// has no live task the status of its latest task ("idle" without one),
+// and returns how many there were. The daemon calls it at start, after
+// MarkInterrupted: a session whose last update a full store could not
+// write, or a daemon that died, left, would otherwise stay "running".
+func (db *DB) SettleSessions() (int, error) {
+	res, err := db.exec(`UPDATE sessions SET updated_at = ?, status = coalesce((SELECT t.status FROM tasks t
+			WHERE t.session_id = sessions.id ORDER BY t.created_at DESC, t.id DESC LIMIT 1), 'idle')
+		WHERE status IN ('queued', 'running') AND NOT EXISTS (SELECT 1 FROM tasks t
+			WHERE t.session_id = sessions.id AND t.status IN ('queued', 'running'))`, nanos(now()))
+	if err != nil {
+		return 0, fmt.Errorf("settle sessions: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
@@ -179,7 +239,7 @@ func scanTask(r scanner) (Task, error) {
 	var result sql.NullString
 	var created, started, ended int64
 	err := r.Scan(&t.ID, &t.SessionID, &t.UnixUser, &t.Prompt, &t.Status, &result, &t.Error,
-		&created, &started, &ended, &t.UID)
+		&created, &started, &ended, &t.UID, &t.Dropped)
 	if result.Valid {
 		t.Result = json.RawMessage(result.String)
 	}

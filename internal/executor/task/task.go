@@ -27,10 +27,13 @@ type Holder interface{ Hold() (release func()) }
 
 // Service runs the executor's tasks.
 type Service struct {
-	Root   *fsroot.Root
-	Hold   Holder
-	Agents Agents
-	Log    *slog.Logger
+	Root *fsroot.Root
+	Hold Holder
+	// AgentsFile is agents.yaml, read again when it changes; nil: Agents
+	// are the settings.
+	AgentsFile *AgentsFile
+	Agents     Agents
+	Log        *slog.Logger
 	// Sandbox confines agents whose task asks for it (nil: only "off").
 	Sandbox *sandbox.Policy
 	// Warm bounds the agent processes kept for their session's next
@@ -124,7 +127,11 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 		SessionID: p.SessionID, TaskID: p.TaskID, Prompt: p.Prompt, Cwd: cwd, Model: p.Model,
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
 	}
-	req.Binary, req.Env = s.Agents.command(p.Tool, a.CredentialKey(), key, p.SessionID)
+	agents, err := s.agents()
+	if err != nil {
+		return failed(protocol.TaskAgentMissing, err.Error())
+	}
+	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID)
 	floor := s.floor(p)
 	want := settingsOf(p, req, floor)
 	if w := s.pool().take(warmKey(p), want); w != nil {
@@ -224,6 +231,14 @@ func (s *Service) result(ctx context.Context, res agent.Result, err error) proto
 		out.Status = "completed"
 	}
 	return out
+}
+
+// agents are the agent settings for a prompt starting now.
+func (s *Service) agents() (Agents, error) {
+	if s.AgentsFile == nil {
+		return s.Agents, nil
+	}
+	return s.AgentsFile.Current()
 }
 
 func failed(code, msg string) protocol.ExecutePromptResult {

@@ -29,6 +29,9 @@ func (fakeAgent) CredentialKey() string { return "FAKE_API_KEY" }
 func (fakeAgent) Run(ctx context.Context, req agent.Request, h agent.Host) (agent.Result, error) {
 	h.Emit(agent.Event{Type: protocol.EventMessageStart, Data: map[string]any{"role": "assistant"}})
 	h.Emit(agent.Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": "cwd=" + req.Cwd + " resume=" + req.Resume + " key=" + envOf(req.Env, "FAKE_API_KEY")}})
+	if mark := envOf(req.Env, "FAKE_MARK"); mark != "" { // set in agents.yaml
+		h.Emit(agent.Event{Type: protocol.EventTextDelta, Data: map[string]any{"text": "mark=" + mark}})
+	}
 	if strings.Contains(req.Prompt, "ask") {
 		d := h.Ask(ctx, "Bash", json.RawMessage(`{"command":"touch x"}`))
 		h.Emit(agent.Event{Type: protocol.EventPermissionDecided, Data: map[string]any{"approved": d.Approved, "reason": d.Reason}})

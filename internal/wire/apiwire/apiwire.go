@@ -70,6 +70,34 @@ type PromptLine struct {
 	Result    json.RawMessage `json:"result,omitempty"`
 	Missing   []Range         `json:"missing_events,omitempty"`
 	Error     *ErrorBody      `json:"error,omitempty"`
+	// On the result line, when the daemon recorded the task otherwise
+	// than the agent's result says: Status is the task's status as
+	// stored ("incomplete"), DroppedEvents the events it could not store
+	// and Warning why, naming the state directory.
+	Status        string `json:"status,omitempty"`
+	DroppedEvents int64  `json:"dropped_events,omitempty"`
+	Warning       string `json:"warning,omitempty"`
+}
+
+// Health is GET /v1/health's reply.
+type Health struct {
+	Status  string   `json:"status"` // "ok": the daemon serves
+	Version string   `json:"version"`
+	Storage *Storage `json:"storage,omitempty"`
+}
+
+// Storage is the state of the daemon's store: "full" while writes fail
+// for want of space or the free space is below MinFreeBytes (new tasks
+// are then refused with storage_full; reads keep working).
+type Storage struct {
+	State        string     `json:"state"` // ok or full
+	StateDir     string     `json:"state_dir"`
+	FreeBytes    int64      `json:"free_bytes"` // -1: unknown
+	MinFreeBytes int64      `json:"min_free_bytes"`
+	Since        *time.Time `json:"since,omitempty"`
+	Reason       string     `json:"reason,omitempty"` // what began the last episode
+	Episodes     int64      `json:"episodes"`         // since the daemon started
+	Pending      int        `json:"pending"`          // statuses kept in memory until written
 }
 
 // SessionView is one session as the API shows it.
@@ -101,6 +129,9 @@ type TaskView struct {
 	Error     string          `json:"error,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	EndedAt   *time.Time      `json:"ended_at,omitempty"`
+	// DroppedEvents is how many of the agent's events the daemon could
+	// not store (status "incomplete": its state directory was full).
+	DroppedEvents int64 `json:"dropped_events,omitempty"`
 }
 
 // TaskList is GET /v1/sessions/{id}/tasks's reply.

@@ -47,6 +47,7 @@ var errorCodes = map[string]int{
 	"CodeTaskNotFound":        protocol.CodeTaskNotFound,
 	"CodeExecutorUnavailable": protocol.CodeExecutorUnavailable,
 	"CodeNotFound":            protocol.CodeNotFound,
+	"CodeStorageFull":         protocol.CodeStorageFull,
 }
 
 // methodNames is every method and notification of the catalog: the lists

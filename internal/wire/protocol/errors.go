@@ -12,6 +12,7 @@ const (
 	CodeTaskNotFound        = -32004
 	CodeExecutorUnavailable = -32005 // unit failed, user not allowed, executor crashed
 	CodeNotFound            = -32006 // a file, terminal, watch or record that does not exist
+	CodeStorageFull         = -32007 // the daemon's store cannot write: its state directory is full
 )
 
 // Reasons: data.reason of an application error, machine-readable.
@@ -54,4 +55,7 @@ const (
 	// CodeNotFound
 	ReasonNotFound           = "not_found"
 	ReasonCredentialNotFound = "credential_not_found"
+
+	// CodeStorageFull
+	ReasonStorageFull = "storage_full"
 )

@@ -14,12 +14,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agor-sh/agor/internal/exectest"
 )
 
 type config struct {
@@ -80,8 +83,12 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if os.Geteuid() == 0 { // the executor runs as nobody and makes its socket here
-		_ = os.Chown(dir, 65534, 65534)
+	if os.Geteuid() == 0 { // the executor runs as the tests' account and makes its socket here
+		cred, err := testAccount()
+		if err != nil {
+			return err
+		}
+		_ = os.Chown(dir, int(cred.Uid), int(cred.Gid))
 	}
 	fmt.Printf("rpcbench: %s, GOMAXPROCS=%s, %d cores; trivial = a plain Go NDJSON peer (bufio.Scanner, encoding/json)\n",
 		cfg.executor, os.Getenv("GOMAXPROCS"), numCPU())
@@ -110,14 +117,30 @@ func run(cfg config) error {
 func stop(cmd *exec.Cmd) { _ = cmd.Process.Kill(); _ = cmd.Wait() }
 
 // startExecutor runs the real binary on a private socket: as this user,
-// or as nobody when this is root (an executor refuses root).
+// or as the tests' account when this is root (an executor refuses root,
+// and nobody like every special account).
 func startExecutor(dir, bin string) (*exec.Cmd, string, error) {
 	sock := filepath.Join(dir, "exec.sock")
 	cmd := exec.Command(bin, "--listen", sock, "--daemon-user", strconv.Itoa(os.Getuid()), "--idle-timeout", "0", "--log-format", "text", "--log-level", "warn")
 	if os.Geteuid() == 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cred, err := testAccount()
+		if err != nil {
+			return nil, "", err
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 	return startListener(cmd, sock)
+}
+
+// testAccount is exectest.Account's uid and gid (test/deps.sh creates it).
+func testAccount() (*syscall.Credential, error) {
+	u, err := user.Lookup(exectest.Account)
+	if err != nil {
+		return nil, fmt.Errorf("run as root, the executor runs as %q: %w (test/deps.sh creates it)", exectest.Account, err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // startTrivial runs this binary as the trivial ping server.

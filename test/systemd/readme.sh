@@ -1,0 +1,98 @@
+# The README's "Installed" section followed literally, as a newcomer would:
+# its first block as root, its second as alice, each line typed into a
+# shell in tmux exactly as written (SESSION and TASK become the ids the
+# lines before printed; KEY is a made-up key). Sourced by checks.sh right
+# after install (uses lib.sh): it purges that install first, so the README's
+# apt line installs on a machine that has never had agor.
+
+# readme_blocks: the README's Installed section, one line a command, each
+# block's lines prefixed by its number ("1 apt install ..."), comments kept.
+readme_blocks() {
+	awk '/^## /{ins = ($0 == "## Installed")} ins && /^```/{if (inb) {inb = 0} else {inb = 1; n++}; next} ins && inb && NF {print n, $0}' "$T/README.md"
+}
+
+# readme_line USER LINE: types LINE into USER's login shell in tmux and waits
+# for it to end, answering what a person would: y to a permission question,
+# and in `agorctl terminal` `id -un`, then Ctrl-] to detach. Fails when the
+# line's status is not 0. Its screen is printed, clipped.
+readme_line() {
+	local user=$1 line=$2 shell answered=0 termed=0 _ rc who
+	shell="runuser -l $user"
+	[ "$user" = root ] && shell="bash -l"
+	tmux kill-server 2>/dev/null || true
+	for _ in $(seq 50); do [ -S "/tmp/tmux-0/default" ] || break; sleep 0.1; done
+	printf '%s\n' "$line" >/tmp/readme-line
+	chmod 644 /tmp/readme-line
+	# The shell reads the line from a file (bash -l -s): what runs is the line
+	# exactly as the README writes it, quotes and all, and stdin stays the
+	# terminal for what it asks.
+	TERM=xterm-256color KEY=$README_KEY tmux -f /dev/null new-session -d -s agorterm -x 160 -y 50 \
+		"cd ~$user && $shell -c 'export KEY=$README_KEY; . /tmp/readme-line'; echo readme-exit=\$?; sleep 600"
+	for _ in $(seq 1200); do
+		if pane | grep -q '^readme-exit='; then break; fi
+		if [ $answered = 0 ] && pane | grep -q '\[y/N\]'; then tmux send-keys -t agorterm y Enter; answered=1; fi
+		# A login shell's prompt, user@host: whose terminal it is.
+		who=$(pane | sed -n 's/^\([a-z][a-z0-9._-]*\)@agortest:.*/\1/p' | head -n 1)
+		if [ $termed = 0 ] && [ -n "$who" ]; then
+			tmux send-keys -t agorterm 'id -un' Enter
+			wait_pane "^$who\$" >/dev/null
+			tmux send-keys -t agorterm C-]
+			termed=1
+		fi
+		sleep 0.1
+	done
+	pane | grep -v '^$' | sed -n '1,12p' | cut -c1-150 | sed 's/^/  | /'
+	rc=$(pane | sed -n 's/^readme-exit=//p' | tail -n 1)
+	tmux kill-server
+	[ "$rc" = 0 ] || { echo "line exited ${rc:-(never ended)}: $line"; return 1; }
+}
+
+# newest_id KIND: the id of alice's newest session (KIND session) or of its
+# newest task (KIND task), for the README's SESSION and TASK.
+newest_id() {
+	local s
+	s=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	[ "$1" = session ] && { echo "$s"; return; }
+	as alice agorctl tasks "$s" --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4
+}
+
+readme_installed() {
+	# A machine that has never had agor: the earlier install purged.
+	apt-get purge -y -qq agor >/dev/null 2>&1 || dpkg --purge agor >/dev/null
+	! systemctl cat agor-daemon.service >/dev/null 2>&1
+	# What the README leaves to the reader: the package where `make deb` put
+	# it (root's shell starts in /root), an API key, and the model's URL (here
+	# the stand-in) in agents.yaml, written once the package has put it there.
+	rm -rf /root/dist && mkdir -p /root/dist && cp "$T"/dist/*.deb /root/dist/
+	README_KEY=sk-ant-readme-0123456789
+	start_model -tools 2 -bash 'id -un > whoami.txt' -text 'I wrote whoami.txt.'
+	rm -rf /home/alice/src
+	local n line user ran=0
+	while read -r n line; do
+		user=root
+		[ "$n" = 2 ] && user=alice
+		case $line in *SESSION*) line=${line//SESSION/$(newest_id session)} ;; esac
+		case $line in *TASK*) line=${line//TASK/$(newest_id task)} ;; esac
+		echo "$user\$ $line"
+		readme_line "$user" "$line" || return 1
+		[ "${line#apt install}" = "$line" ] || readme_agents_yaml
+		ran=$((ran + 1))
+	done < <(readme_blocks)
+	[ "$ran" -ge 8 ] || { echo "only $ran lines found in the README's Installed section"; return 1; }
+	# By effect: the agent's command ran as alice where --cwd said.
+	want "$(cat /home/alice/src/app/whoami.txt)" alice
+	want "$(stat -c %U /home/alice/src/app/whoami.txt)" alice
+	echo "$ran lines ran as written; ~alice/src/app/whoami.txt says alice, owned by alice"
+}
+
+# readme_agents_yaml points Claude Code at the stand-in model, as the README
+# says (/etc/agor/agents.yaml, the model's URL in the agent's env).
+readme_agents_yaml() {
+	cat >>/etc/agor/agents.yaml <<'YAML'
+claude-code:
+  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  env:
+    ANTHROPIC_BASE_URL: http://127.0.0.1:18080
+YAML
+}
+check "README, Installed: every line as written, as root then as alice, on $(. /etc/os-release; echo "$PRETTY_NAME")" readme_installed
