@@ -166,7 +166,8 @@ JSON
 	ln -sf /opt/node/node /usr/local/bin/node
 	local out
 	out=$(as alice agorctl exec alice -- /opt/node/node /opt/npm/bin/npm-cli.js view agor-egress-demo version \
-		--registry http://files.egress.test:18080/files/registry/ --cache /tmp/eg-npm-cache </dev/null 2>&1)
+		--registry http://files.egress.test:18080/files/registry/ --cache /tmp/eg-npm-cache --no-update-notifier \
+		</dev/null 2>&1) || { echo "npm view failed: $out"; eg_audit AGOR_USER=alice; return 1; }
 	want "$out" 1.2.3
 	eg_wait_audit 1 AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed | grep -q 'reason=allow files.egress.test'
 	echo "npm view through the proxy: $out"
