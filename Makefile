@@ -11,7 +11,7 @@ CMDS     := agor-executor agorctl agor-daemon
 # clean run with "context deadline exceeded" at a duration's end
 # (go.dev/issue/75804, fixed in Go 1.27). 100000 runs is 2-10 s per target here.
 FUZZTIME ?= 100000x
-FUZZPKGS := ./internal/wire/rpc ./internal/config ./internal/account ./internal/executor/fsroot ./internal/identity ./internal/wire/apiwire ./internal/executor ./internal/dialback
+FUZZPKGS := ./internal/wire/rpc ./internal/config ./internal/account ./internal/executor/fsroot ./internal/identity ./internal/wire/apiwire ./internal/executor ./internal/dialback ./internal/netpolicy ./internal/daemon/egress
 
 export CGO_ENABLED ?= 0
 
@@ -49,6 +49,7 @@ lint: vet
 
 bench: build
 	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
+	$(GO) run ./test/bench/egressbench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/executor/files
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/executor/procexec
 	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon

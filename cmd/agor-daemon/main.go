@@ -147,36 +147,85 @@ func serve(ctx context.Context, o *options, cfg config.Config, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	ln, err := apiListener(o.listen, cfg.API.SocketPath)
+	ln, eg, err := listeners(o.listen, cfg, log)
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(daemon.Options{Config: cfg, ConfigPath: o.config, Executor: o.executor, Root: o.executorRoot, Agents: o.executorAgents, MasterKey: key, Listener: ln, Log: log})
+	d, err := daemon.New(daemon.Options{Config: cfg, ConfigPath: o.config, Executor: o.executor, Root: o.executorRoot, Agents: o.executorAgents, MasterKey: key, Listener: ln, Egress: eg, Log: log})
 	if err != nil {
 		ln.Close()
+		if eg != nil {
+			eg.Close()
+		}
 		return err
 	}
 	return d.Run(ctx)
 }
 
-// apiListener takes the activated socket named "api", else listens on
-// path (mode 0666: access is decided per request by SO_PEERCRED).
-func apiListener(flagPath, cfgPath string) (net.Listener, error) {
+// listeners are the API's socket and the egress service's. systemd passes
+// both from agor-daemon.socket (FileDescriptorName=api); the egress one is
+// told apart by its path, network.socket_path. Off systemd the daemon
+// listens itself: the API on --listen or api.socket_path, the egress
+// service only when someone may be under network mode proxy (nil when
+// it cannot: nobody under proxy then gets out).
+func listeners(flagPath string, cfg config.Config, log *slog.Logger) (api, eg net.Listener, err error) {
+	var activated []net.Listener
 	if flagPath == "" {
 		byName, err := activation.ListenersWithNames()
 		if err != nil {
-			return nil, fmt.Errorf("activated sockets: %w", err)
+			return nil, nil, fmt.Errorf("activated sockets: %w", err)
 		}
-		if l := byName["api"]; len(l) == 1 {
-			return l[0], nil
-		}
-		flagPath = cfgPath
+		activated = byName["api"]
 	}
-	ln, err := unixsock.Listen(flagPath)
+	for _, l := range activated {
+		if l.Addr().String() == cfg.Network.SocketPath {
+			eg = l
+		} else if api == nil {
+			api = l
+		}
+	}
+	if api == nil {
+		if flagPath == "" {
+			flagPath = cfg.API.SocketPath
+		}
+		if api, err = listenPublic(flagPath); err != nil {
+			return nil, nil, err
+		}
+	}
+	if eg == nil && mayProxy(cfg.Network) {
+		if eg, err = listenPublic(cfg.Network.SocketPath); err != nil {
+			log.Warn("the egress service is not served: nobody under network mode proxy gets out", "err", err)
+			eg = nil
+		}
+	}
+	return api, eg, nil
+}
+
+func mayProxy(n config.Network) bool {
+	if n.Default.Mode == config.NetworkProxy {
+		return true
+	}
+	for _, g := range n.Groups {
+		if g.Mode == config.NetworkProxy {
+			return true
+		}
+	}
+	for _, u := range n.Users {
+		if u.Mode == config.NetworkProxy {
+			return true
+		}
+	}
+	return false
+}
+
+// listenPublic listens on path, mode 0666: access is decided per
+// connection by SO_PEERCRED.
+func listenPublic(path string) (net.Listener, error) {
+	ln, err := unixsock.Listen(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(flagPath, 0o666); err != nil {
+	if err := os.Chmod(path, 0o666); err != nil {
 		ln.Close()
 		return nil, err
 	}

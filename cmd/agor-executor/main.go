@@ -3,6 +3,8 @@
 package main
 
 import (
+	"strconv"
+
 	"context"
 	"errors"
 	"flag"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/executor"
+	"github.com/agor-sh/agor/internal/executor/egress"
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/executor/task"
 	"github.com/agor-sh/agor/internal/flagenv"
@@ -68,6 +71,8 @@ type options struct {
 	socketName  string
 	daemonUser  string
 	config      string
+	egress      string
+	egressPort  int
 	idleTimeout time.Duration
 	stopTimeout time.Duration
 	maxLine     int
@@ -91,6 +96,8 @@ func parse(args []string, stdout, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.socketName, "socket-name", "executor", "`name` of the activated socket (FileDescriptorName= of the .socket unit)")
 	fs.StringVar(&o.daemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served, with root; nobody else, not even its group")
 	fs.StringVar(&o.config, "config", config.DefaultPath, "the daemon's configuration `file`, root-owned, whose min_uid, allowed_users and allowed_groups the executor applies to its own account (missing: the defaults, min_uid 1000)")
+	fs.StringVar(&o.egress, "egress-socket", "", "under network mode proxy: relay a loopback HTTP proxy port to the daemon's egress service at this Unix socket `path`, and point agents, commands and terminals at it (HTTPS_PROXY, HTTP_PROXY); served only inside a network namespace of the executor's own (PrivateNetwork=yes; agorctl network apply writes both)")
+	fs.IntVar(&o.egressPort, "egress-port", 3128, "the loopback `port` of the proxy served with --egress-socket")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "exit after this `duration` with no connection and nothing running; 0 never exits")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 10*time.Second, "on SIGTERM, how long running requests may finish before they are cancelled")
 	fs.IntVar(&o.maxLine, "max-line", rpc.DefaultMaxLine, "longest JSON-RPC message in `bytes`; longer ones are refused, the connection lives on")
@@ -172,7 +179,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error(err.Error())
 		return exitFailure
 	}
+	stopRelay := startEgress(ctx, o, log)
+	defer stopRelay()
 	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), task.WarmLimitsOf(policy.Agents), ln, log)
+}
+
+// startEgress serves the proxy port of --egress-socket, and sets the
+// proxy variables every child inherits. Outside a private network
+// namespace it refuses (others could use the port as this person): the
+// executor then has no way out, and the daemon refuses to serve a person
+// under proxy whose unit lacks PrivateNetwork=yes anyway.
+func startEgress(ctx context.Context, o *options, log *slog.Logger) func() {
+	if o.egress == "" {
+		return func() {}
+	}
+	if err := egress.CheckPrivate(); err != nil {
+		log.Error("egress proxy not served", "err", err)
+		return func() {}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.egressPort)))
+	if err != nil {
+		log.Error("egress proxy not served", "err", err)
+		return func() {}
+	}
+	if err := egress.SetEnv(o.egressPort); err != nil {
+		ln.Close()
+		log.Error("egress proxy not served", "err", err)
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := &egress.Relay{Socket: o.egress, Log: log}
+		if err := r.Serve(ctx, ln); err != nil {
+			log.Error("egress relay stopped", "err", err)
+		}
+	}()
+	log.Info("egress proxy served", "address", ln.Addr().String(), "egress_socket", o.egress)
+	return func() { cancel(); <-done }
 }
 
 func openRoot(dir string) (*fsroot.Root, error) {

@@ -15,7 +15,11 @@ import (
 func printExecutors(a *app, list apiwire.ExecutorList) {
 	tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 	jobs := slices.ContainsFunc(list.Executors, func(e apiwire.ExecutorInfo) bool { return e.JobID != "" })
+	network := slices.ContainsFunc(list.Executors, func(e apiwire.ExecutorInfo) bool { return e.Network != nil })
 	header := "USER\tSOCKET\tSERVICE\tCONNECTED\tCPU\tMEM\tTASKS"
+	if network { // a daemon that says each person's network mode and egress
+		header += "\tNET\tEGRESS"
+	}
 	if jobs { // the slurm backend: where each executor's job is
 		header += "\tJOB\tNODE\tSTATE"
 	}
@@ -32,6 +36,13 @@ func printExecutors(a *app, list apiwire.ExecutorList) {
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s", e.User, e.Socket, e.Service, e.Connected, cpu, mem, tasks)
+		if network {
+			net, egress := "-", "-"
+			if n := e.Network; n != nil {
+				net, egress = n.Mode, egressBytes(n)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s", net, egress)
+		}
 		if jobs {
 			fmt.Fprintf(tw, "\t%s\t%s\t%s", e.JobID, or(e.Node, "-"), e.JobState)
 		}
@@ -88,4 +99,13 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// egressBytes is what a person's connections moved, up/down, as "1.2K/3.4M".
+func egressBytes(n *apiwire.ExecutorNetwork) string {
+	if n.Allowed == 0 && n.Denied == 0 {
+		return "-"
+	}
+	up, down := uint64(max(n.BytesUp, 0)), uint64(max(n.BytesDown, 0))
+	return bytesIEC(&up) + "/" + bytesIEC(&down)
 }

@@ -51,3 +51,22 @@ bob    dial-back  activating  false      -    -    -      42   -      PENDING
 		t.Errorf("notes = %q", errOut.String())
 	}
 }
+
+// Each person's network mode and what went through the egress service,
+// up/down.
+func TestPrintExecutorNetwork(t *testing.T) {
+	list := apiwire.ExecutorList{Executors: []apiwire.ExecutorInfo{
+		{User: "alice", Socket: "active", Service: "active", Connected: true,
+			Network: &apiwire.ExecutorNetwork{Mode: "proxy", BytesUp: 1536, BytesDown: 3 << 20, Allowed: 4, Denied: 1}},
+		{User: "bob", Socket: "active", Service: "inactive", Network: &apiwire.ExecutorNetwork{Mode: "open"}},
+	}}
+	var out, errOut bytes.Buffer
+	printExecutors(&app{stdout: &out, stderr: &errOut}, list)
+	want := `USER   SOCKET  SERVICE   CONNECTED  CPU  MEM  TASKS  NET    EGRESS
+alice  active  active    true       -    -    -      proxy  1.5K/3.0M
+bob    active  inactive  false      -    -    -      open   -
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

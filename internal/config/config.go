@@ -29,6 +29,7 @@ type Config struct {
 	Retention Retention `yaml:"retention"` // quotas.go
 	Store     Store     `yaml:"store"`     // the store's filesystem (quotas.go)
 	Agents    Agents    `yaml:"agents"`    // warm agents, read by the executor (agents.go)
+	Network   Network   `yaml:"network"`   // each person's network egress (network.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -116,7 +117,7 @@ func Default() Config {
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
 		Slurm:   DefaultSlurm(),
 		Quotas:  DefaultQuotas(), Retention: DefaultRetention(), Store: DefaultStore(),
-		Agents: DefaultAgents()}
+		Agents: DefaultAgents(), Network: DefaultNetwork()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

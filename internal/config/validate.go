@@ -69,6 +69,9 @@ func (c Config) Validate() error {
 	if err := c.Sandbox.validate(); err != nil {
 		return err
 	}
+	if err := c.Network.validate(); err != nil {
+		return err
+	}
 	if err := c.Limits.validate(); err != nil {
 		return err
 	}

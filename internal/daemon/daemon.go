@@ -24,6 +24,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/broker"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
+	"github.com/agor-sh/agor/internal/daemon/egress"
 	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
@@ -47,7 +48,10 @@ type Options struct {
 	ConfigPath string
 	MasterKey  []byte       // the credential store's key
 	Listener   net.Listener // the client API's socket
-	Log        *slog.Logger
+	// Egress is the egress service's socket (network.socket_path); nil
+	// when not served (then nobody under network mode proxy gets out).
+	Egress net.Listener
+	Log    *slog.Logger
 }
 
 // Daemon holds the running pieces.
@@ -69,6 +73,9 @@ type Daemon struct {
 	started time.Time    // tasks made before are the last daemon's
 	settled bool         // what the last daemon left is settled (reconcile.go)
 	running running      // executors up, for the audit trail
+	network *networkSource
+	egress  *egress.Service
+	egressL net.Listener
 }
 
 // New builds the daemon; nothing runs until Run.
@@ -79,14 +86,15 @@ func New(o Options) (d *Daemon, err error) {
 	if err := o.Config.Validate(); err != nil {
 		return nil, err
 	}
-	d = &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener}
+	d = &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener, egressL: o.Egress}
+	d.network = newNetworkSource(o.ConfigPath, o.Config.Network, o.Log)
 	var undo []func()
 	defer func() { // on failure, release what was opened, newest first
 		for i := len(undo) - 1; err != nil && i >= 0; i-- {
 			undo[i]()
 		}
 	}()
-	if d.backend, d.closeBE, err = newBackend(o); err != nil {
+	if d.backend, d.closeBE, err = newBackend(o, d.networkFor); err != nil {
 		return nil, err
 	}
 	undo = append(undo, d.closeBE)
@@ -198,6 +206,10 @@ func (d *Daemon) build(creds *credstore.Store) {
 		return uint32(ex.UID), err
 	}
 	d.api = api.NewHTTPServer(d.srv.Handler())
+	n := d.cfg.Network
+	d.egress = &egress.Service{Person: d.egressPerson, TaskOf: d.runningTask, Audit: d.audit, Log: d.log,
+		MaxPerUser: n.MaxConnectionsPerUser, ConnectTimeout: ms(n.ConnectTimeoutMS)}
+	d.srv.NetworkMode, d.srv.EgressTotals = d.networkMode, d.egressTotals
 }
 
 // boundEvents puts quotas' event bounds on the sink: a running task's
@@ -221,7 +233,7 @@ func personPolicy(e config.Execution) lifecycle.Policy {
 	return lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
 }
 
-func newBackend(o Options) (lifecycle.Backend, func(), error) {
+func newBackend(o Options, network lifecycle.NetworkFunc) (lifecycle.Backend, func(), error) {
 	e := o.Config.Execution
 	pol := personPolicy(e)
 	if !e.RunAsUnixUser && (len(pol.AllowedUsers) > 0 || len(pol.AllowedGroups) > 0) {
@@ -234,16 +246,16 @@ func newBackend(o Options) (lifecycle.Backend, func(), error) {
 		// Limits go on each unit as it is ensured, which includes the
 		// executors reattached at start: a changed configuration reaches
 		// running ones at the daemon's restart.
-		s := &lifecycle.Systemd{Policy: pol, Limits: o.Config.Limits, Log: o.Log}
+		s := &lifecycle.Systemd{Policy: pol, Limits: o.Config.Limits, Network: network, Log: o.Log}
 		return s, s.Close, nil
 	case "direct":
 		if !o.Config.Limits.Empty() && o.Log != nil {
 			o.Log.Warn("limits: the direct backend does not apply them (they are systemd unit properties)")
 		}
-		dr := &lifecycle.Direct{Policy: pol, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
+		dr := &lifecycle.Direct{Policy: pol, Network: network, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
 		return dr, dr.Close, nil
 	case "slurm":
-		return newSlurm(o, pol)
+		return newSlurm(o, pol, network)
 	}
 	return nil, nil, fmt.Errorf("execution.backend %q is not systemd, direct or slurm", e.Backend)
 }
@@ -264,6 +276,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		tcp := api.NewHTTPServer((&api.Bearer{Path: d.cfg.API.TokensFile, Accounts: d.srv.Accounts, Audit: d.audit, Log: d.log}).Wrap(d.srv.Handler()))
 		g.Go(func() error { return serveHTTP(ctx, tcp, d.tcp) })
 		d.log.Info("serving on TCP with bearer tokens", "address", d.tcp.Addr().String(), "tokens_file", d.cfg.API.TokensFile)
+	}
+	if d.egressL != nil {
+		g.Go(func() error { return d.egress.Serve(ctx, d.egressL) })
+		d.log.Info("serving the egress service", "socket", d.egressL.Addr().String())
 	}
 	g.Go(func() error { d.pool.Reap(ctx); return nil })
 	g.Go(func() error { d.sweepTokens(ctx); return nil })

@@ -18,7 +18,7 @@ import (
 // executor on this host (which submits their job), the job-token registry
 // in the state directory (hashes only; a restarted daemon takes its jobs'
 // dial-backs again), and the TLS listener the jobs dial.
-func newSlurm(o Options, pol lifecycle.Policy) (lifecycle.Backend, func(), error) {
+func newSlurm(o Options, pol lifecycle.Policy, network lifecycle.NetworkFunc) (lifecycle.Backend, func(), error) {
 	c := o.Config
 	local := &lifecycle.Systemd{Policy: pol, Log: o.Log}
 	jobs, err := dialback.OpenJobs(filepath.Join(c.Daemon.StateDir, "dialback-jobs.json"))
@@ -27,7 +27,7 @@ func newSlurm(o Options, pol lifecycle.Policy) (lifecycle.Backend, func(), error
 		return nil, nil, fmt.Errorf("slurm: %w", err)
 	}
 	cmds := slurm.Commands{}
-	s := &lifecycle.Slurm{Policy: pol, Local: local, Jobs: jobs, Config: c.Slurm, Log: o.Log,
+	s := &lifecycle.Slurm{Policy: pol, Network: network, Local: local, Jobs: jobs, Config: c.Slurm, Log: o.Log,
 		IdleTimeout: ms(c.Execution.IdleTimeoutMS),
 		Queue:       func(ctx context.Context) ([]slurm.Job, error) { return cmds.Queue(ctx, c.Slurm.JobName) }}
 	stop, err := serveDialBack(c.Slurm, jobs, s.Deliver, o.Log)

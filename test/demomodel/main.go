@@ -25,15 +25,22 @@ import (
 func main() {
 	bash := flag.String("bash", "echo 'written by the agent as '$(id -un) > agent-demo.txt; cat agent-demo.txt", "the command the model asks the Bash tool to run")
 	text := flag.String("text", "Done: agent-demo.txt is in your home directory.", "the model's answer after the command")
-	listen := flag.String("listen", "127.0.0.1:0", "address to serve on (loopback)")
+	listen := flag.String("listen", "127.0.0.1:0", "address to serve on (loopback, or a private namespace's)")
 	plain := flag.Int("plain", 0, "answer this many further turns (follow-up prompts) with text only")
 	tools := flag.Int("tools", 1, "anthropic: play the tool turn this many times (one per prompt) before the -plain turns")
 	api := flag.String("api", "anthropic", "the API to stand in for: anthropic, openai-responses, gemini or openai-chat")
+	files := flag.String("files", "", "also serve this `directory`'s files under /files/ (the egress checks' plain file server)")
 	flag.Parse()
 	url, handler, err := serve(*api, *bash, *text, *tools, *plain)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demomodel:", err)
 		os.Exit(2)
+	}
+	if *files != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/files/", http.StripPrefix("/files/", http.FileServer(http.Dir(*files))))
+		mux.Handle("/", handler)
+		handler = mux
 	}
 	if *listen != "127.0.0.1:0" {
 		ln, err := net.Listen("tcp", *listen)

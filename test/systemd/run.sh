@@ -56,6 +56,8 @@ CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
 # program (the others are native binaries).
 ./test/agents.sh >/dev/null
 node_bin=$(readlink -f "$(command -v node)")
+# The host's npm (make test's deps install it), for the egress checks.
+npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 
 # --- lint the packages on the host -------------------------------------------
 lint_out=$work/opt/lint.txt
@@ -103,8 +105,9 @@ boot_and_check() {
 	t0=$(date +%s)
 	echo "== Debian $release"
 	# slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
-	# systemd-userdbd: the user database the daemon asks over varlink.
-	pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd"
+	# systemd-userdbd: the user database the daemon asks over varlink;
+	# iproute2, curl and git: the egress checks' private network and clients.
+	pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd,iproute2,curl,git"
 	# Cockpit and a browser for agor's page (cockpit.sh). Chromium runs in the
 	# container, beside cockpit-ws on its private network, so that the check
 	# drives it from inside like every other check (no host browser to reach
@@ -145,7 +148,7 @@ boot_and_check() {
 		SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
 			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
 			--register=no --keep-unit --private-network --console=read-only \
-			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" </dev/null >"$work/boot.log" 2>&1
+			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" </dev/null >"$work/boot.log" 2>&1
 	) &
 	nspawn_pid=$!
 	leader=

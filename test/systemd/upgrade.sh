@@ -52,7 +52,13 @@ upgrade_from_previous() {
 	want "$(stat -c '%U %a' /var/lib/agor/credentials/daemon.json)" "agor 600"
 	test ! -e /var/lib/agor/credentials/legacy-alice.json
 	journalctl -u agor-daemon -o cat | grep 'credentials moved to one file per owner' | tail -n 1
-	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential, now in her own file), the bearer token, and a follow-up in the same session all work"
+	# The network section is new: a configuration without it leaves
+	# everyone open (no namespace), and the upgraded socket unit makes the
+	# egress socket beside the API's.
+	test -S /run/agor/egress.sock
+	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" no
+	agorctl executors --json | grep -q '"mode":"open"'
+	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential, now in her own file), the bearer token, and a follow-up in the same session all work; everyone's network stays open, the egress socket is there"
 }
 # task_rows is each task of session $1 as id, status and end time.
 task_rows() {

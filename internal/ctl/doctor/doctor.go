@@ -145,6 +145,8 @@ var checks = []check{
 	{"exposure", checkExposure},
 	{"sandbox", checkSandbox},
 	{"limits", checkLimits},
+	{"network", checkNetwork},
+	{"network-ns", checkNetworkNamespace},
 	{"slurm-commands", checkSlurmCommands},
 	{"slurm-tls", checkSlurmTLS},
 	{"slurm-test-job", checkSlurmTestJob},

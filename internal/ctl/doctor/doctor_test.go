@@ -97,6 +97,8 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 				return "", nil
 			case name == "systemd-analyze" && args[0] == "security":
 				return fakeSecurity, nil
+			case name == "systemd-run":
+				return "Inter-|   Receive\n face |bytes\n    lo: 0 0\n", nil
 			case name == "getent" && args[0] == "passwd":
 				return "root:x:0:0::/root:/bin/sh\nada.lovelace:*:20001:20001:Ada:/home/ada.lovelace:/bin/bash\n", nil
 			}
@@ -415,5 +417,52 @@ func TestDoctorSharedAccount(t *testing.T) {
 	write(t, d.configPath, 0o644, shared+"  shared_account_access: true\n")
 	if l := line(); !strings.HasPrefix(l, "warn") || !strings.Contains(l, "read the others'") {
 		t.Fatalf("shared, access on: %q", l)
+	}
+}
+
+// TestDoctorNetwork: each person's mode is shown; one under proxy or none
+// whose unit lacks PrivateNetwork=yes fails naming agorctl network apply;
+// other backends cannot enforce it; the namespace check runs a unit.
+func TestDoctorNetwork(t *testing.T) {
+	d, _ := fixture(t)
+	if err := os.MkdirAll(filepath.Join(d.root, "/run/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	private := "no"
+	run := d.run
+	d.run = func(ctx context.Context, name string, args ...string) (string, error) {
+		if name == "systemctl" && args[0] == "show" && args[2] == "PrivateNetwork" {
+			return private + "\n", nil
+		}
+		return run(ctx, name, args...)
+	}
+	line := func(name string) string {
+		_, out := runDoctor(t, d, false)
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[1] == name {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := line("network"); !strings.HasPrefix(l, "ok") || !strings.Contains(l, "default open") {
+		t.Errorf("default: %q", l)
+	}
+	if l := line("network-ns"); !strings.HasPrefix(l, "ok") || !strings.Contains(l, "only lo") {
+		t.Errorf("network-ns: %q", l)
+	}
+	write(t, d.configPath, 0o644, "network:\n  users:\n    alice: {mode: none}\n    bob: {mode: open}\n")
+	_, out := runDoctor(t, d, false)
+	if l := line("network"); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "alice none") || !strings.Contains(l, "alice is none but has PrivateNetwork=no") ||
+		!strings.Contains(out, "fix: sudo agorctl network apply") {
+		t.Errorf("alice none, unit without PrivateNetwork: %q\n%s", l, out)
+	}
+	private = "yes" // bob's too now: open with a namespace is a mismatch as well
+	if l := line("network"); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "bob is open but has PrivateNetwork=yes") {
+		t.Errorf("bob open, unit with PrivateNetwork: %q", l)
+	}
+	write(t, d.configPath, 0o644, "execution:\n  backend: direct\nnetwork:\n  users:\n    alice: {mode: proxy}\n")
+	if l := line("network"); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "direct backend cannot enforce") {
+		t.Errorf("direct backend: %q", l)
 	}
 }

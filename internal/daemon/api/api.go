@@ -42,17 +42,21 @@ const MaxBody = 1 << 20
 
 // Server holds what the handlers use.
 type Server struct {
-	Pool       *pool.Pool
-	Backend    lifecycle.Backend
-	Broker     *broker.Broker   // permission requests; nil: not served
-	Creds      *credstore.Store // nil: not served
-	Audit      *audit.Logger    // nil: not served
-	Outputs    *Outputs         // exec output for exec calls; the pool's handlers must route to it
-	Terminals  *Terminals       // terminal output to attached clients; likewise
-	Events     *events.Sink     // agents' events, for live streams
-	Store      Store            // sessions, tasks, events; nil: prompts are not served
-	AdminGroup string
-	Accounts   *identity.Resolver // who callers are; nil: identity.Default()
+	// NetworkMode names a person's network mode; EgressTotals is every
+	// person's egress so far (network.go). nil: not shown.
+	NetworkMode  func(ctx context.Context, user string) string
+	EgressTotals func() map[string]apiwire.ExecutorNetwork
+	Pool         *pool.Pool
+	Backend      lifecycle.Backend
+	Broker       *broker.Broker   // permission requests; nil: not served
+	Creds        *credstore.Store // nil: not served
+	Audit        *audit.Logger    // nil: not served
+	Outputs      *Outputs         // exec output for exec calls; the pool's handlers must route to it
+	Terminals    *Terminals       // terminal output to attached clients; likewise
+	Events       *events.Sink     // agents' events, for live streams
+	Store        Store            // sessions, tasks, events; nil: prompts are not served
+	AdminGroup   string
+	Accounts     *identity.Resolver // who callers are; nil: identity.Default()
 	// SharedAccount, when set (run_as_unix_user: false), is the one
 	// account whose executor runs everyone's work; sessions, tasks, keys,
 	// permission questions and the audit trail still name the person.
@@ -220,7 +224,7 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 	out := make([]ExecutorInfo, 0, len(list))
 	for _, st := range list {
 		out = append(out, ExecutorInfo{User: st.User, Socket: st.Socket, Service: st.Service, Connected: slices.Contains(live, st.User), Usage: usage[st.User],
-			JobID: st.JobID, Node: st.Node, JobState: st.JobState})
+			Network: s.networkOf(r.Context(), st.User), JobID: st.JobID, Node: st.Node, JobState: st.JobState})
 	}
 	writeJSON(w, http.StatusOK, apiwire.ExecutorList{Executors: out})
 }

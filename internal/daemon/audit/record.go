@@ -38,6 +38,11 @@ const (
 	// level the kernel did not enforce, and ran unconfined (Sandbox, the
 	// level; Reason, the executor's warning).
 	SandboxUnenforced Action = "sandbox_unenforced"
+	// Egress: one connection (CONNECT) or request (plain HTTP) through
+	// the egress service: Host and Port asked for, Address connected to,
+	// Decision allowed, denied or failed, Reason the rule that decided,
+	// BytesUp and BytesDown what went each way.
+	Egress Action = "egress"
 )
 
 // Record is one entry of the trail. It names a credential, never its
@@ -64,6 +69,13 @@ type Record struct {
 	// executor's root) and its size.
 	Path  string `json:"path,omitempty"`
 	Bytes int64  `json:"bytes,omitempty"`
+	// Host, Port, Address, BytesUp and BytesDown describe an egress
+	// connection.
+	Host      string `json:"host,omitempty"`
+	Port      int    `json:"port,omitempty"`
+	Address   string `json:"address,omitempty"`
+	BytesUp   int64  `json:"bytes_up,omitempty"`
+	BytesDown int64  `json:"bytes_down,omitempty"`
 	// Count is how many occurrences one aggregated record stands for
 	// (0 or 1 for a single event).
 	Count int `json:"count,omitempty"`
@@ -91,6 +103,14 @@ func (r Record) attrs() []slog.Attr {
 	add("decision", r.Decision)
 	add("reason", r.Reason)
 	add("path", r.Path)
+	add("host", r.Host)
+	if r.Port > 0 {
+		out = append(out, slog.Int("port", r.Port))
+	}
+	add("address", r.Address)
+	if r.Action == Egress {
+		out = append(out, slog.Int64("bytes_up", r.BytesUp), slog.Int64("bytes_down", r.BytesDown))
+	}
 	if r.Bytes > 0 {
 		out = append(out, slog.Int64("bytes", r.Bytes))
 	}
@@ -105,6 +125,10 @@ func (r Record) level() slog.Level {
 	switch r.Action {
 	case APIKeyRefused, EventRefused, RateLimited, AccountMismatch:
 		return slog.LevelWarn
+	case Egress:
+		if r.Decision != "allowed" {
+			return slog.LevelWarn
+		}
 	}
 	return slog.LevelInfo
 }

@@ -25,7 +25,10 @@ import (
 // has one code path. Only as root can it run an executor as its user;
 // otherwise executors run as the daemon's own account, and it says so.
 type Direct struct {
-	Policy      Policy
+	Policy Policy
+	// Network names a person's network set: under proxy or none they
+	// are refused (this backend cannot enforce it); nil: not checked.
+	Network     NetworkFunc
 	Binary      string        // path of agor-executor
 	IdleTimeout time.Duration // passed to executors; 0 keeps their default
 	Root        string        // passed as --root; "" leaves executors on the user's home
@@ -106,6 +109,9 @@ func (e *directExec) running() bool {
 func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
 	ex, err := d.Policy.Check(ctx, name)
 	if err != nil {
+		return Executor{}, err
+	}
+	if err := refuseUnconfined(ctx, d.Network, "direct", name); err != nil {
 		return Executor{}, err
 	}
 	d.mu.Lock()

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/exectest"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -209,5 +211,29 @@ func TestStatExiting(t *testing.T) {
 	self, err := os.ReadFile("/proc/self/stat")
 	if err != nil || statExiting(self) {
 		t.Fatalf("this live process reads as exiting (%v): %s", err, self)
+	}
+}
+
+// The direct backend cannot give an executor a network namespace: a
+// person under proxy or none is refused before anything starts, naming
+// why; one under open is served.
+func TestDirectRefusesConfinedNetwork(t *testing.T) {
+	name, _ := target(t)
+	d, dir := direct(t, 0)
+	mode := config.NetworkProxy
+	d.Network = func(context.Context, string) (config.NetworkSet, error) { return config.NetworkSet{Mode: mode}, nil }
+	for _, m := range []string{config.NetworkProxy, config.NetworkNone} {
+		mode = m
+		_, err := d.Ensure(context.Background(), name)
+		if !errors.Is(err, ErrNetworkUnenforced) || !strings.Contains(err.Error(), "direct backend cannot enforce") {
+			t.Errorf("mode %s: Ensure = %v", m, err)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "executors")); len(entries) != 0 {
+		t.Fatalf("refused person left sockets: %v", entries)
+	}
+	mode = config.NetworkOpen
+	if _, err := d.Ensure(context.Background(), name); err != nil {
+		t.Errorf("open: %v", err)
 	}
 }

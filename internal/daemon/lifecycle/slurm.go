@@ -28,10 +28,13 @@ var ErrJobEnded = errors.New("the executor's Slurm job ended")
 // squeue every poll interval follows every user's jobs at once.
 type Slurm struct {
 	Policy Policy
-	Local  Backend // the person's executor on this host: it submits as them
-	Jobs   *dialback.Jobs
-	Config config.Slurm
-	Queue  func(ctx context.Context) ([]slurm.Job, error) // one squeue for all users
+	// Network names a person's network set: under proxy or none they
+	// are refused (this backend cannot enforce it); nil: not checked.
+	Network NetworkFunc
+	Local   Backend // the person's executor on this host: it submits as them
+	Jobs    *dialback.Jobs
+	Config  config.Slurm
+	Queue   func(ctx context.Context) ([]slurm.Job, error) // one squeue for all users
 	// IdleTimeout: a dialled-back connection the daemon has not taken for
 	// this long (its pool let it go) is told to shut down, which ends
 	// the job.
@@ -88,6 +91,9 @@ func (r *remote) live() bool { return r.jobID != "" && !(slurm.Job{State: r.stat
 func (s *Slurm) Ensure(ctx context.Context, user string) (Executor, error) {
 	ex, err := s.Policy.Check(ctx, user)
 	if err != nil {
+		return Executor{}, err
+	}
+	if err := refuseUnconfined(ctx, s.Network, "slurm", user); err != nil {
 		return Executor{}, err
 	}
 	s.mu.Lock()

@@ -23,6 +23,9 @@ type Systemd struct {
 	Dial func(context.Context) (*sd.Conn, error)
 	// Limits are set on each executor's service before it starts.
 	Limits config.Limits
+	// Network names a person's network set; under proxy or none their
+	// unit must have PrivateNetwork=yes (nil: not checked).
+	Network NetworkFunc
 	// UsageWorkers bounds the D-Bus calls Usage has in flight at once
 	// (0: DefaultUsageWorkers; 1 reads one property after another).
 	UsageWorkers int
@@ -45,6 +48,9 @@ func unitName(user, kind string) string {
 func (s *Systemd) Ensure(ctx context.Context, user string) (Executor, error) {
 	ex, err := s.Policy.Check(ctx, user)
 	if err != nil {
+		return Executor{}, err
+	}
+	if err := s.checkNetwork(ctx, user); err != nil {
 		return Executor{}, err
 	}
 	if err := s.applyLimits(ctx, user); err != nil {

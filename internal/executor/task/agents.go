@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agor-sh/agor/internal/executor/childenv"
+	"github.com/agor-sh/agor/internal/executor/egress"
 )
 
 // DefaultAgentsPath is where the packaged executor finds agent settings.
@@ -67,7 +68,7 @@ func LoadAgents(path string) (Agents, error) {
 }
 
 // command is the tool's binary and whole environment with key in it.
-func (a Agents) command(tool, keyName, key string) (string, []string) {
+func (a Agents) command(tool, keyName, key, session string) (string, []string) {
 	ag := a[tool]
 	bin := ag.Binary
 	if bin == "" {
@@ -78,7 +79,10 @@ func (a Agents) command(tool, keyName, key string) (string, []string) {
 			bin = p
 		}
 	}
-	extra := map[string]string{}
+	extra := egress.SessionEnv(session) // nil without a proxy
+	if extra == nil {
+		extra = map[string]string{}
+	}
 	if key != "" {
 		extra[keyName] = key
 	}

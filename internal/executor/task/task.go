@@ -131,7 +131,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 	if err != nil {
 		return failed(protocol.TaskAgentMissing, err.Error())
 	}
-	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key)
+	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID)
 	floor := s.floor(p)
 	want := settingsOf(p, req, floor)
 	if w := s.pool().take(warmKey(p), want); w != nil {

@@ -15,6 +15,7 @@ type ExecutorInfo struct {
 	Connected bool                 `json:"connected"`
 	Ping      *protocol.PingResult `json:"ping,omitempty"`
 	Usage     *ExecutorUsage       `json:"usage,omitempty"` // running executors only
+	Network   *ExecutorNetwork     `json:"network,omitempty"`
 	// The slurm backend's: the executor's job, the node it runs on, and
 	// its Slurm state (PENDING, RUNNING, ...).
 	JobID    string `json:"job_id,omitempty"`
@@ -34,4 +35,15 @@ type ExecutorUsage struct {
 	IOWriteBytes *uint64  `json:"io_write_bytes"`
 	Source       string   `json:"source"` // "systemd", "proc", "systemd+proc" (memory and tasks from the process tree where systemd has no counter) or "slurm"
 	Unavailable  []string `json:"unavailable,omitempty"`
+}
+
+// ExecutorNetwork is a person's network mode (open, proxy or none) and
+// what their connections through the egress service moved since the
+// daemon started.
+type ExecutorNetwork struct {
+	Mode      string `json:"mode,omitempty"`
+	BytesUp   int64  `json:"bytes_up"`   // to destinations
+	BytesDown int64  `json:"bytes_down"` // from them
+	Allowed   int64  `json:"allowed"`    // connections and requests let through
+	Denied    int64  `json:"denied"`     // refused by the policy
 }

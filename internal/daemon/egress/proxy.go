@@ -1,0 +1,284 @@
+package egress
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agor-sh/agor/internal/netpolicy"
+)
+
+type handler struct {
+	s       *Service
+	tunnels *tunnelSet
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, ok := r.Context().Value(personKey{}).(Person)
+	if !ok {
+		http.Error(w, "agor egress: no peer credentials", http.StatusForbidden)
+		return
+	}
+	switch {
+	case r.Method == http.MethodConnect:
+		h.connect(w, r, p)
+	case r.URL.IsAbs() && r.URL.Scheme == "http":
+		h.forward(w, r, p)
+	default:
+		http.Error(w, "agor egress: this is a proxy: send CONNECT host:port, or a request for an absolute http:// URL", http.StatusBadRequest)
+	}
+}
+
+// destination reads host and port from a request's authority; the port
+// is required for CONNECT, 80 otherwise.
+func destination(authority string, defaultPort uint16) (netpolicy.Destination, error) {
+	host, ps, err := net.SplitHostPort(authority)
+	if err != nil {
+		if defaultPort == 0 {
+			return netpolicy.Destination{}, fmt.Errorf("%q is not host:port", authority)
+		}
+		host, ps = strings.Trim(authority, "[]"), strconv.Itoa(int(defaultPort))
+	}
+	port, err := strconv.ParseUint(ps, 10, 16)
+	if err != nil || port == 0 {
+		return netpolicy.Destination{}, fmt.Errorf("%q: bad port", authority)
+	}
+	if host == "" || len(host) > netpolicy.MaxNameLen {
+		return netpolicy.Destination{}, fmt.Errorf("%q: bad host", authority)
+	}
+	return netpolicy.Destination{Host: host, Port: uint16(port)}, nil
+}
+
+// sessionOf is the session a request says it comes from: the proxy URL's
+// user "session" with the session id as password, which agents' proxy
+// variables carry. It is the person's own word, used only to label
+// their records (the session must be theirs).
+func sessionOf(r *http.Request) string {
+	v, ok := strings.CutPrefix(r.Header.Get("Proxy-Authorization"), "Basic ")
+	if !ok || len(v) > 256 {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return ""
+	}
+	user, id, ok := strings.Cut(string(raw), ":")
+	if !ok || user != "session" || len(id) == 0 || len(id) > 64 {
+		return ""
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '_' || c == '-') {
+			return ""
+		}
+	}
+	return id
+}
+
+// decideOrRefuse answers a refused or unresolvable destination and
+// audits it; ok means go on with t.
+func (h *handler) decideOrRefuse(w http.ResponseWriter, r *http.Request, p Person, authority string, defaultPort uint16) (target, label, bool) {
+	task := h.s.labelOf(r.Context(), p, sessionOf(r))
+	dst, err := destination(authority, defaultPort)
+	if err != nil {
+		http.Error(w, "agor egress: "+err.Error(), http.StatusBadRequest)
+		return target{}, task, false
+	}
+	t, err := h.s.decide(r.Context(), p, dst)
+	if err != nil {
+		t.allowed = true // decided by no rule: a failure, recorded as one
+		h.s.record(p, task, t, 0, 0, err)
+		http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
+		return t, task, false
+	}
+	if !t.allowed {
+		h.s.record(p, task, t, 0, 0, nil)
+		w.Header().Set("X-Agor-Egress-Rule", t.rule)
+		http.Error(w, fmt.Sprintf("agor egress: %s may not reach %s (%s; the network section of /etc/agor/config.yaml)",
+			p.Name, net.JoinHostPort(dst.Host, strconv.Itoa(int(dst.Port))), t.rule), http.StatusForbidden)
+		return t, task, false
+	}
+	return t, task, true
+}
+
+// connect serves CONNECT: a tunnel to the destination, bytes untouched.
+func (h *handler) connect(w http.ResponseWriter, r *http.Request, p Person) {
+	t, task, ok := h.decideOrRefuse(w, r, p, r.Host, 0)
+	if !ok {
+		return
+	}
+	dialled, err := h.s.dial(r.Context(), t)
+	if err != nil {
+		h.s.record(p, task, t, 0, 0, err)
+		http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	up := &countingConn{Conn: dialled, live: h.s.countsOf(p.Name)}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		up.Close()
+		http.Error(w, "agor egress: cannot tunnel here", http.StatusInternalServerError)
+		return
+	}
+	client, brw, err := hj.Hijack()
+	if err != nil {
+		up.Close()
+		return
+	}
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		client.Close()
+		up.Close()
+		h.s.record(p, task, t, 0, 0, err)
+		return
+	}
+	id := h.tunnels.add(client, up)
+	pipe(client, io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), client), up)
+	h.s.record(p, task, t, up.written.Load(), up.read.Load(), nil)
+	h.tunnels.remove(id)
+}
+
+// pipe copies both ways until both are done: from the client (read
+// through in, which starts with what was buffered) to up, and back.
+// Each side's end is passed on as a half-close.
+func pipe(client net.Conn, in io.Reader, up net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(up, in)
+		closeWrite(up)
+	}()
+	_, _ = io.Copy(client, up)
+	closeWrite(client)
+	wg.Wait()
+	client.Close()
+	up.Close()
+}
+
+func closeWrite(c net.Conn) {
+	switch cc := c.(type) {
+	case *personConn:
+		c = cc.Conn
+	case *countingConn:
+		c = cc.Conn
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+// forward serves one plain-HTTP request for an absolute URL: checked on
+// its own (a kept-alive connection may ask for another host next).
+func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
+	t, task, ok := h.decideOrRefuse(w, r, p, r.URL.Host, 80)
+	if !ok {
+		return
+	}
+	var counted atomic.Pointer[countingConn]
+	var failure error
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(*httputil.ProxyRequest) {}, // the URL is absolute already; hop-by-hop headers are dropped
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				c, err := h.s.dial(ctx, t)
+				if err != nil {
+					return nil, err
+				}
+				cc := &countingConn{Conn: c, live: h.s.countsOf(p.Name)}
+				counted.Store(cc)
+				return cc, nil
+			},
+			DisableKeepAlives:      true,
+			MaxResponseHeaderBytes: 1 << 20,
+		},
+		FlushInterval: -1, // event streams from models arrive as they are sent
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			failure = err
+			http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	// Recorded however it ends: ReverseProxy aborts the handler (panics
+	// with http.ErrAbortHandler) when a streamed body breaks off.
+	defer func() {
+		var up, down int64
+		if cc := counted.Load(); cc != nil {
+			up, down = cc.written.Load(), cc.read.Load()
+		}
+		if errors.Is(failure, context.Canceled) {
+			failure = nil // the client went away
+		}
+		h.s.record(p, task, t, up, down, failure)
+	}()
+	rp.ServeHTTP(w, r)
+}
+
+// countingConn counts what is written to and read from a destination,
+// for its record and, as it goes, for its person's totals (a tunnel open
+// for hours shows in the metrics before it ends).
+type countingConn struct {
+	net.Conn
+	read, written atomic.Int64
+	live          *counts
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.read.Add(int64(n))
+	c.live.down.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.written.Add(int64(n))
+	c.live.up.Add(int64(n))
+	return n, err
+}
+
+// tunnelSet holds the open tunnels, so shutting down closes them.
+type tunnelSet struct {
+	wg   sync.WaitGroup // tunnels until recorded
+	mu   sync.Mutex
+	next int
+	open map[int][2]net.Conn
+}
+
+func (ts *tunnelSet) add(a, b net.Conn) int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.open == nil {
+		ts.open = map[int][2]net.Conn{}
+	}
+	ts.next++
+	ts.wg.Add(1)
+	ts.open[ts.next] = [2]net.Conn{a, b}
+	return ts.next
+}
+
+func (ts *tunnelSet) remove(id int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.open, id)
+	ts.wg.Done()
+}
+
+// closeAll closes every tunnel and waits until each is recorded.
+func (ts *tunnelSet) closeAll() {
+	ts.mu.Lock()
+	for _, c := range ts.open {
+		c[0].Close()
+		c[1].Close()
+	}
+	ts.mu.Unlock()
+	ts.wg.Wait()
+}

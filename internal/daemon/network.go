@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/egress"
+	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
+)
+
+// networkSource is the configuration's network section, read again when
+// the file changes: allow and deny lists take effect at each person's
+// next connection, without a restart. A file that no longer parses
+// leaves the last good section in force, and says so.
+type networkSource struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	current config.Network
+	stamp   fileStamp
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func newNetworkSource(path string, initial config.Network, log *slog.Logger) *networkSource {
+	n := &networkSource{path: path, log: log, current: initial}
+	n.stamp, _ = stampOf(path)
+	return n
+}
+
+func stampOf(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
+}
+
+// Get is the section now.
+func (n *networkSource) Get() config.Network {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.path == "" {
+		return n.current
+	}
+	st, err := stampOf(n.path)
+	if err != nil || st == n.stamp {
+		return n.current
+	}
+	n.stamp = st
+	c, err := config.Load(n.path)
+	if err != nil {
+		n.log.Error("network policy not reloaded: the configuration does not parse; the last good one stays in force", "err", err)
+		return n.current
+	}
+	n.current = c.Network
+	n.log.Info("network policy reloaded", "config", n.path)
+	return n.current
+}
+
+// networkFor is a person's effective network set now.
+func (d *Daemon) networkFor(ctx context.Context, user string) (config.NetworkSet, error) {
+	return lifecycle.NetworkFor(ctx, d.network.Get(), personPolicy(d.cfg.Execution), user)
+}
+
+// egressPerson names the account behind an egress connection: a person
+// the daemon serves (min_uid, the allowed lists), with their network set.
+func (d *Daemon) egressPerson(ctx context.Context, uid uint32) (egress.Person, error) {
+	u, err := identity.Default().LookupUID(ctx, uid)
+	if err != nil {
+		return egress.Person{}, fmt.Errorf("uid %d: %w", uid, err)
+	}
+	pol := personPolicy(d.cfg.Execution)
+	if _, err := pol.Check(ctx, u.Name); err != nil {
+		return egress.Person{}, err
+	}
+	set, err := d.networkFor(ctx, u.Name)
+	if err != nil {
+		return egress.Person{}, err
+	}
+	return egress.Person{Name: u.Name, UID: uid, Set: set}, nil
+}
+
+// networkMode is user's mode now, or why it is not known.
+func (d *Daemon) networkMode(ctx context.Context, user string) string {
+	set, err := d.networkFor(ctx, user)
+	if err != nil {
+		return "unknown"
+	}
+	return set.Mode
+}
+
+func (d *Daemon) egressTotals() map[string]apiwire.ExecutorNetwork {
+	out := map[string]apiwire.ExecutorNetwork{}
+	for u, t := range d.egress.Totals() {
+		out[u] = apiwire.ExecutorNetwork{BytesUp: t.BytesUp, BytesDown: t.BytesDown, Allowed: t.Allowed, Denied: t.Denied}
+	}
+	return out
+}
+
+// runningTask is the task running in person's session now: the label of
+// an egress connection whose proxy credentials name the session. A
+// session not theirs names nothing.
+func (d *Daemon) runningTask(_ context.Context, p egress.Person, session string) string {
+	s, err := d.store.GetSession(session)
+	if err != nil || s.UnixUser != p.Name || (s.UID >= 0 && s.UID != int64(p.UID)) {
+		return ""
+	}
+	tasks, err := d.store.ListTasks(session, 0, "")
+	if err != nil {
+		return ""
+	}
+	for i := len(tasks) - 1; i >= 0; i-- {
+		if tasks[i].Status == store.Running {
+			return tasks[i].ID
+		}
+	}
+	return ""
+}

@@ -1,0 +1,182 @@
+// Package egress is the executor's end of network egress under mode
+// proxy: inside the unit's own network namespace (PrivateNetwork=yes) it
+// serves a loopback HTTP proxy port and relays each connection, bytes
+// untouched, to the daemon's egress service on a Unix socket, which
+// decides. Agents, commands and terminals find it through HTTPS_PROXY and
+// HTTP_PROXY. The relay decides nothing: the namespace is what keeps
+// everything else from going out, and the daemon knows the person from
+// the socket's SO_PEERCRED.
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Relay accepts on a loopback port and relays to Socket.
+type Relay struct {
+	Socket string // the daemon's egress service
+	Max    int    // connections relayed at once (default 256); more wait
+	Log    *slog.Logger
+}
+
+// Serve relays ln's connections until ctx ends, then closes them.
+func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
+	limit := r.Max
+	if limit <= 0 {
+		limit = 256
+	}
+	slots := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	open := map[net.Conn]struct{}{}
+	stop := context.AfterFunc(ctx, func() {
+		ln.Close()
+		mu.Lock()
+		for c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	defer stop()
+	defer wg.Wait()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			<-slots
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("egress relay: %w", err)
+		}
+		mu.Lock()
+		open[c] = struct{}{}
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.relay(ctx, c)
+			mu.Lock()
+			delete(open, c)
+			mu.Unlock()
+			<-slots
+		}()
+	}
+}
+
+// relay joins one client to a new connection to the daemon.
+func (r *Relay) relay(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	d := net.Dialer{Timeout: 10 * time.Second}
+	up, err := d.DialContext(ctx, "unix", r.Socket)
+	if err != nil {
+		r.Log.Warn("egress relay: cannot reach the daemon's egress service", "socket", r.Socket, "err", err)
+		const body = "agor egress: the daemon's egress service is not reachable\n"
+		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(up, c)
+		closeWrite(up)
+	}()
+	_, _ = io.Copy(c, up)
+	closeWrite(c)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
+// ErrNotPrivate is a network namespace with more than loopback in it:
+// serving a proxy there would offer the person's egress to others.
+var ErrNotPrivate = errors.New("this executor is not in a network namespace of its own")
+
+// CheckPrivate reports whether the process sees loopback interfaces only,
+// as in a unit with PrivateNetwork=yes.
+func CheckPrivate() error {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return fmt.Errorf("list network interfaces: %w", err)
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback == 0 {
+			return fmt.Errorf("%w: it sees interface %s (the unit needs PrivateNetwork=yes: agorctl network apply)", ErrNotPrivate, i.Name)
+		}
+	}
+	return nil
+}
+
+// Env are the variables that point children at the proxy on port: both
+// cases, since tools read one or the other, and loopback left direct.
+func Env(port int) map[string]string { return env("http://127.0.0.1:" + strconv.Itoa(port)) }
+
+// SessionEnv is Env for an agent of session: the proxy URL carries the
+// session as its user name and id ("session:ID@"), which clients send as
+// Proxy-Authorization, so the daemon can name the task in its records.
+// Empty when this executor serves no proxy.
+func SessionEnv(session string) map[string]string {
+	if served == 0 || !validID(session) {
+		return nil
+	}
+	return env("http://session:" + session + "@127.0.0.1:" + strconv.Itoa(served))
+}
+
+// served is the port SetEnv pointed children at (0: none).
+var served int
+
+func validID(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func env(url string) map[string]string {
+	noProxy := "localhost,127.0.0.1,::1"
+	return map[string]string{
+		"HTTPS_PROXY": url, "https_proxy": url,
+		"HTTP_PROXY": url, "http_proxy": url,
+		"ALL_PROXY": url, "all_proxy": url,
+		"NO_PROXY": noProxy, "no_proxy": noProxy,
+	}
+}
+
+// SetEnv puts Env into this process's environment, which every agent,
+// command and terminal it starts inherits.
+func SetEnv(port int) error {
+	for k, v := range Env(port) {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	served = port
+	return nil
+}
