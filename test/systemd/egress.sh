@@ -222,6 +222,30 @@ eg_ways_around() {
 }
 check "egress: the ways around the proxy from alice's executor fail (UDP, DNS, TCP to the host, IPv6, raw socket), and bob cannot use her proxy port" eg_ways_around
 
+# Her own user manager (systemd --user, lingering or from a login) runs
+# outside her executor's namespace: asked over /run/user/UID/bus to start a
+# command, it would run it with the host's network. Shown possible from
+# outside the executor first, so that the refusal inside means something.
+eg_user_manager() {
+	local uid out
+	uid=$(id -u alice)
+	loginctl enable-linger alice
+	for _ in $(seq 100); do [ -S "/run/user/$uid/systemd/private" ] && break; sleep 0.1; done
+	out=$(as alice env XDG_RUNTIME_DIR="/run/user/$uid" systemd-run --user --wait --pipe --quiet \
+		curl -sS --noproxy '*' --max-time 5 http://10.199.0.2:18080/files/hello.txt </dev/null 2>&1)
+	want "$out" "$(cat /srv/egress/hello.txt)"
+	echo "alice's user manager, asked from outside agor, fetches directly: $out"
+	if out=$(as alice agorctl exec alice -- env XDG_RUNTIME_DIR="/run/user/$uid" systemd-run --user --wait --pipe --quiet \
+		curl -sS --noproxy '*' --max-time 5 http://10.199.0.2:18080/files/hello.txt </dev/null 2>&1); then
+		echo "alice's executor had her user manager fetch it: $out"
+		loginctl disable-linger alice
+		return 1
+	fi
+	echo "from her executor (proxy): $out"
+	loginctl disable-linger alice
+}
+check "egress: alice's executor under proxy cannot have her own user manager (systemd --user) run a command outside its network namespace" eg_user_manager
+
 eg_prompt() {
 	eg_since=$(date +%s)
 	eg_config 'network:

@@ -29,6 +29,13 @@ const FileName = "50-agor-network.conf"
 // header says who wrote the file, so nobody edits it by hand.
 const header = "# Written by `agorctl network apply` from the network section of\n# /etc/agor/config.yaml; edits here are replaced at its next run.\n"
 
+// hideUserManager keeps the person's own user manager (systemd --user,
+// over /run/user/UID: its D-Bus and private sockets) out of reach: it runs
+// outside the executor's network namespace, and `systemd-run --user`
+// would start any command there, with the host's network. An executor
+// needs nothing under /run/user (a system unit has no XDG_RUNTIME_DIR).
+const hideUserManager = "InaccessiblePaths=-/run/user\n"
+
 // Dropin is the drop-in that gives an executor set's mode: a namespace of
 // its own for proxy and none, the relay to the egress service for proxy.
 func Dropin(set config.NetworkSet, n config.Network) string {
@@ -37,12 +44,12 @@ func Dropin(set config.NetworkSet, n config.Network) string {
 	fmt.Fprintf(&b, "# network mode: %s\n[Service]\n", set.Mode)
 	switch set.Mode {
 	case config.NetworkProxy:
-		b.WriteString("PrivateNetwork=yes\n")
+		b.WriteString("PrivateNetwork=yes\n" + hideUserManager)
 		fmt.Fprintf(&b, "Environment=AGOR_EXECUTOR_EGRESS_SOCKET=%s AGOR_EXECUTOR_EGRESS_PORT=%d\n", n.SocketPath, n.ProxyPort)
 	case config.NetworkNone:
-		b.WriteString("PrivateNetwork=yes\nEnvironment=AGOR_EXECUTOR_EGRESS_SOCKET=\n")
-	default:
-		b.WriteString("PrivateNetwork=no\nEnvironment=AGOR_EXECUTOR_EGRESS_SOCKET=\n")
+		b.WriteString("PrivateNetwork=yes\n" + hideUserManager + "Environment=AGOR_EXECUTOR_EGRESS_SOCKET=\n")
+	default: // an empty InaccessiblePaths= resets what a template's drop-in set
+		b.WriteString("PrivateNetwork=no\nInaccessiblePaths=\nEnvironment=AGOR_EXECUTOR_EGRESS_SOCKET=\n")
 	}
 	return b.String()
 }

@@ -35,16 +35,16 @@ func TestApplyPlan(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(Dir(dir, user), FileName))
 		return string(b)
 	}
-	if s := read(""); !strings.Contains(s, "PrivateNetwork=yes") || !strings.Contains(s, "AGOR_EXECUTOR_EGRESS_SOCKET=/run/agor/egress.sock AGOR_EXECUTOR_EGRESS_PORT=3128") {
+	if s := read(""); !strings.Contains(s, "PrivateNetwork=yes") || !strings.Contains(s, "InaccessiblePaths=-/run/user\n") || !strings.Contains(s, "AGOR_EXECUTOR_EGRESS_SOCKET=/run/agor/egress.sock AGOR_EXECUTOR_EGRESS_PORT=3128") {
 		t.Errorf("template:\n%s", s)
 	}
 	if read("alice") != "" {
 		t.Error("alice has the default's mode, and a drop-in of her own")
 	}
-	if s := read("bob"); !strings.Contains(s, "PrivateNetwork=no") || !strings.Contains(s, "AGOR_EXECUTOR_EGRESS_SOCKET=\n") {
+	if s := read("bob"); !strings.Contains(s, "PrivateNetwork=no") || !strings.Contains(s, "InaccessiblePaths=\n") || !strings.Contains(s, "AGOR_EXECUTOR_EGRESS_SOCKET=\n") {
 		t.Errorf("bob:\n%s", s)
 	}
-	if s := read("carol"); !strings.Contains(s, "PrivateNetwork=yes") || !strings.Contains(s, "AGOR_EXECUTOR_EGRESS_SOCKET=\n") {
+	if s := read("carol"); !strings.Contains(s, "PrivateNetwork=yes") || !strings.Contains(s, "InaccessiblePaths=-/run/user\n") || !strings.Contains(s, "AGOR_EXECUTOR_EGRESS_SOCKET=\n") {
 		t.Errorf("carol:\n%s", s)
 	}
 	have, _ := Existing(dir)
