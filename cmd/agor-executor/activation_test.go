@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,7 +59,7 @@ type activated struct {
 	cmd    *exec.Cmd
 	sock   string
 	notify *net.UnixConn
-	stderr *lockedBuffer
+	stderr *exectest.LockedBuffer
 	exited chan error
 }
 
@@ -87,7 +86,7 @@ func activate(t *testing.T, extraArgs ...string) *activated {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	_ = os.Chmod(dir, 0o755)
-	a := &activated{sock: filepath.Join(dir, "alice.sock"), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	a := &activated{sock: filepath.Join(dir, "alice.sock"), stderr: &exectest.LockedBuffer{}, exited: make(chan error, 1)}
 
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: a.sock, Net: "unix"})
 	if err != nil {
@@ -232,7 +231,7 @@ func TestConnectionQueuedAcrossIdleExit(t *testing.T) {
 func reactivate(t *testing.T, a *activated) *activated {
 	t.Helper()
 	f := a.cmd.ExtraFiles[0]
-	b := &activated{sock: a.sock, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	b := &activated{sock: a.sock, stderr: &exectest.LockedBuffer{}, exited: make(chan error, 1)}
 	_, _, cred := asUser()
 	b.cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ exec "$0" "$@"`, binary,
 		"--daemon-user", strconv.Itoa(os.Getuid()), "--idle-timeout", "5s")
@@ -370,24 +369,6 @@ func copyFile(from, to string) error {
 	return os.WriteFile(to, b, 0o755)
 }
 
-// lockedBuffer collects a child's stderr while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // goBinary finds the go command that runs these tests.
 func goBinary() string {
 	if p, err := exec.LookPath("go"); err == nil {
@@ -396,18 +377,20 @@ func goBinary() string {
 	return "/usr/local/go/bin/go"
 }
 
-// The primitives work through the real binary, as its user, in $HOME.
-func TestPrimitivesThroughBinary(t *testing.T) {
-	a := activate(t, "--idle-timeout", "0")
-	a.waitNotify(t, "READY=1")
+// caller connects to the activated executor and returns a function that
+// sends one JSON-RPC line and returns the reply to it (notifications,
+// such as exec_output, skipped). The connection closes with the test.
+func (a *activated) caller(t *testing.T) func(line string) string {
+	t.Helper()
 	c, err := net.Dial("unix", a.sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(c)
-	send := func(line string) string {
+	return func(line string) string {
+		t.Helper()
 		if _, err := c.Write([]byte(line + "\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -416,11 +399,18 @@ func TestPrimitivesThroughBinary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if strings.Contains(l, `"id":`) { // skip exec_output notifications
+			if strings.Contains(l, `"id":`) {
 				return l
 			}
 		}
 	}
+}
+
+// The primitives work through the real binary, as its user, in $HOME.
+func TestPrimitivesThroughBinary(t *testing.T) {
+	a := activate(t, "--idle-timeout", "0")
+	a.waitNotify(t, "READY=1")
+	send := a.caller(t)
 	want := exectest.Account
 	if os.Geteuid() != 0 {
 		want = os.Getenv("USER")

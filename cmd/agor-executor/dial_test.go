@@ -15,6 +15,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/dialback"
 	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
+	"github.com/agor-sh/agor/internal/exectest"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -47,7 +48,7 @@ func dialDaemon(t *testing.T, jobs *dialback.Jobs) (addr, caFile string, got cha
 }
 
 // runDial starts the real binary with --dial, the token on its stdin.
-func runDial(t *testing.T, addr, caFile, token string) (*exec.Cmd, *lockedBuffer, chan error) {
+func runDial(t *testing.T, addr, caFile, token string) (*exec.Cmd, *exectest.LockedBuffer, chan error) {
 	t.Helper()
 	_, _, cred := asUser()
 	home, err := os.MkdirTemp("", "agor-dial")
@@ -60,7 +61,7 @@ func runDial(t *testing.T, addr, caFile, token string) (*exec.Cmd, *lockedBuffer
 		"--config", filepath.Join(home, "none.yaml"), "--log-level", "debug")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
 	cmd.Stdin = strings.NewReader(token + "\n")
-	stderr := &lockedBuffer{}
+	stderr := &exectest.LockedBuffer{}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if err := cmd.Start(); err != nil {

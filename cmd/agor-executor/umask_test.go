@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agor-sh/agor/internal/executor/umask"
 )
@@ -34,27 +31,7 @@ func TestLoginUmask(t *testing.T) {
 	a := activate(t, "--idle-timeout", "0")
 	syscall.Umask(old)
 	a.waitNotify(t, "READY=1")
-	c, err := net.Dial("unix", a.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(c)
-	send := func(line string) string {
-		if _, err := c.Write([]byte(line + "\n")); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(l, `"id":`) {
-				return l
-			}
-		}
-	}
+	send := a.caller(t)
 	if out := send(`{"jsonrpc":"2.0","id":1,"method":"exec","params":{"argv":["sh","-c","umask > umask.txt"]}}`); !strings.Contains(out, `"exit_code":0`) {
 		t.Fatalf("exec: %s", out)
 	}

@@ -44,8 +44,8 @@ func target(t testing.TB) (string, int) { return exectest.Target(t) }
 
 type harness struct {
 	client *http.Client
-	opts   Options       // as New had them: restart (fulldisk_test.go) uses them again
-	logs   *lockedBuffer // what the daemon logged
+	opts   Options                // as New had them: restart (fulldisk_test.go) uses them again
+	logs   *exectest.LockedBuffer // what the daemon logged
 	d      *Daemon
 	sock   string
 	work   string
@@ -97,7 +97,7 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &exectest.LockedBuffer{}
 	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, io.MultiWriter(os.Stderr, logs))
 	// The executors read the same configuration, as agor-executor reads
 	// /etc/agor/config.yaml under systemd.
@@ -125,24 +125,6 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	return h
-}
-
-// lockedBuffer is a bytes.Buffer safe for the daemon's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func (h *harness) stop() {

@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -56,4 +58,23 @@ func Target(t testing.TB) (name string, uid int) {
 		t.Fatal(err)
 	}
 	return u.Username, os.Getuid()
+}
+
+// LockedBuffer collects output written from other goroutines (a child's
+// stderr, a daemon's log) while the test reads it.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
