@@ -293,7 +293,7 @@ eg_four() {
   users:
     alice: {mode: proxy, allow: ["model.egress.test"]}
     bob: {mode: open}'
-	local api port cmd='id -un > egress.txt' tool out bad=0 prompt
+	local api port cmd='id -un > egress.txt' tool out bad=0 prompt log
 	# A fresh Anthropic stand-in: its script is a sequence of turns.
 	kill "$(cat /tmp/eg-model.pid)" 2>/dev/null || true
 	rm -f /tmp/eg-model.url
@@ -349,7 +349,13 @@ YAML
 		eg_audit AGOR_USER=alice | { grep -o 'host=[^ ]*\|port=[^ ]*\|decision=[^ ]*' || true; } | paste -sd' ' | sed "s/^/  $tool's egress: /"
 		ran=$(cat "/home/alice/eg/$tool/egress.txt" 2>/dev/null || echo "no file")
 		echo "$tool: $(grep -o '^completed' <<<"$out" || tail -n 1 <<<"$out" | cut -c1-200); egress.txt: $ran; egress records to its model: $lines"
-		[ "$ran" = alice ] && [ "$lines" -gt 0 ] && grep -q '^completed' <<<"$out" || bad=1
+		if ! { [ "$ran" = alice ] && [ "$lines" -gt 0 ] && grep -q '^completed' <<<"$out"; }; then
+			bad=1
+			tail -n 8 <<<"$out" | sed "s/^/  $tool said: /"
+			log=/tmp/eg-model.log
+			case $tool in codex) log=/tmp/eg-openai-responses.log ;; gemini) log=/tmp/eg-gemini.log ;; opencode) log=/tmp/eg-openai-chat.log ;; esac
+			tail -n 8 "$log" 2>/dev/null | sed "s/^/  its stand-in: /"
+		fi
 	done
 	return $bad
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/identity"
 )
 
@@ -65,7 +66,7 @@ func (d *Doctor) directoryUser(ctx context.Context) string {
 	var found []string
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Split(line, ":")
-		if len(f) >= 3 && !local[f[0]] {
+		if len(f) >= 3 && !local[f[0]] && !special(f[0], f[2]) {
 			found = append(found, f[0])
 		}
 	}
@@ -81,6 +82,14 @@ func (d *Doctor) directoryUser(ctx context.Context) string {
 		more = " and " + strconv.Itoa(n) + " more"
 	}
 	return fmt.Sprintf("directory accounts visible: %s (uid %d)%s", u.Name, u.UID, more)
+}
+
+// special: an account no person has, such as a service's DynamicUser=
+// (Cockpit's cockpit-wsinstance-https on Debian 13, listed by
+// nss-systemd): not from a directory, though /etc/passwd lacks it.
+func special(name, uid string) bool {
+	n, err := strconv.ParseUint(uid, 10, 32)
+	return err != nil || account.Special(name, uint32(n)) != nil
 }
 
 func passwdNames(path string) map[string]bool {

@@ -100,7 +100,8 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 			case name == "systemd-run":
 				return "Inter-|   Receive\n face |bytes\n    lo: 0 0\n", nil
 			case name == "getent" && args[0] == "passwd":
-				return "root:x:0:0::/root:/bin/sh\nada.lovelace:*:20001:20001:Ada:/home/ada.lovelace:/bin/bash\n", nil
+				// Debian 13's Cockpit: a DynamicUser= account nss-systemd lists, not /etc/passwd; no directory's.
+				return "root:x:0:0::/root:/bin/sh\ncockpit-wsinstance-https:x:63714:63714:Dynamic User:/:/usr/sbin/nologin\nada.lovelace:*:20001:20001:Ada:/home/ada.lovelace:/bin/bash\n", nil
 			}
 			return "", fmt.Errorf("unexpected command %s %v", name, args)
 		},
