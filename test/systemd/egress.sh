@@ -174,6 +174,31 @@ JSON
 }
 check "egress: npm in alice's executor reaches a registry through the proxy (it reads the proxy variables), audited" eg_npm
 
+# pip, from a package index of the checks' (a wheel it makes and a simple
+# index page): the proxy variables are all pip has, in the namespace.
+eg_pip() {
+	eg_since=$(date +%s)
+	mkdir -p /srv/egress/simple/agor-egress-demo
+	python3 - <<'PY'
+import zipfile
+info = "agor_egress_demo-1.2.3.dist-info/"
+with zipfile.ZipFile("/srv/egress/agor_egress_demo-1.2.3-py3-none-any.whl", "w") as z:
+    z.writestr("agor_egress_demo/__init__.py", "")
+    z.writestr(info + "METADATA", "Metadata-Version: 2.1\nName: agor-egress-demo\nVersion: 1.2.3\n")
+    z.writestr(info + "WHEEL", "Wheel-Version: 1.0\nGenerator: agor-suite\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(info + "RECORD", "")
+PY
+	echo '<!DOCTYPE html><html><body><a href="/files/agor_egress_demo-1.2.3-py3-none-any.whl">agor_egress_demo-1.2.3-py3-none-any.whl</a></body></html>' \
+		>/srv/egress/simple/agor-egress-demo/index.html
+	local out
+	out=$(as alice agorctl exec alice -- python3 -m pip download --no-deps --no-cache-dir --disable-pip-version-check \
+		--index-url http://files.egress.test:18080/files/simple/ --trusted-host files.egress.test -d /tmp/eg-pip agor-egress-demo \
+		</dev/null 2>&1) || { echo "pip download failed: $out"; eg_audit AGOR_USER=alice; return 1; }
+	grep 'Saved .*agor_egress_demo-1.2.3-py3-none-any.whl' <<<"$out"
+	eg_wait_audit 2 AGOR_USER=alice AGOR_HOST=files.egress.test AGOR_DECISION=allowed | grep 'reason=allow files.egress.test' | tail -n 2
+}
+check "egress: pip in alice's executor downloads from a package index through the proxy (it reads the proxy variables), audited" eg_pip
+
 # A confined task (Landlock, seccomp refusing AF_UNIX) still reaches the
 # proxy port: TCP on loopback, which neither restricts.
 eg_confined() {
