@@ -10,14 +10,20 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 )
@@ -30,11 +36,15 @@ func main() {
 	tools := flag.Int("tools", 1, "anthropic: play the tool turn this many times (one per prompt) before the -plain turns")
 	api := flag.String("api", "anthropic", "the API to stand in for: anthropic, openai-responses, gemini or openai-chat")
 	files := flag.String("files", "", "also serve this `directory`'s files under /files/ (the egress checks' plain file server)")
+	logReqs := flag.Bool("log", false, "log each request to stderr: method, path, whether it asked to stream, status and bytes answered")
 	flag.Parse()
 	url, handler, err := serve(*api, *bash, *text, *tools, *plain)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demomodel:", err)
 		os.Exit(2)
+	}
+	if *logReqs {
+		handler = logged(handler)
 	}
 	if *files != "" {
 		mux := http.NewServeMux()
@@ -92,4 +102,44 @@ func serve(api, bash, text string, tools, plain int) (string, http.Handler, erro
 		return srv.URL, srv.Handler(), nil
 	}
 	return "", nil, fmt.Errorf("-api %q: want anthropic, openai-responses, gemini or openai-chat", api)
+}
+
+// logged logs each request as it ends, with what a failed turn needs to
+// be read: whether the client asked to stream (a CLI whose stream broke
+// asks again without), and how the answer went.
+func logged(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct {
+			Stream *bool `json:"stream"`
+		}
+		_ = json.Unmarshal(body, &req)
+		stream := "-"
+		if req.Stream != nil {
+			stream = strconv.FormatBool(*req.Stream)
+		}
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		t0 := time.Now()
+		h.ServeHTTP(rec, r)
+		log.Printf("%s %s stream=%s body=%d -> %d, %d bytes in %s", r.Method, r.URL.Path, stream, len(body), rec.status, rec.n, time.Since(t0).Round(time.Millisecond))
+	})
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+	n      int
+}
+
+func (r *recorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *recorder) Write(b []byte) (int, error) {
+	n, err := r.ResponseWriter.Write(b)
+	r.n += n
+	return n, err
+}
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

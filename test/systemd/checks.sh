@@ -10,9 +10,15 @@ concerns="install readme socket polkit backend daemon limits prompt modes egress
 # AGOR_SUITE_ONLY="install daemon prompt sandbox" make test-systemd runs those
 # (in this order; later files may need what earlier ones set up).
 [ -s "$T/only" ] && concerns=$(cat "$T/only")
+# A concern written NAME*N runs N times in a row (the egress concern in a
+# loop under load: AGOR_SUITE_ONLY="install egress*20").
 for concern in $concerns; do
-	# shellcheck disable=SC1090
-	. "$T/$concern.sh"
+	times=1
+	case $concern in *'*'*) times=${concern#*\*} concern=${concern%%\**} ;; esac
+	for _ in $(seq "$times"); do
+		# shellcheck disable=SC1090
+		. "$T/$concern.sh"
+	done
 done
 
 echo "$pass passed, $fail failed, $skipped skipped"

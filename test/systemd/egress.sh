@@ -26,7 +26,7 @@ eg_up() {
 	[ -e /etc/agor/config.yaml.eg-orig ] || cp /etc/agor/config.yaml /etc/agor/config.yaml.eg-orig
 	[ -e /etc/agor/agents.yaml.eg-orig ] || cp /etc/agor/agents.yaml /etc/agor/agents.yaml.eg-orig
 	[ -s /tmp/eg-model.url ] && kill -0 "$(cat /tmp/eg-model.pid)" 2>/dev/null && return 0
-	ip netns exec "$eg_ns" "$T/demomodel" -listen 10.199.0.2:18080 -files /srv/egress -tools 50 \
+	ip netns exec "$eg_ns" "$T/demomodel" -log -listen 10.199.0.2:18080 -files /srv/egress -tools 50 \
 		-bash 'id -un > egress.txt' -text 'done.' >/tmp/eg-model.url 2>/tmp/eg-model.log &
 	echo $! >/tmp/eg-model.pid
 	for _ in $(seq 50); do [ -s /tmp/eg-model.url ] && return 0; sleep 0.1; done
@@ -273,6 +273,15 @@ eg_user_manager() {
 }
 check "egress: alice's executor under proxy cannot have her own user manager (systemd --user) run a command outside its network namespace" eg_user_manager
 
+# eg_turn_failed FROM: what the stand-in and the egress service saw of a
+# turn that failed (the stand-in's log from line FROM on).
+eg_turn_failed() {
+	echo "the stand-in's requests:"
+	tail -n +"$(($1 + 1))" /tmp/eg-model.log | tail -n 20
+	echo "the egress service's records:"
+	eg_audit AGOR_USER=alice | tail -n 10
+}
+
 eg_prompt() {
 	eg_since=$(date +%s)
 	eg_config 'network:
@@ -291,9 +300,21 @@ YAML
 	as alice install -d /home/alice/eg /home/alice/eg/prompt # a project of its own: no earlier sessions there
 	rm -f /home/alice/eg/prompt/egress.txt
 	local out
-	out=$(as alice agorctl prompt alice 'egress turn' --mode bypassPermissions --cwd eg/prompt 2>&1 </dev/null) || { echo "$out" | tail -n 5; return 1; }
+	local model_lines
+	model_lines=$(wc -l </tmp/eg-model.log)
+	out=$(as alice agorctl prompt alice 'egress turn' --mode bypassPermissions --cwd eg/prompt 2>&1 </dev/null) || {
+		echo "$out" | tail -n 5
+		eg_turn_failed "$model_lines"
+		return 1
+	}
 	echo "$out" | sed -n '1,3p;$p'
 	grep -q '^completed' <<<"$out"
+	# Every request of the turn streamed: a CLI whose stream broke on the
+	# way asks again without streaming, and may still complete.
+	if tail -n +"$((model_lines + 1))" /tmp/eg-model.log | grep 'stream=false'; then
+		eg_turn_failed "$model_lines"
+		return 1
+	fi
 	want "$(cat /home/alice/eg/prompt/egress.txt)" alice
 	out=$(eg_wait_audit 2 AGOR_USER=alice AGOR_HOST=model.egress.test AGOR_DECISION=allowed)
 	echo "journal: $out"
@@ -328,7 +349,7 @@ eg_four() {
 		port=${api#*:}
 		api=${api%%:*}
 		[ -s "/tmp/eg-$api.url" ] && continue
-		ip netns exec "$eg_ns" "$T/demomodel" -api "$api" -listen "10.199.0.2:$port" -bash "$cmd" -text 'done.' >"/tmp/eg-$api.url" 2>"/tmp/eg-$api.log" &
+		ip netns exec "$eg_ns" "$T/demomodel" -log -api "$api" -listen "10.199.0.2:$port" -bash "$cmd" -text 'done.' >"/tmp/eg-$api.url" 2>"/tmp/eg-$api.log" &
 		echo $! >"/tmp/eg-$api.pid"
 	done
 	for _ in $(seq 50); do [ -s /tmp/eg-openai-chat.url ] && [ -s /tmp/eg-gemini.url ] && [ -s /tmp/eg-openai-responses.url ] && break; sleep 0.1; done
