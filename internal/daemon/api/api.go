@@ -4,8 +4,9 @@
 // root and members of the admin group may act for anyone. It serves
 // executors, exec, files and watches, terminals (raw streams handed to the
 // executor), prompts, sessions, tasks and their events, permission
-// questions, credentials, accounts, the audit trail and the metrics. Whom
-// a request acts for is resolved once (subject.go).
+// questions, credentials, accounts, the audit trail and the metrics.
+// Access is decided in one place (access.go); whom a request acts for is
+// resolved once (subject.go).
 package api
 
 import (
@@ -183,26 +184,6 @@ func storageView(sp store.Space) *apiwire.Storage {
 	return v
 }
 
-// whoami says who the daemon takes the caller for: their account and
-// whether they act for anyone (root, api.admin_group). A page or a
-// script asks this rather than guessing from what another request lets
-// through (a person may list her own executor, not only an admin).
-func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
-	c := s.caller(r)
-	writeJSON(w, http.StatusOK, apiwire.Whoami{User: c.user.Name, UID: c.user.UID, Admin: c.admin})
-}
-
-// admin lets root and the admin group through.
-func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.caller(r).admin {
-			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may do this", s.AdminGroup))
-			return
-		}
-		h(w, r)
-	}
-}
-
 // ExecutorInfo is an executor as the API shows it.
 type ExecutorInfo = apiwire.ExecutorInfo
 
@@ -216,9 +197,7 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if c := s.caller(r); !c.admin {
-		list = s.ownExecutor(c.user.Name, list)
-	}
+	list = s.executorsSeen(s.caller(r), list)
 	usage := s.usage(r.Context(), list)
 	live := s.Pool.Live()
 	out := make([]ExecutorInfo, 0, len(list))
@@ -227,21 +206,6 @@ func (s *Server) listExecutors(w http.ResponseWriter, r *http.Request) {
 			Network: s.networkOf(r.Context(), st.User), JobID: st.JobID, Node: st.Node, JobState: st.JobState})
 	}
 	writeJSON(w, http.StatusOK, apiwire.ExecutorList{Executors: out})
-}
-
-// ownExecutor is person's entry of list: her executor's, or a stopped one
-// when its units are not loaded. With a shared account she sees none:
-// that executor is everyone's.
-func (s *Server) ownExecutor(person string, list []lifecycle.Status) []lifecycle.Status {
-	if s.SharedAccount != "" {
-		return nil
-	}
-	for _, st := range list {
-		if st.User == person {
-			return []lifecycle.Status{st}
-		}
-	}
-	return []lifecycle.Status{{User: person, Socket: "inactive", Service: "inactive"}}
 }
 
 // executorOf is the account whose executor runs person's work.
@@ -268,28 +232,6 @@ func (s *Server) ensureExecutor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ExecutorInfo{User: name, Connected: true, Ping: &ping})
-}
-
-// ownOrAdmin lets a person stop her own executor and admins anyone's.
-// Unlike forUser it does not apply the execution policy: an admin stops
-// the executor of someone the policy no longer lets in. With a shared
-// account a person's executor is everyone's, so stopping it is the
-// admins' alone.
-func (s *Server) ownOrAdmin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		c := s.caller(r)
-		switch {
-		case c.admin:
-		case c.user.Name != r.PathValue("user"):
-			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
-			return
-		case s.SharedAccount != "":
-			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly,
-				"everyone's work runs in %q's executor: only root and members of %q may stop it", s.SharedAccount, s.AdminGroup))
-			return
-		}
-		h(w, r)
-	}
 }
 
 func (s *Server) stopExecutor(w http.ResponseWriter, r *http.Request) {

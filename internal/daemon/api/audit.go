@@ -14,26 +14,16 @@ import (
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
-// callerName is the caller's user name (never empty: identify refused
-// callers without one), and whether they are an admin.
-func (s *Server) callerName(r *http.Request) (string, bool, error) {
-	c := s.caller(r)
-	return c.user.Name, c.admin, nil
-}
-
 // queryAudit returns the trail: admins everything (or ?user=), users
 // their own records only.
 func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
-	name, admin, err := s.callerName(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	c := s.caller(r)
 	q := r.URL.Query()
 	f := audit.Filter{User: q.Get("user"), Task: q.Get("task"), Action: audit.Action(q.Get("action"))}
-	if !admin { // their own, not an earlier account's of the same name
-		f.User, f.UID = name, audit.UIDOf(s.caller(r).user.UID)
+	if !c.anyone() { // their own, not an earlier account's of the same name
+		f.User, f.UID = c.user.Name, audit.UIDOf(c.user.UID)
 	}
+	var err error
 	if v := q.Get("limit"); v != "" {
 		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 0 {
 			writeError(w, rpc.InvalidParams("limit", "must be a non-negative integer"))
@@ -52,14 +42,10 @@ func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
 // listPermissions shows open permission requests: a user's own, or all
 // for an admin.
 func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request) {
-	name, admin, err := s.callerName(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	c := s.caller(r)
 	out := []broker.PermissionRequest{}
 	for _, p := range s.Broker.Pending() {
-		if admin || p.User == name {
+		if c.sees(p.User) {
 			out = append(out, p)
 		}
 	}
@@ -67,13 +53,8 @@ func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
-	name, admin, err := s.callerName(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	id := r.PathValue("id")
-	if !admin && !s.ownsPermission(id, name) {
+	if !s.caller(r).sees(s.permissionOwner(id)) {
 		writeError(w, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no open permission request %q of yours", id))
 		return
 	}
@@ -89,13 +70,15 @@ func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "approved": d.Approved})
 }
 
-func (s *Server) ownsPermission(id, name string) bool {
+// permissionOwner is the person open permission request id is for; ""
+// when none is open (which only an admin sees).
+func (s *Server) permissionOwner(id string) string {
 	for _, p := range s.Broker.Pending() {
 		if p.ID == id {
-			return p.User == name
+			return p.User
 		}
 	}
-	return false
+	return ""
 }
 
 // notFound turns the stores' "not there" errors into the API's not found.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
-	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
@@ -26,8 +25,8 @@ func (s *Server) credentialOwner(r *http.Request, scope string) (credstore.Owner
 	c := s.caller(r)
 	switch scope {
 	case "daemon":
-		if !c.admin {
-			return credstore.Owner{}, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonAdminOnly, "only root and members of %q may set daemon-wide keys", s.AdminGroup)
+		if !c.anyone() {
+			return credstore.Owner{}, s.adminOnly("set daemon-wide keys")
 		}
 		return credstore.Daemon, nil
 	case "", "user":
@@ -129,8 +128,8 @@ func (s *Server) credentialQuota(r *http.Request, owner credstore.Owner, name st
 	if owner.Name == "" {
 		return nil // daemon-wide: admins only
 	}
-	if s.caller(r).cred.UID != 0 {
-		if _, err := s.resolve(r.Context(), s.caller(r), owner.Name); err != nil {
+	if c := s.caller(r); !c.trusted() {
+		if _, err := s.resolve(r.Context(), c, owner.Name); err != nil {
 			return err
 		}
 	}

@@ -32,9 +32,7 @@ func (s *Server) writeEgressMetrics(w io.Writer, c who) {
 	}
 	totals := s.EgressTotals()
 	users := slices.Sorted(maps.Keys(totals))
-	if !c.admin {
-		users = slices.DeleteFunc(users, func(u string) bool { return u != c.user.Name })
-	}
+	users = slices.DeleteFunc(users, func(u string) bool { return !c.sees(u) })
 	fmt.Fprintln(w, "# HELP agor_egress_bytes_total Bytes through the egress service, by person and direction (up: to destinations).\n# TYPE agor_egress_bytes_total counter")
 	for _, u := range users {
 		fmt.Fprintf(w, "agor_egress_bytes_total{user=%q,direction=\"up\"} %d\n", u, totals[u].BytesUp)

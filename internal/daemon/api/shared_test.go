@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agor-sh/agor/internal/identity"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // In the shared account exec, files and terminals are off for persons
@@ -35,8 +36,8 @@ func TestSharedAccountAccess(t *testing.T) {
 			if served != tc.served {
 				t.Fatalf("served %v, want %v (%d %s)", served, tc.served, w.Code, w.Body)
 			}
-			if !served && (w.Code != http.StatusForbidden || bodyReason(t, w.Body.Bytes()) != ReasonSharedAccount) {
-				t.Errorf("refusal: %d %s, want 403 %s", w.Code, w.Body, ReasonSharedAccount)
+			if !served && (w.Code != http.StatusForbidden || bodyReason(t, w.Body.Bytes()) != apiwire.ReasonSharedAccount) {
+				t.Errorf("refusal: %d %s, want 403 %s", w.Code, w.Body, apiwire.ReasonSharedAccount)
 			}
 		})
 	}

@@ -8,9 +8,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
-	"github.com/agor-sh/agor/internal/daemon/pool"
 	"github.com/agor-sh/agor/internal/identity"
-	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
@@ -29,20 +27,25 @@ type subjectKey struct{}
 // resolve makes person's subject: a valid name, allowed by the execution
 // policy (which looks the account up once, for its uid), and the
 // executor account. The caller's right to act for person is the route's
-// to check first.
+// to check first (access.go).
 func (s *Server) resolve(ctx context.Context, c who, person string) (subject, error) {
 	if err := account.ValidName(person); err != nil {
 		return subject{}, rpc.InvalidParams("user", err.Error())
 	}
+	return s.resolveValid(ctx, c, person)
+}
+
+// resolveValid is resolve of a name already validated.
+func (s *Server) resolveValid(ctx context.Context, c who, person string) (subject, error) {
 	t := subject{Person: person, Executor: s.executorOf(person)}
 	var err error
 	switch {
 	case s.Admit != nil:
 		t.UID, err = s.Admit(ctx, person)
 		if err != nil {
-			return subject{}, pool.Unavailable(err)
+			return subject{}, lifecycle.Unavailable(err)
 		}
-	case c.user.Name == person:
+	case c.user.Name == person: // the caller's own: identify looked her up
 		t.UID = c.user.UID
 	default:
 		t.UID, err = s.lookupUID(ctx, person)
@@ -56,34 +59,11 @@ func (s *Server) lookupUID(ctx context.Context, name string) (uint32, error) {
 	u, err := s.accounts().LookupName(ctx, name)
 	switch {
 	case errors.Is(err, identity.ErrNotFound):
-		return 0, pool.Unavailable(fmt.Errorf("%w: %q", lifecycle.ErrNoSuchUser, name))
+		return 0, lifecycle.Unavailable(fmt.Errorf("%w: %q", lifecycle.ErrNoSuchUser, name))
 	case err != nil:
 		return 0, errUserDatabase(err)
 	}
 	return u.UID, nil
-}
-
-// forUser lets a user act on their own {user}, and admins on anyone's,
-// and resolves the subject for the route.
-func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		c := s.caller(r)
-		name := r.PathValue("user")
-		if err := account.ValidName(name); err != nil {
-			writeError(w, rpc.InvalidParams("user", err.Error()))
-			return
-		}
-		if !c.admin && c.user.Name != name {
-			writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may act only as yourself"))
-			return
-		}
-		t, err := s.resolve(r.Context(), c, name)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, t)))
-	}
 }
 
 // subjectOf is the subject forUser resolved.

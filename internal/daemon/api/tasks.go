@@ -82,22 +82,18 @@ func page(r *http.Request) (int, string, error) {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	name, admin, err := s.callerName(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	c := s.caller(r)
 	limit, after, err := page(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	var list []store.Session
-	if admin {
+	if c.anyone() {
 		list, err = s.Store.ListSessions(r.URL.Query().Get("user"), limit, after)
 	} else { // their own name's, made while the name was theirs
-		list, err = s.Store.ListSessionsOf(name, s.caller(r).user.UID, limit, after)
-		s.hiddenSessions(name, s.caller(r).user.UID)
+		list, err = s.Store.ListSessionsOf(c.user.Name, c.user.UID, limit, after)
+		s.hiddenSessions(c.user.Name, c.user.UID)
 	}
 	if err != nil {
 		writeError(w, err)
@@ -138,8 +134,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if b.UnixUser == "" {
 		b.UnixUser = c.user.Name
 	}
-	if !c.admin && b.UnixUser != c.user.Name {
-		writeError(w, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonNotYourself, "you may make sessions only for yourself"))
+	if !c.actsFor(b.UnixUser) {
+		writeError(w, errNotYourself())
 		return
 	}
 	if b.Tool == "" {

@@ -65,17 +65,15 @@ func count(field func(*apiwire.ExecutorUsage) *uint64) func(*apiwire.ExecutorUsa
 
 // writeUsageMetrics writes the usage series of the running executors:
 // every user's for an admin, only the caller's own for anyone else (as
-// /v1/executors, which is admin-only, keeps one person's CPU, memory and
-// IO from another).
+// /v1/executors, which lists a person her own executor only, keeps one
+// person's CPU, memory and IO from another).
 func (s *Server) writeUsageMetrics(ctx context.Context, w io.Writer, c who) {
 	list, err := s.Backend.List(ctx)
 	if err != nil {
 		s.log().Warn("executor usage metrics: list", "err", err)
 		return
 	}
-	if !c.admin {
-		list = slices.DeleteFunc(list, func(st lifecycle.Status) bool { return st.User != c.user.Name })
-	}
+	list = slices.DeleteFunc(list, func(st lifecycle.Status) bool { return !c.sees(st.User) })
 	usage := s.usage(ctx, list)
 	for _, series := range usageSeries {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", series.name, series.help, series.name, series.kind)

@@ -8,7 +8,6 @@ package pool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -131,7 +130,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 	}
 	ex, err := p.Backend.Ensure(ctx, user)
 	if err != nil {
-		return nil, protocol.PingResult{}, Unavailable(err)
+		return nil, protocol.PingResult{}, lifecycle.Unavailable(err)
 	}
 	p.setSocket(user, ex.Socket)
 	var h rpc.Handler
@@ -348,24 +347,4 @@ func (p *Pool) log() *slog.Logger {
 		return p.Log
 	}
 	return slog.Default()
-}
-
-// Unavailable maps a backend refusal to the protocol's error with a reason.
-func Unavailable(err error) error {
-	reason := "start_failed"
-	switch {
-	case errors.Is(err, lifecycle.ErrInvalidUser):
-		reason = "invalid_user"
-	case errors.Is(err, lifecycle.ErrNoSuchUser):
-		reason = "no_such_user"
-	case errors.Is(err, lifecycle.ErrLookupFailed):
-		reason = "user_database_unavailable"
-	case errors.Is(err, lifecycle.ErrNotAllowed):
-		reason = "user_not_allowed"
-	case errors.Is(err, lifecycle.ErrNotAuthorized):
-		reason = "not_authorized"
-	case errors.Is(err, lifecycle.ErrUnitFailed):
-		reason = "unit_failed"
-	}
-	return rpc.Errorf(protocol.CodeExecutorUnavailable, reason, "%v", fmt.Errorf("executor unavailable: %w", err))
 }
