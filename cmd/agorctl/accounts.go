@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/account"
-	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // accountsHelp says what an orphan is, for the family and its commands.
@@ -57,17 +54,13 @@ only.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
-			var raw json.RawMessage
-			if err := c.Do(ctx, "GET", "/v1/accounts/orphans", nil, &raw); err != nil {
+			out, raw, err := c.Orphans(ctx)
+			if err != nil {
 				return err
 			}
 			if asJSON {
 				fmt.Fprintln(a.stdout, string(raw))
 				return nil
-			}
-			var out apiwire.OrphanList
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return fmt.Errorf("the daemon's reply: %w", err)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "USER\tUID\tNOW\tSESSIONS\tTASKS\tEVENTS\tCREDENTIALS")
@@ -108,9 +101,8 @@ account was already gone at the upgrade. Root and admins only; audited
 			}
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
-			var got apiwire.Orphan
-			path := "/v1/accounts/orphans/" + url.PathEscape(args[0]) + "?uid=" + strconv.FormatInt(uid, 10)
-			if err := c.Do(ctx, "DELETE", path, nil, &got); err != nil {
+			got, err := c.PurgeOrphan(ctx, args[0], uid)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "purged %s uid %d: %d sessions, %d tasks, %d events, credentials %s\n",

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,10 +81,8 @@ func completeUsers(f *apiFlags) cobra.CompletionFunc { return fromDaemon(f, true
 func completeUser(f *apiFlags) cobra.CompletionFunc { return fromDaemon(f, false, askUsers) }
 
 func askUsers(ctx context.Context, c *apiclient.Client) []string {
-	var out struct {
-		Executors []struct{ User string }
-	}
-	if c.Do(ctx, "GET", "/v1/executors", nil, &out) != nil {
+	out, _, err := c.Executors(ctx)
+	if err != nil {
 		return nil
 	}
 	names := make([]string, 0, len(out.Executors))
@@ -114,8 +111,8 @@ func completeTasks(f *apiFlags) cobra.CompletionFunc {
 		var out []string
 		ss := sessions(ctx, c)
 		for i := len(ss) - 1; i >= 0 && i >= len(ss)-5; i-- {
-			var tl apiwire.TaskList
-			if c.Do(ctx, "GET", "/v1/sessions/"+url.PathEscape(ss[i].ID)+"/tasks", nil, &tl) != nil {
+			tl, _, err := c.Tasks(ctx, ss[i].ID)
+			if err != nil {
 				break
 			}
 			for _, t := range tl.Tasks {
@@ -127,8 +124,8 @@ func completeTasks(f *apiFlags) cobra.CompletionFunc {
 }
 
 func sessions(ctx context.Context, c *apiclient.Client) []apiwire.SessionView {
-	var sl apiwire.SessionList
-	if c.Do(ctx, "GET", "/v1/sessions", nil, &sl) != nil {
+	sl, _, err := c.Sessions(ctx, "")
+	if err != nil {
 		return nil
 	}
 	return sl.Sessions

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/user"
 	"strconv"
@@ -46,9 +45,9 @@ the key every user falls back to (root and admins only).
 
 func credsScope(daemonWide bool) string {
 	if daemonWide {
-		return "daemon"
+		return apiwire.ScopeDaemon
 	}
-	return "user"
+	return apiwire.ScopeUser
 }
 
 func completeCredentialNames(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -80,8 +79,7 @@ so that it never appears in ps or shell history. Prints "NAME set (SCOPE)".
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
 			scope := credsScope(daemonWide)
-			body := map[string]string{"value": value, "scope": scope}
-			if err := c.Do(ctx, "PUT", "/v1/credentials/"+url.PathEscape(args[0]), body, nil); err != nil {
+			if _, err := c.SetCredential(ctx, args[0], apiwire.CredentialBody{Value: value, Scope: scope}); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "%s set (%s)\n", args[0], scope)
@@ -121,8 +119,8 @@ func newCredsDelete(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
-			path := "/v1/credentials/" + url.PathEscape(args[0]) + "?scope=" + credsScope(daemonWide)
-			return c.Do(ctx, "DELETE", path, nil, nil)
+			_, err := c.DeleteCredential(ctx, args[0], credsScope(daemonWide))
+			return err
 		},
 	}
 	addAPIFlags(c, &f)

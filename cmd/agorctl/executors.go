@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"sync"
 	"time"
 
@@ -67,17 +66,13 @@ func (f *listFlags) run(ctx context.Context, a *app) error {
 	}
 	c, ctx, cancel := f.api.client(ctx)
 	defer cancel()
-	var out json.RawMessage
-	if err := c.Do(ctx, "GET", "/v1/executors", nil, &out); err != nil {
+	list, raw, err := c.Executors(ctx)
+	if err != nil {
 		return err
 	}
 	if f.jsonOut {
-		fmt.Fprintln(a.stdout, string(out))
+		fmt.Fprintln(a.stdout, string(raw))
 		return nil
-	}
-	var list apiwire.ExecutorList
-	if err := json.Unmarshal(out, &list); err != nil {
-		return fmt.Errorf("GET /v1/executors: %w", err)
 	}
 	printExecutors(a, list)
 	return nil
@@ -186,7 +181,6 @@ func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []
 	parent := ctx
 	c, ctx, cancel := f.client(ctx)
 	defer cancel()
-	method := map[string]string{"start": "PUT", "stop": "DELETE"}[verb]
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var failed error
@@ -194,8 +188,14 @@ func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var info apiwire.ExecutorInfo
 			var out json.RawMessage
-			err := c.Do(ctx, method, "/v1/executors/"+url.PathEscape(u), nil, &out)
+			var err error
+			if verb == "stop" {
+				_, out, err = c.StopExecutor(ctx, u)
+			} else {
+				info, out, err = c.StartExecutor(ctx, u)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -207,7 +207,7 @@ func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []
 			case verb == "stop":
 				fmt.Fprintf(a.stdout, "%s: stopped\n", u)
 			default:
-				fmt.Fprintln(a.stdout, startedLine(u, out))
+				fmt.Fprintln(a.stdout, startedLine(u, info))
 			}
 		}()
 	}
@@ -220,9 +220,8 @@ func forEachUser(ctx context.Context, a *app, f *apiFlags, verb string, users []
 
 // startedLine says of a started executor who it runs as, since when, and
 // when it answered, from the daemon's reply.
-func startedLine(user string, reply json.RawMessage) string {
-	var info apiwire.ExecutorInfo
-	if json.Unmarshal(reply, &info) != nil || info.Ping == nil {
+func startedLine(user string, info apiwire.ExecutorInfo) string {
+	if info.Ping == nil {
 		return user + ": running"
 	}
 	p := info.Ping

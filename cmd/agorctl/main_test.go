@@ -225,7 +225,7 @@ func TestCredsSet(t *testing.T) {
 	if r.code != 0 || r.stdout != "ANTHROPIC_API_KEY set (daemon)\n" {
 		t.Fatalf("exit %d: %q %q", r.code, r.stdout, r.stderr)
 	}
-	if body := <-d.bodies; body != `{"scope":"daemon","value":"sk-test"}` {
+	if body := <-d.bodies; body != `{"value":"sk-test","scope":"daemon"}` {
 		t.Fatalf("body %s", body)
 	}
 	r = agorctl(context.Background(), strings.NewReader(""), "creds", "set", "X", "--api", d.socket)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -123,8 +122,7 @@ func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, 
 func (r *renderer) stopTask() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var out apiwire.StopReply
-	if err := r.c.Do(ctx, "POST", "/v1/tasks/"+url.PathEscape(r.task)+"/stop", nil, &out); err != nil {
+	if _, _, err := r.c.StopTask(ctx, r.task); err != nil {
 		fmt.Fprintf(r.errw, "\nagorctl prompt: stopping task %s: %v (agorctl tasks stop %s)\n", r.task, err, r.task)
 		return
 	}

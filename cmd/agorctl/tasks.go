@@ -3,14 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/ctl/apiclient"
-	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 func newSessions(a *app) *cobra.Command {
@@ -32,17 +30,13 @@ SESSION USER TOOL CWD STATUS UPDATED, or the daemon's JSON with --json.
 	list := func(cmd *cobra.Command, _ []string) error {
 		c, ctx, cancel := f.client(cmd.Context())
 		defer cancel()
-		var raw json.RawMessage
-		if err := c.Do(ctx, "GET", "/v1/sessions?user="+url.QueryEscape(user), nil, &raw); err != nil {
+		out, raw, err := c.Sessions(ctx, user)
+		if err != nil {
 			return err
 		}
 		if asJSON {
 			fmt.Fprintln(a.stdout, string(raw))
 			return nil
-		}
-		var out apiwire.SessionList
-		if err := decodeReply(raw, &out); err != nil {
-			return err
 		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tUSER\tTOOL\tCWD\tSTATUS\tUPDATED")
@@ -74,17 +68,13 @@ func newTasks(a *app) *cobra.Command {
 		}
 		c, ctx, cancel := f.client(cmd.Context())
 		defer cancel()
-		var raw json.RawMessage
-		if err := c.Do(ctx, "GET", "/v1/sessions/"+url.PathEscape(args[0])+"/tasks", nil, &raw); err != nil {
+		out, raw, err := c.Tasks(ctx, args[0])
+		if err != nil {
 			return err
 		}
 		if asJSON {
 			fmt.Fprintln(a.stdout, string(raw))
 			return nil
-		}
-		var out apiwire.TaskList
-		if err := decodeReply(raw, &out); err != nil {
-			return err
 		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tSTATUS\tCREATED\tPROMPT")
@@ -140,11 +130,11 @@ had already ended).
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
-			var out json.RawMessage
-			if err := c.Do(ctx, "POST", "/v1/tasks/"+url.PathEscape(args[0])+"/stop", nil, &out); err != nil {
+			_, raw, err := c.StopTask(ctx, args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintln(a.stdout, string(out))
+			fmt.Fprintln(a.stdout, string(raw))
 			return nil
 		},
 	}
@@ -205,14 +195,11 @@ func newPermissions(a *app) *cobra.Command {
 	list := func(cmd *cobra.Command, _ []string) error {
 		c, ctx, cancel := f.client(cmd.Context())
 		defer cancel()
-		var out struct{ Permissions []json.RawMessage }
-		if err := c.Do(ctx, "GET", "/v1/permissions", nil, &out); err != nil {
+		out, err := c.Permissions(ctx)
+		if err != nil {
 			return err
 		}
-		for _, p := range out.Permissions {
-			fmt.Fprintln(a.stdout, string(p))
-		}
-		return nil
+		return printLines(a, out.Permissions)
 	}
 	long := `List agents' open permission requests (one JSON object a line: id, task,
 user, tool and its input), and approve or deny one by id. Users see and
@@ -259,8 +246,7 @@ told to the agent.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
-			body := map[string]any{"approved": yes, "reason": reason}
-			return c.Do(ctx, "POST", "/v1/permissions/"+url.PathEscape(args[0]), body, nil)
+			return c.DecidePermission(ctx, args[0], yes, reason)
 		},
 	}
 	addAPIFlags(c, &f)
@@ -285,23 +271,13 @@ throttling. Users see their own records; admins everyone's.
   agorctl audit --user alice --limit 0`,
 		Args: noOperands,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			for k, v := range map[string]string{"user": user, "action": action, "task": task} {
-				if v != "" {
-					q.Set(k, v)
-				}
-			}
-			q.Set("limit", fmt.Sprint(limit))
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
-			var out struct{ Records []json.RawMessage }
-			if err := c.Do(ctx, "GET", "/v1/audit?"+q.Encode(), nil, &out); err != nil {
+			out, err := c.Audit(ctx, apiclient.AuditQuery{User: user, Action: action, Task: task, Limit: limit})
+			if err != nil {
 				return err
 			}
-			for _, r := range out.Records {
-				fmt.Fprintln(a.stdout, string(r))
-			}
-			return nil
+			return printLines(a, out.Records)
 		},
 	}
 	addAPIFlags(c, &f)
@@ -323,12 +299,14 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// decodeReply decodes a reply kept raw for --json: a reply that does not
-// decode (a daemon of another version, say) is an error, never an empty
-// table and exit 0.
-func decodeReply(raw json.RawMessage, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("the daemon's reply does not decode: %w", err)
+// printLines prints each of list as one JSON object a line.
+func printLines[T any](a *app, list []T) error {
+	for _, v := range list {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, string(b))
 	}
 	return nil
 }

@@ -70,11 +70,9 @@ func (c *Client) PromptDetached(ctx context.Context, user string, body apiwire.P
 // moment for it: the request reaches the queue just after its event.
 // "" means none.
 func (c *Client) PendingPermission(ctx context.Context, task string) (string, error) {
-	var out struct {
-		Permissions []struct{ ID, Task string }
-	}
 	for range 20 {
-		if err := c.Do(ctx, "GET", "/v1/permissions", nil, &out); err != nil {
+		out, err := c.Permissions(ctx)
+		if err != nil {
 			return "", err
 		}
 		for _, p := range out.Permissions {
@@ -89,11 +87,4 @@ func (c *Client) PendingPermission(ctx context.Context, task string) (string, er
 		}
 	}
 	return "", nil
-}
-
-// DecidePermission approves or denies permission request id; reason is
-// told to the agent.
-func (c *Client) DecidePermission(ctx context.Context, id string, approved bool, reason string) error {
-	body := map[string]any{"approved": approved, "reason": reason}
-	return c.Do(ctx, "POST", "/v1/permissions/"+url.PathEscape(id), body, nil)
 }

@@ -245,7 +245,7 @@ func (s *Server) stopExecutor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log().Info("executor stopped: "+name, "user", name, "by", s.caller(r).user.Name)
-	writeJSON(w, http.StatusOK, map[string]any{"user": name, "stopped": true})
+	writeJSON(w, http.StatusOK, apiwire.ExecutorStopped{User: name, Stopped: true})
 }
 
 func (s *Server) log() *slog.Logger {

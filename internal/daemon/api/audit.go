@@ -10,6 +10,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/broker"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -36,20 +37,20 @@ func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"records": s.Audit.Query(f)})
+	writeJSON(w, http.StatusOK, apiwire.AuditList{Records: auditViews(s.Audit.Query(f))})
 }
 
 // listPermissions shows open permission requests: a user's own, or all
 // for an admin.
 func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request) {
 	c := s.caller(r)
-	out := []broker.PermissionRequest{}
+	out := []apiwire.PermissionRequest{}
 	for _, p := range s.Broker.Pending() {
 		if c.sees(p.User) {
 			out = append(out, p)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"permissions": out})
+	writeJSON(w, http.StatusOK, apiwire.PermissionList{Permissions: out})
 }
 
 func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +59,7 @@ func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no open permission request %q of yours", id))
 		return
 	}
-	var d broker.Decision
+	var d apiwire.PermissionDecision
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&d); err != nil {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
@@ -67,7 +68,7 @@ func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound(err, "not_pending"))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "approved": d.Approved})
+	writeJSON(w, http.StatusOK, apiwire.PermissionDecided{ID: id, Approved: d.Approved})
 }
 
 // permissionOwner is the person open permission request id is for; ""
@@ -87,4 +88,23 @@ func notFound(err error, reason string) error {
 		return rpc.Errorf(protocol.CodeNotFound, reason, "%v", err)
 	}
 	return err
+}
+
+// auditViews are records as the API shows them (nil stays null).
+func auditViews(recs []audit.Record) []apiwire.AuditRecord {
+	var out []apiwire.AuditRecord
+	for _, r := range recs {
+		out = append(out, apiwire.AuditRecord{Time: r.Time, Action: string(r.Action), User: r.User, UID: uidView(r.UID), StoredUID: uidView(r.StoredUID),
+			Session: r.Session, Task: r.Task, Credential: r.Credential, Tool: r.Tool, Mode: r.Mode, Sandbox: r.Sandbox, Decision: r.Decision,
+			Reason: r.Reason, Path: r.Path, Bytes: r.Bytes, Host: r.Host, Port: r.Port, Address: r.Address, BytesUp: r.BytesUp,
+			BytesDown: r.BytesDown, Count: r.Count})
+	}
+	return out
+}
+
+func uidView(u audit.UID) *uint32 {
+	if uid, ok := u.Get(); ok {
+		return &uid
+	}
+	return nil
 }

@@ -9,27 +9,21 @@ import (
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
-
-// credentialBody sets a key: the caller's own, or daemon-wide ("scope":
-// "daemon", admins only). The value is write-only: no call returns it.
-type credentialBody struct {
-	Value string `json:"value"`
-	Scope string `json:"scope"` // "user" (default) or "daemon"
-}
 
 // credentialOwner is whose slot a request names: the caller's own
 // account (name and uid), or daemon-wide for an admin who asks for it.
 func (s *Server) credentialOwner(r *http.Request, scope string) (credstore.Owner, error) {
 	c := s.caller(r)
 	switch scope {
-	case "daemon":
+	case apiwire.ScopeDaemon:
 		if !c.anyone() {
 			return credstore.Owner{}, s.adminOnly("set daemon-wide keys")
 		}
 		return credstore.Daemon, nil
-	case "", "user":
+	case "", apiwire.ScopeUser:
 		return credstore.User(c.user.Name, c.user.UID), nil
 	}
 	return credstore.Owner{}, rpc.InvalidParams("scope", `must be "user" or "daemon"`)
@@ -49,7 +43,7 @@ func ownerUID(o credstore.Owner) int64 {
 
 func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	var body credentialBody
+	var body apiwire.CredentialBody
 	q := s.quotas()
 	// JSON may escape each byte of the value in six: read that much.
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 6*q.MaxCredentialBytes+4096)).Decode(&body); err != nil {
@@ -82,7 +76,7 @@ func (s *Server) setCredential(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Audit.Log(credentialRecord("credential_set", owner, name))
-	writeJSON(w, http.StatusOK, map[string]any{"name": name, "scope": scopeName(owner)})
+	writeJSON(w, http.StatusOK, apiwire.CredentialSet{Name: name, Scope: scopeName(owner)})
 }
 
 func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +92,7 @@ func (s *Server) deleteCredential(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Audit.Log(credentialRecord("credential_deleted", owner, name))
-	writeJSON(w, http.StatusOK, map[string]any{"name": name, "deleted": true})
+	writeJSON(w, http.StatusOK, apiwire.CredentialDeleted{Name: name, Deleted: true})
 }
 
 // staleCredential audits keys named name of earlier accounts of owner's
@@ -115,9 +109,9 @@ func (s *Server) staleCredential(owner credstore.Owner, name string) {
 
 func scopeName(owner credstore.Owner) string {
 	if owner.Name == "" {
-		return "daemon"
+		return apiwire.ScopeDaemon
 	}
-	return "user"
+	return apiwire.ScopeUser
 }
 
 // credentialQuota checks an account's key before it is stored: the

@@ -103,7 +103,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	for _, x := range list {
 		out = append(out, sessionView(x))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	writeJSON(w, http.StatusOK, apiwire.SessionList{Sessions: out})
 }
 
 // hiddenSessions audits, once a window, that name's list left out
@@ -189,7 +189,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	for _, t := range list {
 		out = append(out, taskView(t))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+	writeJSON(w, http.StatusOK, apiwire.TaskList{Tasks: out})
 }
 
 // visibleTask is the task {id} when the caller may see it; otherwise it

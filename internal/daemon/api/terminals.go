@@ -260,7 +260,7 @@ func (s *Server) attachTerminal(w http.ResponseWriter, r *http.Request) {
 	var a protocol.AttachTerminalResult
 	if err := client.Call(r.Context(), protocol.MethodAttachTerminal, protocol.TerminalIDParams{TerminalID: id}, &a); err != nil {
 		c.mu.Lock()
-		_ = c.enc.Encode(map[string]any{"error": err.Error()})
+		_ = c.enc.Encode(apiwire.AttachError{Error: err.Error()})
 		_ = rw.Flush()
 		c.mu.Unlock()
 		return

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sort"
 	"sync"
@@ -10,19 +9,12 @@ import (
 
 	"github.com/agor-sh/agor/internal/randid"
 
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // PermissionRequest is an agent's question waiting for a person's answer.
-type PermissionRequest struct {
-	ID        string          `json:"id"`
-	User      string          `json:"user"`
-	Session   string          `json:"session"`
-	Task      string          `json:"task"`
-	ToolName  string          `json:"tool_name"`
-	ToolInput json.RawMessage `json:"tool_input"`
-	AskedAt   time.Time       `json:"asked_at"`
-}
+type PermissionRequest = apiwire.PermissionRequest
 
 // Decision answers a permission request: request_permission's result.
 type Decision = protocol.RequestPermissionResult

@@ -1,7 +1,9 @@
-// Package apiwire holds the JSON types of the daemon's HTTP API: what the
-// API writes and what agorctl (or any client) reads. Both import it, so
-// the command line links none of the daemon (no SQLite, broker or PTY
-// code); a test in cmd/agorctl keeps it that way.
+// Package apiwire is the daemon's HTTP API contract: every body, reply
+// and error as a type, and the reasons of its refusals (errors.go); what
+// the API writes and what agorctl (or any client) reads. Both import it,
+// so the command line links none of the daemon (no SQLite, broker or PTY
+// code); a test in cmd/agorctl keeps it that way. testdata holds each
+// reply's JSON, which golden_test.go checks.
 package apiwire
 
 import (
