@@ -38,7 +38,7 @@ if ! command -v zsh >/dev/null || ! command -v fish >/dev/null || [ ! -f /usr/sh
 	echo "deps: installing zsh, fish and bash-completion for agorctl's completion tests"
 	apt_install zsh fish bash-completion
 fi
-# Tests run as root start executors as this account (internal/exectest).
+# Tests run as root start executors as this account (internal/executor/exectest).
 if [ "$(id -u)" = 0 ]; then
 	./test/testaccount.sh >/dev/null
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates, as root, the account executors run as when tests and the demo
-# run as root (internal/exectest.Account): executors refuse root, and
+# run as root (internal/executor/exectest.Account): executors refuse root, and
 # nobody like every special account. A regular uid, no home, no login
 # shell, no password. Prints its name.
 set -euo pipefail

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/executor/exectest"
 )
 
 // These tests run the real binary the way systemd starts it: listening

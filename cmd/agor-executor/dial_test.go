@@ -15,7 +15,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/dialback"
 	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
-	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/executor/exectest"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )

@@ -74,7 +74,8 @@ func fromDaemon(f *apiFlags, anyOperand bool, ask completer) cobra.CompletionFun
 }
 
 // completeUsers completes user names, for every operand, from the
-// daemon's executors list (admins); for anyone else it offers nothing.
+// daemon's executors list: everyone's for an admin, her own name for a
+// person (GET /v1/executors lists a person her own executor).
 func completeUsers(f *apiFlags) cobra.CompletionFunc { return fromDaemon(f, true, askUsers) }
 
 // completeUser completes the first operand only with a user name.

@@ -172,7 +172,7 @@ func TestRulesAllow(t *testing.T) {
 		{"internal/executor/terminal", "internal/wire/rawframe"},
 		{"internal/daemon/lifecycle", "internal/sandbox"},
 		{"internal/sandbox", "internal/wire/protocol"},
-		{"test/bench/rpcbench", "internal/exectest"},
+		{"test/bench/rpcbench", "internal/executor/exectest"},
 	} {
 		if why := forbidden(c[0], c[1]); why != "" {
 			t.Errorf("%s → %s refused: %s", c[0], c[1], why)

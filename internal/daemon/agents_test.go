@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 )
 
 // Nobody answers an agent's permission question, for each of the four

@@ -23,7 +23,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
-	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/executor/exectest"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 
 	"github.com/agor-sh/agor/internal/config"

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 )
 

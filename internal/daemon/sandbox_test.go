@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 	"github.com/agor-sh/agor/internal/sandbox"
 )
 

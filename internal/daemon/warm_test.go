@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 )
 
 // Two sessions' warm agents on a host capped at one (agents.warm_per_host:

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/executor/exectest"
 
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"

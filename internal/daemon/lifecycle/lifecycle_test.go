@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/executor/exectest"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 

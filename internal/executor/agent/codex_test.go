@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/agenttest"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/agenttest"
 	"github.com/agor-sh/agor/internal/executor/agent"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agor-sh/agor/internal/exectest"
+	"github.com/agor-sh/agor/internal/executor/exectest"
 )
 
 type config struct {

@@ -120,7 +120,7 @@ func Binary(tb testing.TB, tool string) string {
 	bin := os.Getenv(envVar)
 	if bin == "" {
 		_, file, _, _ := runtime.Caller(0)
-		bin = filepath.Join(filepath.Dir(file), "..", "..", "test", ".cache", "agents", tool, "node_modules", ".bin", clis[tool])
+		bin = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "test", ".cache", "agents", tool, "node_modules", ".bin", clis[tool])
 	}
 	abs, err := filepath.Abs(bin)
 	if err == nil {
