@@ -38,6 +38,11 @@ if ! command -v zsh >/dev/null || ! command -v fish >/dev/null || [ ! -f /usr/sh
 	echo "deps: installing zsh, fish and bash-completion for agorctl's completion tests"
 	apt_install zsh fish bash-completion
 fi
+# The sandbox's tests try ACLs and extended attributes outside a workspace.
+if ! command -v setfacl >/dev/null || ! command -v getfattr >/dev/null; then
+	echo "deps: installing acl and attr for the sandbox's tests"
+	apt_install acl attr
+fi
 # Tests run as root start executors as this account (internal/executor/exectest).
 if [ "$(id -u)" = 0 ]; then
 	./test/testaccount.sh >/dev/null

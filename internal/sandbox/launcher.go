@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -20,10 +21,21 @@ const ExitLauncher = 126
 // beneath the --rw paths and a few devices; no signals or abstract Unix
 // sockets out of its domain) and the seccomp filter of seccomp.go, then
 // execs the command, which inherits both. It returns only on failure.
+//
+// With --ns it first starts itself again in new user, mount and PID
+// namespaces (nsParent), where the kernel builds the filesystem view of
+// mountns.go (nsInit) before the same restrictions, and the command runs
+// as the child of that namespace's init.
 func Main(args []string, stderr io.Writer) int {
 	// The filter is the installing thread's: exec from that thread.
 	runtime.LockOSThread()
 	l, err := parse(args)
+	switch {
+	case err == nil && l.init:
+		return nsInit(l, stderr)
+	case err == nil && l.ns:
+		return nsParent(args, stderr)
+	}
 	if err == nil {
 		err = restrict(l.rw)
 	}
@@ -66,7 +78,7 @@ func restrict(rw []string) error {
 			rules = append(rules, landlock.RWFiles(p))
 		}
 	}
-	cfg := landlock.V7.BestEffort()
+	cfg := landlockConfig().BestEffort()
 	cfg.HandledAccessNet = 0
 	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
@@ -83,4 +95,16 @@ func execve(argv []string, argv0 string) error {
 		argv = append([]string{argv0}, argv[1:]...)
 	}
 	return syscall.Exec(path, argv, os.Environ())
+}
+
+// landlockConfig is the newest ABI this package knows, or the one
+// ForceABIEnv caps it at (the tests act out Debian 12's kernel, ABI 2).
+func landlockConfig() landlock.Config {
+	all := []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7}
+	if v := os.Getenv(ForceABIEnv); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= len(all) {
+			return all[n-1]
+		}
+	}
+	return all[len(all)-1]
 }

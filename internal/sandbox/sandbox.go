@@ -94,6 +94,10 @@ type Spec struct {
 	// UnixSockets lets the process open Unix sockets (the operator's
 	// sandbox.unix_sockets); otherwise the launcher's filter refuses them.
 	UnixSockets bool
+	// Namespaces builds the process's filesystem view in a mount
+	// namespace of its own (mountns.go), with signals scoped by a PID
+	// namespace; without it, Landlock and the seccomp filter alone.
+	Namespaces bool
 	// self is the launcher, Policy.Self.
 	self string
 }
@@ -137,6 +141,15 @@ func (s Spec) Command(argv []string) []string {
 	if s.UnixSockets {
 		out = append(out, "--unix-sockets")
 	}
+	if s.Namespaces {
+		out = append(out, "--ns")
+		if s.Temp != "" {
+			out = append(out, "--tmp", s.Temp)
+		}
+		if s.Level == Workspace && s.Cwd != "" {
+			out = append(out, "--workspace", s.Cwd)
+		}
+	}
 	for _, p := range s.writable() {
 		out = append(out, "--rw", p)
 	}
@@ -149,6 +162,10 @@ type launch struct {
 	argv        []string // the command
 	argv0       string   // its argv[0], when not argv's first word
 	unixSockets bool     // Unix socket connections allowed (the operator's exception)
+	ns          bool     // build the view in namespaces of its own (mountns.go)
+	init        bool     // this is that namespace's init (nsInit)
+	workspace   string   // where Protected are looked for
+	tmp         string   // the private temp directory, also on /tmp
 }
 
 // parse reads Main's arguments:
@@ -171,6 +188,16 @@ func parse(args []string) (launch, error) {
 			i++
 		case args[i] == "--unix-sockets":
 			l.unixSockets = true
+		case args[i] == "--ns":
+			l.ns = true
+		case args[i] == nsInitArg:
+			l.init = true
+		case args[i] == "--workspace" && i+1 < len(args):
+			l.workspace = args[i+1]
+			i++
+		case args[i] == "--tmp" && i+1 < len(args):
+			l.tmp = args[i+1]
+			i++
 		default:
 			return launch{}, fmt.Errorf("unexpected argument %q (want --rw PATH... -- COMMAND)", args[i])
 		}
@@ -301,7 +328,17 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 		w = append(w, e)
 	}
 	a.Enforced = true
-	return Spec{Level: level, Cwd: cwd, Writable: w, Temp: temp, self: p.Self, UnixSockets: p.UnixSockets}, a, nil
+	spec := Spec{Level: level, Cwd: cwd, Writable: w, Temp: temp, self: p.Self, UnixSockets: p.UnixSockets}
+	if err := NamespacesWork(p.Self); err != nil {
+		if p.Required {
+			spec.Cleanup()
+			return Spec{}, a, fmt.Errorf("%w: %v, and the configuration requires the sandbox", ErrUnavailable, err)
+		}
+		a.Warning = fmt.Sprintf("%v: Landlock and the seccomp filter alone confine it", err)
+		return spec, a, nil
+	}
+	spec.Namespaces, a.View = true, ViewNamespace
+	return spec, a, nil
 }
 
 // For resolves requested and prepares it, in one step; a nil Policy runs

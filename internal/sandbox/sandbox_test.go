@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The test binary is its own launcher, as the executor is, and the
@@ -34,6 +35,7 @@ func run(t *testing.T, spec Spec, dir, script string) (string, error) {
 	argv := spec.Command([]string{"/bin/sh", "-c", script})
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
+	cmd.WaitDelay = 5 * time.Second // a child left behind holding the output
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

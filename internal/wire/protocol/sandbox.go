@@ -27,6 +27,11 @@ type SandboxInfo struct {
 	ABI      int    `json:"abi"`
 	Enforced bool   `json:"enforced"`
 	Warning  string `json:"warning,omitempty"`
+	// View is "namespace" when the process's filesystem view was built
+	// in a mount namespace of its own (everything read-only but its
+	// writable paths; its project settings read-only), "" when Landlock
+	// and the seccomp filter alone confine it.
+	View string `json:"view,omitempty"`
 	// Undone is what the executor put back after the confined process
 	// ended: changes it made to .git/hooks or .git/config in its
 	// workspace ("hooks/pre-commit added"), which git would run later
