@@ -262,6 +262,8 @@ var specials = []struct {
 	kind string
 	rng  netip.Prefix
 }{
+	{"metadata", netip.MustParsePrefix("fd00:ec2::254/128")},   // a cloud's instance metadata (AWS over IPv6)
+	{"metadata", netip.MustParsePrefix("100.100.100.200/32")}, // (Alibaba Cloud)
 	{"loopback", netip.MustParsePrefix("127.0.0.0/8")},
 	{"loopback", netip.MustParsePrefix("::1/128")},
 	{"link-local", netip.MustParsePrefix("169.254.0.0/16")},
@@ -270,6 +272,13 @@ var specials = []struct {
 	{"unspecified", netip.MustParsePrefix("::/128")},
 	{"multicast", netip.MustParsePrefix("224.0.0.0/4")},
 	{"multicast", netip.MustParsePrefix("ff00::/8")},
+}
+
+// Special names the kind of address a (loopback, link-local, metadata,
+// unspecified, multicast, "invalid address"), "" for an ordinary one.
+func Special(a netip.Addr) string {
+	kind, _ := special(a.Unmap())
+	return kind
 }
 
 func special(a netip.Addr) (string, netip.Prefix) {

@@ -266,6 +266,11 @@ func (s *Service) decide(ctx context.Context, p Person, dst netpolicy.Destinatio
 	if err != nil {
 		return t, err
 	}
+	addrs, never := dialable(addrs)
+	if len(addrs) == 0 {
+		t.addr, t.rule = never.addr, never.rule
+		return t, nil
+	}
 	if open {
 		t.addr, t.allowed, t.rule = addrs[0], true, "mode open"
 		return t, nil
@@ -284,6 +289,31 @@ func (s *Service) decide(ctx context.Context, p Person, dst netpolicy.Destinatio
 }
 
 var errUnlisted = errors.New("not listed")
+
+// refusedAddr is the first address the daemon refused to dial, and why.
+type refusedAddr struct {
+	addr netip.Addr
+	rule string
+}
+
+// dialable keeps the addresses the daemon may dial for anyone, whatever
+// their mode or lists: never loopback (its own API, other local
+// services, as user agor), link-local or metadata (a cloud's instance
+// credentials), unspecified or multicast.
+func dialable(addrs []netip.Addr) ([]netip.Addr, refusedAddr) {
+	var out []netip.Addr
+	var first refusedAddr
+	for _, a := range addrs {
+		if kind := netpolicy.Special(a); kind != "" {
+			if !first.addr.IsValid() {
+				first = refusedAddr{a, "builtin " + kind + " (never dialled by the daemon)"}
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, first
+}
 
 // addresses are dst's: the literal, or the name resolved when the policy
 // lets it be (always, for open).

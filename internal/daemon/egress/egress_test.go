@@ -357,3 +357,52 @@ func TestUnknownPeerRefused(t *testing.T) {
 		t.Errorf("unknown uid: %s", resp.Status)
 	}
 }
+
+// TestTunnelSetClosed: a tunnel that reaches the set once shutting down
+// has begun is refused, not added: adding it raced closeAll's Wait (the
+// race detector caught wg.Add beside wg.Wait in TestUnknownPeerRefused's
+// shutdown) and it would have been left open.
+func TestTunnelSetClosed(t *testing.T) {
+	ts := &tunnelSet{}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	id, ok := ts.add(a, b)
+	if !ok {
+		t.Fatal("refused before closeAll")
+	}
+	done := make(chan struct{})
+	go func() { ts.closeAll(); close(done) }()
+	for { // closeAll has begun once it closed the open tunnel
+		if _, err := a.Write([]byte("x")); err != nil {
+			break
+		}
+	}
+	if _, ok := ts.add(a, b); ok {
+		t.Error("a tunnel was added after closeAll began")
+	}
+	ts.remove(id)
+	<-done
+}
+
+// TestNeverDialled: whatever a person's mode, even open (which reaches
+// everything from her own network namespace anyway), the daemon does not
+// lend its own position: loopback (its API, local services as user
+// agor), link-local and instance metadata are refused, by name or by
+// address, and never dialled.
+func TestNeverDialled(t *testing.T) {
+	for _, set := range []config.NetworkSet{{Mode: config.NetworkOpen}, allowModel()} {
+		w := newWorld(t, set, 0)
+		for _, authority := range []string{"127.0.0.1:8080", "local.test:443", "[::1]:22", "169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80"} {
+			w.rec.reset()
+			c, resp := w.connect(t, authority, "")
+			c.Close()
+			if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(resp.Header.Get("X-Agor-Egress-Rule"), "builtin ") {
+				t.Errorf("%s: CONNECT %s: %s rule %q, want 403 builtin", set.Mode, authority, resp.Status, resp.Header.Get("X-Agor-Egress-Rule"))
+			}
+		}
+		if len(w.dialled) != 0 {
+			t.Errorf("%s: dialled %v", set.Mode, w.dialled)
+		}
+	}
+}

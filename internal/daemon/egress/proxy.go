@@ -139,7 +139,13 @@ func (h *handler) connect(w http.ResponseWriter, r *http.Request, p Person) {
 		h.s.record(p, task, t, 0, 0, err)
 		return
 	}
-	id := h.tunnels.add(client, up)
+	id, ok := h.tunnels.add(client, up)
+	if !ok { // the service is shutting down
+		client.Close()
+		up.Close()
+		h.s.record(p, task, t, 0, 0, errShuttingDown)
+		return
+	}
 	pipe(client, io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), client), up)
 	h.s.record(p, task, t, up.written.Load(), up.read.Load(), nil)
 	h.tunnels.remove(id)
@@ -247,22 +253,29 @@ func (c *countingConn) Write(b []byte) (int, error) {
 
 // tunnelSet holds the open tunnels, so shutting down closes them.
 type tunnelSet struct {
-	wg   sync.WaitGroup // tunnels until recorded
-	mu   sync.Mutex
-	next int
-	open map[int][2]net.Conn
+	wg     sync.WaitGroup // tunnels until recorded
+	mu     sync.Mutex
+	next   int
+	open   map[int][2]net.Conn
+	closed bool // closeAll has begun: no tunnel is added after (wg.Add would race its Wait)
 }
 
-func (ts *tunnelSet) add(a, b net.Conn) int {
+var errShuttingDown = errors.New("the egress service is shutting down")
+
+// add holds a tunnel until remove; false once closeAll has begun.
+func (ts *tunnelSet) add(a, b net.Conn) (int, bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if ts.closed {
+		return 0, false
+	}
 	if ts.open == nil {
 		ts.open = map[int][2]net.Conn{}
 	}
 	ts.next++
 	ts.wg.Add(1)
 	ts.open[ts.next] = [2]net.Conn{a, b}
-	return ts.next
+	return ts.next, true
 }
 
 func (ts *tunnelSet) remove(id int) {
@@ -275,6 +288,7 @@ func (ts *tunnelSet) remove(id int) {
 // closeAll closes every tunnel and waits until each is recorded.
 func (ts *tunnelSet) closeAll() {
 	ts.mu.Lock()
+	ts.closed = true
 	for _, c := range ts.open {
 		c[0].Close()
 		c[1].Close()
