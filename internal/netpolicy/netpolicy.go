@@ -262,7 +262,7 @@ var specials = []struct {
 	kind string
 	rng  netip.Prefix
 }{
-	{"metadata", netip.MustParsePrefix("fd00:ec2::254/128")},   // a cloud's instance metadata (AWS over IPv6)
+	{"metadata", netip.MustParsePrefix("fd00:ec2::254/128")},  // a cloud's instance metadata (AWS over IPv6)
 	{"metadata", netip.MustParsePrefix("100.100.100.200/32")}, // (Alibaba Cloud)
 	{"loopback", netip.MustParsePrefix("127.0.0.0/8")},
 	{"loopback", netip.MustParsePrefix("::1/128")},
