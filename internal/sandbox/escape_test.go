@@ -34,6 +34,13 @@ func probe(what string) int {
 			unix.Close(fds[0])
 			unix.Close(fds[1])
 		}
+	case "sendto": // a datagram to a Unix socket by its address, from a socketpair
+		var fds [2]int
+		if fds, err = unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err == nil {
+			err = unix.Sendto(fds[0], []byte("x"), 0, &unix.SockaddrUnix{Name: arg})
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
 	case "chmod": // MODE:PATH
 		mode, path, _ := strings.Cut(arg, ":")
 		m, _ := strconv.ParseUint(mode, 8, 32)
@@ -93,6 +100,12 @@ func TestEscapes(t *testing.T) {
 			}
 		}()
 	}
+	dgram := filepath.Join(home, "journal.sock") // a datagram socket outside, like journald's
+	dconn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: dgram, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dconn.Close() })
 	bashrc := filepath.Join(work, "rc") // inside the workspace: writable, but not world-writable
 	if err := os.WriteFile(bashrc, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -110,6 +123,7 @@ func TestEscapes(t *testing.T) {
 		{"chmod:666:" + bashrc, "operation not permitted"},
 		{"chmod:640:" + bashrc, ""}, // no group or other write bit: fine
 		{"socketpair", ""},
+		{"sendto:" + dgram, "operation not permitted"}, // the filter: a datagram pair
 		{"kill:" + strconv.Itoa(outside.Process.Pid), "operation not permitted"}, // Landlock's signal scope
 		{"write:/dev/shm/agor-sandbox-test", "permission denied"},
 		{"write:/dev/null", ""},

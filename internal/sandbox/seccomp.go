@@ -16,7 +16,8 @@ import (
 //   - socket(AF_UNIX, ...): connect(2) to a Unix socket is no file write,
 //     so a confined task could ask something outside to act for it (the
 //     daemon's API, a tmux server, the user's D-Bus, an ssh-agent).
-//     socketpair(2) stays: it reaches no one.
+//     socketpair(2) stays for streams (it reaches no one); a datagram
+//     pair is refused, as it could sendto(2) any socket by its address.
 //   - chmod(2) and its kin adding group or other write bits: Landlock has
 //     no right for a mode change, and a world-writable ~/.bashrc is
 //     another local user's way in.
@@ -63,6 +64,7 @@ func filter(unixSockets bool) []unix.SockFilter {
 	}
 	if !unixSockets {
 		p = append(p, refuseArg(unix.SYS_SOCKET, 0, jeq, unix.AF_UNIX)...)
+		p = append(p, refuseDgramPair()...)
 	}
 	for _, nr := range slices.Sorted(maps.Keys(chmodCalls)) {
 		p = append(p, refuseArg(nr, chmodCalls[nr], jset, groupOtherWrite)...)
@@ -83,6 +85,25 @@ func refuseArg(nr uintptr, arg int, test uint16, k uint32) []unix.SockFilter {
 		bpf(jeq, 0, 4, uint32(nr)),
 		bpf(ldAbs, 0, 0, offArg(arg)),
 		bpf(test, 0, 1, k),
+		bpf(ret, 0, 0, refuse),
+		bpf(ldAbs, 0, 0, offNr),
+	}
+}
+
+// refuseDgramPair refuses socketpair(AF_UNIX, SOCK_DGRAM, ...): such a
+// socket may still sendto(2) any pathname or abstract socket by address,
+// which is a way to reach what socket(AF_UNIX) is refused for. Stream
+// and seqpacket pairs stay (libuv gives children their stdio over them);
+// their sends ignore an address. The type's flags (SOCK_CLOEXEC,
+// SOCK_NONBLOCK) are masked off.
+func refuseDgramPair() []unix.SockFilter {
+	return []unix.SockFilter{
+		bpf(jeq, 0, 6, unix.SYS_SOCKETPAIR),
+		bpf(ldAbs, 0, 0, offArg(0)),
+		bpf(jeq, 0, 4, unix.AF_UNIX),
+		bpf(ldAbs, 0, 0, offArg(1)),
+		bpf(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0, 0, 0xf),
+		bpf(jeq, 0, 1, unix.SOCK_DGRAM),
 		bpf(ret, 0, 0, refuse),
 		bpf(ldAbs, 0, 0, offNr),
 	}
