@@ -123,7 +123,7 @@ func TestEscapes(t *testing.T) {
 		{"chmod:666:" + bashrc, "operation not permitted"},
 		{"chmod:640:" + bashrc, ""}, // no group or other write bit: fine
 		{"socketpair", ""},
-		{"sendto:" + dgram, "operation not permitted"}, // the filter: a datagram pair
+		{"sendto:" + dgram, "operation not permitted"},                           // the filter: a datagram pair
 		{"kill:" + strconv.Itoa(outside.Process.Pid), "operation not permitted"}, // Landlock's signal scope
 		{"write:/dev/shm/agor-sandbox-test", "permission denied"},
 		{"write:/dev/null", ""},
