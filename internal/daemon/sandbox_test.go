@@ -72,8 +72,8 @@ func TestSandboxEachAgent(t *testing.T) {
 				}
 				if level == "workspace" { // read-only cannot write its log in the cwd
 					log, _ := os.ReadFile(filepath.Join(proj, "inside.log"))
-					if !strings.Contains(strings.ToLower(string(log)), "permission denied") {
-						t.Errorf("no EACCES from the kernel in:\n%s", log)
+					if !refusedByKernel(string(log)) {
+						t.Errorf("no EACCES or EROFS from the kernel in:\n%s", log)
 					}
 				}
 				box := fmt.Sprint(result["sandbox"])
@@ -102,7 +102,7 @@ func TestSandboxExecAndTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": []string{"sh", "-c", "touch ./x; touch ../x"}, "cwd": "proj", "sandbox": "workspace"})
-	if code != 200 || !strings.Contains(fmt.Sprint(out["stderr"]), "Permission denied") || !strings.Contains(fmt.Sprint(out["sandbox"]), "workspace") {
+	if code != 200 || !refusedByKernel(fmt.Sprint(out["stderr"])) || !strings.Contains(fmt.Sprint(out["sandbox"]), "workspace") {
 		t.Fatalf("exec under workspace: %d %v", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(sub, "x")); err != nil {
@@ -149,11 +149,20 @@ func TestWorkspaceAtHomeRefused(t *testing.T) {
 	}
 }
 
-// TestPromptGitHooksPutBack: a hook planted by a confined agent (Claude
-// Code, its tool turn under workspace) is undone when the turn ends,
-// said by an error event and the task's result, so the next unconfined
-// git commit does not run it.
-func TestPromptGitHooksPutBack(t *testing.T) {
+// refusedByKernel says whether a tool's output shows a write refused by
+// the kernel: EACCES (Landlock) or EROFS (the read-only view of a
+// namespace, which comes first where the executor can build one).
+func refusedByKernel(out string) bool {
+	out = strings.ToLower(out)
+	return strings.Contains(out, "permission denied") || strings.Contains(out, "read-only file system")
+}
+
+// TestPromptGitHooksRefused: a hook a confined agent (Claude Code, its
+// tool turn under workspace) tries to plant never lands: its view has the
+// repository's hooks read-only (or, where no view can be built, the
+// executor puts them back when the turn ends and says so), so the next
+// unconfined git commit runs nothing.
+func TestPromptGitHooksRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs an agent CLI")
 	}
@@ -166,7 +175,7 @@ func TestPromptGitHooksPutBack(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
 	_ = os.Chmod(home, 0o777)
-	const plant = `printf '#!/bin/sh\necho planted >> ~/.bashrc\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo planted`
+	const plant = `printf '#!/bin/sh\necho planted >> ~/.bashrc\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo planted || echo refused-by-kernel`
 	c := agenttest.CasesRunning(t, home, 0, plant)[0] // claude-code
 	h := startWith(t, func(string) string { return agentsYAML(c) }, nil)
 	h.setCred(t, c.Cred, "sk-test-claude-9h0k")
@@ -185,10 +194,14 @@ func TestPromptGitHooksPutBack(t *testing.T) {
 		t.Fatalf("the tool did not run: result %v; stream %v", result, lines)
 	}
 	if _, err := os.Stat(filepath.Join(hooks, "pre-commit")); err == nil {
-		t.Fatal("the planted hook is still there")
+		t.Fatal("the planted hook is there")
 	}
-	if !strings.Contains(fmt.Sprint(result["warnings"]), ".git/hooks/pre-commit (added)") {
-		t.Errorf("result warnings %v", result["warnings"])
+	view := strings.Contains(fmt.Sprint(result["sandbox"]), "view:namespace")
+	switch {
+	case view && !strings.Contains(fmt.Sprint(lines), "refused-by-kernel"):
+		t.Errorf("the view did not refuse the hook: stream %v", lines)
+	case !view && !strings.Contains(fmt.Sprint(result["warnings"]), ".git/hooks/pre-commit (added)"):
+		t.Errorf("no view, and no put-back said: result warnings %v", result["warnings"])
 	}
 }
 

@@ -1,10 +1,9 @@
-// Package gitguard keeps a confined task from planting what git runs
-// later outside the sandbox: the hooks and the config (core.hooksPath,
-// aliases, filters) of a repository in the task's workspace. Landlock
-// grants writes to a directory tree as a whole, and a task must still be
-// able to commit, so .git stays writable; instead the executor snapshots
-// .git/hooks and .git/config before confined work and puts them back
-// when it ends, saying what it undid.
+// Package gitguard keeps a confined task from planting what runs later
+// outside the sandbox. A task's view (internal/sandbox) has what exists of
+// it read-only; what it can make anew (a nested repository, a git init,
+// project settings where there were none) Plants disables when the task
+// ends. Where no view could be built, the hooks and config of the
+// workspace's repository are snapshotted before and put back after.
 package gitguard
 
 import (
@@ -15,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"time"
 )
 
 // maxFile bounds what is kept of one guarded file: a hook or a config
@@ -26,20 +26,24 @@ type entry struct {
 	mode fs.FileMode
 }
 
-// Guard is a repository's hooks and config as they were.
+// Guard is a workspace as a confined task found it: its repository's
+// hooks and config, and when the task began (for Plants).
 type Guard struct {
-	git   string           // the .git directory
+	root  string           // the workspace
+	since time.Time        // the scan's start: what changed after is the task's
+	git   string           // the .git directory; "" when there is none
 	files map[string]entry // relative to git: "config", "hooks/NAME"
 }
 
 // Snapshot keeps what cwd's repository (cwd/.git, a directory) has in
-// hooks and config; nil when there is none to guard.
+// hooks and config, and notes the time.
 func Snapshot(cwd string) *Guard {
+	g := &Guard{root: cwd, since: scanFrom()}
 	git := filepath.Join(cwd, ".git")
 	if fi, err := os.Lstat(git); err != nil || !fi.IsDir() {
-		return nil // no repository, or a worktree's .git file: its gitdir lies outside
+		return g // no repository, or a worktree's .git file: its gitdir lies outside
 	}
-	g := &Guard{git: git, files: map[string]entry{}}
+	g.git, g.files = git, map[string]entry{}
 	for _, rel := range g.guarded() {
 		if e, ok := read(filepath.Join(git, rel)); ok {
 			g.files[rel] = e
@@ -77,6 +81,18 @@ func (g *Guard) Restore() ([]string, error) {
 	if g == nil {
 		return nil, nil
 	}
+	var changed []string
+	var err error
+	if g.git != "" {
+		changed, err = g.restoreGit()
+	}
+	planted := Plants(g.root, g.since, g.git)
+	g.since = scanFrom() // a warm agent's next turn is scanned from here
+	return append(changed, planted...), err
+}
+
+// restoreGit puts the hooks and config back.
+func (g *Guard) restoreGit() ([]string, error) {
 	now := g.guarded()
 	for rel := range g.files {
 		if !slices.Contains(now, rel) {
@@ -133,3 +149,8 @@ func (g *Guard) restore(rel string) (what string, err error) {
 	}
 	return what, os.Chmod(path, was.mode) // WriteFile's mode went through the umask
 }
+
+// scanFrom is now as file times will say it: the kernel stamps them from
+// a coarse clock (a tick, up to 10 ms, behind), so a file written just
+// after time.Now() can carry an earlier ctime.
+func scanFrom() time.Time { return time.Now().Add(-50 * time.Millisecond) }

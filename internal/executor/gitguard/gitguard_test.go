@@ -63,8 +63,8 @@ func TestRestore(t *testing.T) {
 }
 
 func TestNoRepository(t *testing.T) {
-	if g := Snapshot(t.TempDir()); g != nil {
-		t.Fatal("a guard without .git")
+	if changed, err := Snapshot(t.TempDir()).Restore(); len(changed) != 0 || err != nil {
+		t.Fatal("a workspace without .git, left alone:", changed, err)
 	}
 	var g *Guard
 	if changed, err := g.Restore(); changed != nil || err != nil {

@@ -216,7 +216,7 @@ func guardGit(spec sandbox.Spec) *gitguard.Guard {
 func (s *Service) restoreGit(g *gitguard.Guard) []string {
 	undone, err := g.Restore()
 	if len(undone) > 0 || err != nil {
-		slog.Warn("confined work changed the repository's hooks or config: put back", "undone", undone, "err", err)
+		slog.Warn("confined work changed the repository's hooks or config, or left what runs later: put back or disabled", "undone", undone, "err", err)
 	}
 	return undone
 }

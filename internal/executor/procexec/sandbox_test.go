@@ -28,7 +28,8 @@ func policy(t *testing.T, required bool) *sandbox.Policy {
 }
 
 // TestExecWorkspace: under workspace, touch ./x works and touch ~/x (the
-// root, here the user's home) fails with EACCES from the kernel; the
+// root, here the user's home) fails with EROFS (its view) or EACCES
+// (Landlock) from the kernel; the
 // reply says what was applied.
 func TestExecWorkspace(t *testing.T) {
 	if sandbox.ABI() == 0 {
@@ -37,7 +38,7 @@ func TestExecWorkspace(t *testing.T) {
 	cl := setupWith(t, policy(t, false))
 	ctx := context.Background()
 	res, _, errOut, err := cl.exec(ctx, protocol.ExecParams{Argv: []string{"sh", "-c", "touch ./x && touch ../y"}, Cwd: "work", Sandbox: "workspace"})
-	if err != nil || res.ExitCode == 0 || !strings.Contains(errOut, "Permission denied") {
+	if err != nil || res.ExitCode == 0 || !(strings.Contains(errOut, "Permission denied") || strings.Contains(errOut, "Read-only file system")) {
 		t.Fatalf("touch outside: %+v %q %v", res, errOut, err)
 	}
 	if _, err := os.Stat(filepath.Join(cl.root, "work", "x")); err != nil {
@@ -86,8 +87,9 @@ func TestExecSandboxNotAllowed(t *testing.T) {
 }
 
 // TestExecGitHooksPutBack: a confined exec that plants a git hook and
-// points core.hooksPath elsewhere has both undone when it ends, and the
-// reply says so; a commit's own writes to .git stay.
+// points core.hooksPath elsewhere is refused both by its view (read-only
+// there), or, where no view could be built, has both undone when it
+// ends, the reply saying so; a commit's own writes to .git stay.
 func TestExecGitHooksPutBack(t *testing.T) {
 	if sandbox.ABI() == 0 {
 		t.Skip("this kernel has no Landlock")
@@ -115,7 +117,41 @@ func TestExecGitHooksPutBack(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(git, "index")); err != nil {
 		t.Error("the command's own .git/index is gone")
 	}
-	if res.Sandbox == nil || !slices.Equal(res.Sandbox.Undone, []string{"config changed", "hooks/pre-commit added"}) {
-		t.Errorf("sandbox %+v", res.Sandbox)
+	want := []string{"config changed", "hooks/pre-commit added"}
+	if res.Sandbox != nil && res.Sandbox.View == sandbox.ViewNamespace {
+		want = nil // refused as written: nothing to put back
+	}
+	if res.Sandbox == nil || !slices.Equal(res.Sandbox.Undone, want) {
+		t.Errorf("sandbox %+v, want undone %q", res.Sandbox, want)
+	}
+}
+
+// TestExecPlantsDisabled: what a confined exec makes anew that would run
+// later unasked (a nested repository whose config runs a command, Claude
+// Code's project settings where there were none) is disabled when it
+// ends, not deleted, and the reply says what it would have run.
+func TestExecPlantsDisabled(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	cl := setupWith(t, policy(t, false))
+	work := filepath.Join(cl.root, "work")
+	script := `mkdir -p vendor/x/.git .claude && printf '[core]\n\tfsmonitor = touch /tmp/pwned\n' > vendor/x/.git/config && ` +
+		`echo '{"hooks":{}}' > .claude/settings.json`
+	res, _, _, err := cl.exec(context.Background(), protocol.ExecParams{Argv: []string{"sh", "-c", script}, Cwd: "work", Sandbox: "workspace"})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	for _, p := range []string{"vendor/x/.git/config", ".claude"} {
+		if _, err := os.Lstat(filepath.Join(work, p)); err == nil {
+			t.Errorf("%s is still in place", p)
+		}
+		if _, err := os.Lstat(filepath.Join(work, p+".agor-disabled")); err != nil {
+			t.Errorf("%s was not kept disabled: %v", p, err)
+		}
+	}
+	undone := strings.Join(res.Sandbox.Undone, "\n")
+	if !strings.Contains(undone, "vendor/x/.git/config: fsmonitor = touch /tmp/pwned") || !strings.Contains(undone, ".claude: project settings") {
+		t.Errorf("the reply says %q", res.Sandbox.Undone)
 	}
 }

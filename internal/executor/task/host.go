@@ -52,6 +52,9 @@ func (h *host) noteUndone(undone []string) {
 	for _, u := range undone {
 		file, how, _ := strings.Cut(u, " ")
 		msg := "undid the confined agent's change to .git/" + file + " (" + how + "): git would have run it outside the sandbox"
+		if strings.Contains(u, ": ") { // gitguard.Plants: "PATH: what it would run (disabled: ...)"
+			msg = "the confined agent left what would run later outside the sandbox; disabled: " + u
+		}
 		h.unconfined = append(h.unconfined, msg)
 		h.emitLocked(agent.Event{Type: protocol.EventError, Data: map[string]any{"code": protocol.TaskSandbox, "message": msg}})
 	}

@@ -206,7 +206,7 @@ func restoreGit(h *host, g *gitguard.Guard) {
 	if len(undone) == 0 && err == nil {
 		return
 	}
-	slog.Warn("a confined agent changed its repository's hooks or config: put back", "undone", undone, "err", err)
+	slog.Warn("a confined agent changed its repository's hooks or config, or left what runs later: put back or disabled", "undone", undone, "err", err)
 	if h != nil {
 		h.noteUndone(undone)
 	}

