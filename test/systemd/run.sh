@@ -146,7 +146,7 @@ boot_and_check() {
 		# system calls, which the executor's task sandbox needs: let them in,
 		# as a host does (the executor unit's filter still has its say).
 		SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
-			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self' \
+			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self open_tree move_mount mount_setattr' \
 			--register=no --keep-unit --private-network --console=read-only \
 			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" </dev/null >"$work/boot.log" 2>&1
 	) &
