@@ -106,8 +106,9 @@ boot_and_check() {
 	echo "== Debian $release"
 	# slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
 	# systemd-userdbd: the user database the daemon asks over varlink;
-	# iproute2, curl, git and pip: the egress checks' private network and clients.
-	pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd,iproute2,curl,git,python3-pip"
+	# iproute2, curl, git and pip: the egress checks' private network and clients;
+	# acl: the sandbox checks try ACLs outside a workspace.
+	pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd,iproute2,curl,git,python3-pip,acl"
 	# Cockpit and a browser for agor's page (cockpit.sh). Chromium runs in the
 	# container, beside cockpit-ws on its private network, so that the check
 	# drives it from inside like every other check (no host browser to reach

@@ -71,6 +71,45 @@ sandbox_escapes() {
 }
 check "as alice, a confined exec cannot reach the daemon's socket, a tmux server of hers or D-Bus, cannot chmod ~/.bashrc, and a workspace needs --cwd (shipped unit)" sandbox_escapes
 
+# The view of a confined exec under the shipped unit (user, mount and PID
+# namespaces), tried as alice and judged on disk and by what a later
+# unconfined git runs: metadata outside the workspace, the repository's
+# config and hooks, the project's Claude Code settings, a nested repository
+# made during the task, a process outside.
+sandbox_view() {
+	local proj=/home/alice/vproj out before
+	rm -rf "$proj" /home/alice/view-ran
+	install -d -o alice -g alice "$proj"
+	as alice git -C "$proj" init -q
+	as alice install -d "$proj/.claude"
+	as alice sh -c "echo '{}' > $proj/.claude/settings.json"
+	before="$(stat -c '%a %Y' /home/alice/.bashrc) $(md5sum <"$proj/.git/config") $(md5sum <"$proj/.claude/settings.json")"
+	as alice sleep 120 &
+	local outside=$!
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd vproj -- sh -c "
+		chmod 600 /home/alice/.bashrc; touch -d 2001-01-01 /home/alice/.bashrc; setfacl -m u:bob:rw /home/alice/.bashrc
+		echo '[core] fsmonitor = touch /home/alice/view-ran' >> .git/config
+		printf '#!/bin/sh\ntouch /home/alice/view-ran\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+		mv .git .git-away; echo '{\"hooks\":{}}' > .claude/settings.json
+		mkdir -p sub && git -C sub init -q && git -C sub config core.fsmonitor 'touch /home/alice/view-ran'
+		kill $outside; echo done" </dev/null 2>&1 || true)
+	echo "$out" | grep -c 'Read-only file system' | sed 's/^/refused by the read-only view: /'
+	grep -q done <<<"$out"
+	kill -0 "$outside" || { echo "the confined exec killed a process of hers outside"; return 1; }
+	kill "$outside"
+	want "$(stat -c '%a %Y' /home/alice/.bashrc) $(md5sum <"$proj/.git/config") $(md5sum <"$proj/.claude/settings.json")" "$before"
+	if getfacl -c /home/alice/.bashrc 2>/dev/null | grep -q bob; then echo "an ACL was set outside"; return 1; fi
+	[ -d "$proj/.git" ] && [ ! -e "$proj/.git-away" ] || { echo ".git was renamed"; return 1; }
+	[ -e "$proj/sub/.git/config.agor-disabled" ] || { echo "the nested repository's config was not disabled"; ls -la "$proj/sub/.git"; return 1; }
+	# Later, unconfined, as she would: nothing planted runs.
+	as alice git -C "$proj/sub" status >/dev/null 2>&1 || true
+	as alice git -C "$proj" status >/dev/null 2>&1 || true
+	[ ! -e /home/alice/view-ran ] || { echo "a planted command ran"; return 1; }
+	agorctl audit --since 5m 2>/dev/null | grep -c 'agor-disabled' | sed 's/^/disabled plants in the audit trail: /' || true
+	journalctl --no-pager -q -u agor-executor@alice.service --since -2min | grep -o 'sub/.git/config: [^(]*' | sed -n 1p | grep .
+}
+check "as alice, a confined exec's view (namespaces): no mode, time or ACL changes outside, the repository's config and hooks and the project's settings read-only, .git not renamed, a nested repository's config disabled and reported, a process outside not signalled; a later unconfined git runs nothing planted (shipped unit)" sandbox_view
+
 # Hooks a confined prompt plants (Claude Code's settings, its own state
 # or the user's) never run in an unconfined prompt.
 sandbox_hooks() {
