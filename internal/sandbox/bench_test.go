@@ -9,8 +9,10 @@ import (
 )
 
 // BenchmarkLauncher prints what the launcher adds to starting a program:
-// /bin/true run directly and through the launcher under workspace (the
-// launcher is this test binary, as the executor is), median of 50 each.
+// /bin/true run directly, through the launcher under workspace with
+// Landlock and seccomp only (as before the view), and with the namespace
+// view (the launcher is this test binary, as the executor is), median of
+// 50 each.
 func BenchmarkLauncher(b *testing.B) {
 	if ABI() == 0 {
 		b.Skip("this kernel has no Landlock")
@@ -29,11 +31,20 @@ func BenchmarkLauncher(b *testing.B) {
 		slices.Sort(ds)
 		return ds[len(ds)/2]
 	}
+	view := spec
+	view.Namespaces, view.Temp = true, spec.Writable[0]
+	if err := NamespacesWork(os.Args[0]); err != nil {
+		b.Logf("no namespaces here (%v): the view is not measured", err)
+		view.Namespaces = false
+	}
 	for b.Loop() {
 		plain := runs([]string{"/bin/true"})
 		boxed := runs(spec.Command([]string{"/bin/true"}))
-		b.Logf("start /bin/true, median of 50: directly %v, through the sandbox launcher %v (adds %v)", plain, boxed, boxed-plain)
+		viewed := runs(view.Command([]string{"/bin/true"}))
+		b.Logf("start /bin/true, median of 50: directly %v; Landlock and seccomp only %v (adds %v); with the namespace view %v (adds %v to the launcher, %v to /bin/true)",
+			plain, boxed, boxed-plain, viewed, viewed-boxed, viewed-plain)
 		b.ReportMetric(float64(plain.Microseconds()), "direct-us")
 		b.ReportMetric(float64(boxed.Microseconds()), "launcher-us")
+		b.ReportMetric(float64(viewed.Microseconds()), "view-us")
 	}
 }
