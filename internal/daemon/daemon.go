@@ -219,7 +219,7 @@ func (d *Daemon) boundEvents(sink *events.Sink) {
 	stop := q.EventQuotaAction != config.EventQuotaStopStoring
 	sink.SetBounds(events.Bounds{
 		PerTask: q.MaxEventBytesPerTask, PerUser: q.MaxEventBytesPerUser,
-		Held: func(o events.Owner) (int64, error) { return d.store.EventBytes(o.Name, o.UID) },
+		Held: func(o events.Owner) (int64, error) { return d.store.StoredBytes(o.Name, o.UID) }, // her prompts count too
 		Exceeded: func(task string, o events.Owner, quota string) {
 			d.srv.EventQuotaHit(task, o, quota, stop)
 		},

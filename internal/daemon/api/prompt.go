@@ -131,7 +131,11 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 			return started{}, false
 		}
 	}
-	if t.sess, err = s.session(t.Person, t.UID, &t.body); err == nil {
+	err = s.checkStoredBytes(t.Person, t.UID, int64(len(t.body.Prompt)))
+	if err == nil {
+		t.sess, err = s.session(t.Person, t.UID, &t.body)
+	}
+	if err == nil {
 		err = s.checkTaskQuota(t.sess.ID)
 	}
 	if err != nil {

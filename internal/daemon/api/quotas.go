@@ -18,6 +18,7 @@ const (
 	ReasonTooManyCredentials  = "too_many_credentials"
 	ReasonTooManyEventStreams = "too_many_event_streams"
 	ReasonPromptTooLarge      = "prompt_too_large"
+	ReasonStoredBytes         = "stored_bytes_quota_exceeded"
 	ReasonCredentialTooLarge  = "credential_too_large"
 )
 
@@ -63,6 +64,21 @@ func (s *Server) checkSessionQuota(user string, uid uint32) error {
 	}
 	if max := s.quotas().MaxSessionsPerUser; n >= max {
 		return overQuota(ReasonTooManySessions, "max_sessions_per_user", int64(max), user+" has "+strconv.Itoa(n)+" sessions")
+	}
+	return nil
+}
+
+// checkStoredBytes refuses a prompt that would take what user's account
+// keeps in the store (prompts and events) past quotas.max_event_bytes_per_user:
+// a prompt counts when it is written, not at the next sweep.
+func (s *Server) checkStoredBytes(user string, uid uint32, prompt int64) error {
+	held, err := s.Store.StoredBytes(user, int64(uid))
+	if err != nil {
+		return err
+	}
+	if max := s.quotas().MaxEventBytesPerUser; max > 0 && held+prompt > max {
+		return overQuota(ReasonStoredBytes, "max_event_bytes_per_user", max,
+			user+" keeps "+strconv.FormatInt(held, 10)+" bytes of prompts and events; this prompt adds "+strconv.FormatInt(prompt, 10))
 	}
 	return nil
 }

@@ -243,6 +243,40 @@ func TestQuotaPromptSizeFlood(t *testing.T) {
 	}
 }
 
+// TestQuotaStoredBytesFlood: prompts count against a person's stored
+// bytes as they are written (the flood: 1 MiB prompts, 40 MB in
+// 2 s past a 4 MiB bound, seen only by the hourly sweep): past the bound
+// her next prompt is refused 429 naming the quota, nothing more of hers
+// is stored, and bob's prompt goes through.
+func TestQuotaStoredBytesFlood(t *testing.T) {
+	e := newQuotaEnv(t, config.Quotas{MaxPromptBytes: 1 << 20, MaxEventBytesPerUser: 4 << 20}, 0)
+	_, sess := e.do(t, alice, "POST", "/v1/sessions", session("claude-code"))
+	path := "/v1/sessions/" + sess["id"].(string) + "/prompt"
+	big := strings.Repeat("x", 1<<20)
+	accepted := 0
+	for range 40 {
+		code, out := e.do(t, alice, "POST", path, map[string]any{"prompt": big})
+		if code == 202 {
+			accepted++
+			continue
+		}
+		refused(t, "a 1 MiB prompt past 4 MiB", code, out, 429, ReasonStoredBytes, "quotas.max_event_bytes_per_user is 4194304")
+	}
+	if accepted != 4 {
+		t.Errorf("accepted %d prompts of 1 MiB under a 4 MiB bound, want 4", accepted)
+	}
+	_, bs := e.do(t, bob, "POST", "/v1/sessions", session("claude-code"))
+	if code, out := e.do(t, bob, "POST", "/v1/sessions/"+bs["id"].(string)+"/prompt", map[string]any{"prompt": "hi"}); code != 202 {
+		t.Fatalf("bob: %d %v", code, out)
+	}
+	e.srv.Wait()
+	if n := e.storeBytes(); n > 16<<20 { // 4 MiB of prompts, twice (database and WAL), and room
+		t.Fatalf("store is %d bytes after the flood", n)
+	} else {
+		t.Logf("store %d bytes after 40 prompts of 1 MiB, %d accepted", n, accepted)
+	}
+}
+
 // TestQuotaCredentialsFlood: keys past the count are 429, a value past
 // the size 413, both naming the limit; replacing a key is not a new one;
 // bob keeps his own allowance; carol, whom the policy refuses, gets

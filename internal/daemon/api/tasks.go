@@ -41,6 +41,7 @@ type Store interface {
 	// Counts for the quotas (quotas.go).
 	CountSessions(user string, uid uint32) (int, error)
 	CountTasks(session string) (int, error)
+	StoredBytes(user string, uid int64) (int64, error)
 	// The filesystem under the store (space.go).
 	RoomForWork() error
 	Space() store.Space

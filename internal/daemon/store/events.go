@@ -232,6 +232,17 @@ func scanEvent(r scanner) (apiwire.StoredEvent, error) {
 	return ev, err
 }
 
+// StoredBytes is what user's account uid holds in the store: its tasks'
+// prompts and events (the per-person bound that admits a new prompt).
+func (db *DB) StoredBytes(user string, uid int64) (int64, error) {
+	var n int64
+	err := db.r.QueryRow(`SELECT coalesce(sum(event_bytes + length(CAST(prompt AS BLOB))), 0) FROM tasks WHERE unix_user = ? AND unix_uid = ?`, user, uid).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("stored bytes of %s: %w", user, err)
+	}
+	return n, nil
+}
+
 // EventBytes is what the events of user's account uid hold, over all its
 // tasks, running ones included (the per-person event quota).
 func (db *DB) EventBytes(user string, uid int64) (int64, error) {
