@@ -33,12 +33,26 @@ type Guard struct {
 	since time.Time        // the scan's start: what changed after is the task's
 	git   string           // the .git directory; "" when there is none
 	files map[string]entry // relative to git: "config", "hooks/NAME"
+	held  map[string]bool  // relative to root: read-only in the work's view
 }
 
 // Snapshot keeps what cwd's repository (cwd/.git, a directory) has in
 // hooks and config, and notes the time.
 func Snapshot(cwd string) *Guard {
-	g := &Guard{root: cwd, since: scanFrom()}
+	return SnapshotView(cwd, nil)
+}
+
+// SnapshotView is Snapshot for work whose view binds the workspace's
+// protected paths (relative to cwd) read-only: those that exist now
+// cannot be the work's doing, and Plants leaves them (a person's own
+// settings, touched a moment before the task, are not taken for its).
+func SnapshotView(cwd string, protected []string) *Guard {
+	g := &Guard{root: cwd, since: scanFrom(), held: map[string]bool{}}
+	for _, rel := range protected {
+		if _, err := os.Lstat(filepath.Join(cwd, rel)); err == nil {
+			g.held[filepath.Clean(rel)] = true
+		}
+	}
 	git := filepath.Join(cwd, ".git")
 	if fi, err := os.Lstat(git); err != nil || !fi.IsDir() {
 		return g // no repository, or a worktree's .git file: its gitdir lies outside
@@ -86,7 +100,7 @@ func (g *Guard) Restore() ([]string, error) {
 	if g.git != "" {
 		changed, err = g.restoreGit()
 	}
-	planted := Plants(g.root, g.since, g.git)
+	planted := plants(g.root, g.since, g.git, g.held)
 	g.since = scanFrom() // a warm agent's next turn is scanned from here
 	return append(changed, planted...), err
 }

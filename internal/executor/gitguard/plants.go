@@ -53,6 +53,11 @@ const (
 // hooks of keep (a .git directory whose own the caller puts back) are
 // left to the caller.
 func Plants(root string, since time.Time, keep string) []string {
+	return plants(root, since, keep, nil)
+}
+
+// plants is Plants leaving the paths held (relative to root) alone.
+func plants(root string, since time.Time, keep string, held map[string]bool) []string {
 	var found []string
 	seen := 0
 	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -68,6 +73,8 @@ func Plants(root string, since time.Time, keep string) []string {
 		}
 		name := d.Name()
 		switch {
+		case held[rel]:
+			return skipDir(d)
 		case name == "node_modules" && d.IsDir():
 			return filepath.SkipDir
 		case name == ".git":

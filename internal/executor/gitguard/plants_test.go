@@ -74,3 +74,20 @@ func TestPlants(t *testing.T) {
 		t.Errorf("a second scan found %q", again)
 	}
 }
+
+// TestPlantsHeld: under a view, the protected paths that existed when the
+// work began were read-only to it, so a change the person made a moment
+// before (within the scan's margin) is not taken for the work's.
+func TestPlantsHeld(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".claude/settings.json"), "{}", 0o644)
+	g := SnapshotView(root, []string{".claude", ".git/config"})
+	writeFile(t, filepath.Join(root, "sub/.claude/settings.json"), "{}", 0o644) // the work's: not protected
+	got, _ := g.Restore()
+	if _, err := os.Stat(filepath.Join(root, ".claude/settings.json")); err != nil {
+		t.Errorf("the person's own settings were disabled: %q", got)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "sub/.claude: ") {
+		t.Errorf("got %q, want sub/.claude alone", got)
+	}
+}

@@ -194,6 +194,9 @@ func guardGit(spec sandbox.Spec) *gitguard.Guard {
 	if spec.Level != sandbox.Workspace {
 		return nil
 	}
+	if spec.Namespaces { // the view held what exists of sandbox.Protected
+		return gitguard.SnapshotView(spec.Cwd, sandbox.Protected)
+	}
 	return gitguard.Snapshot(spec.Cwd)
 }
 
