@@ -31,7 +31,21 @@ func (s *Server) ping(context.Context, struct{}) (protocol.PingResult, error) {
 		// Asked each time: cheap (one system call), and what a doctor
 		// wants is the kernel's answer to this process now.
 		LandlockABI: sandbox.ABI(),
+		SandboxView: sandboxView(),
 	}, nil
+}
+
+// sandboxView is whether this executor can build a confined task's view
+// (probed once, by running /bin/true through its own launcher).
+func sandboxView() string {
+	self, err := os.Executable()
+	if err == nil {
+		err = sandbox.NamespacesWork(self)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return sandbox.ViewNamespace
 }
 
 // shutdown lets other in-flight work finish for up to timeout_ms, then

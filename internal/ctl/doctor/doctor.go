@@ -95,6 +95,10 @@ type Doctor struct {
 	// does, through the daemon (ok false: no executor could be asked).
 	landlock         func() int
 	executorLandlock func(ctx context.Context, user string) (abi int, ok bool)
+	// executorView is whether the sample user's executor can build a
+	// confined task's view ("namespace"), else why not (ok false: no
+	// executor could be asked).
+	executorView func(ctx context.Context, user string) (view string, ok bool)
 
 	// user, when set, is the sample: the account the checks try.
 	user string
@@ -144,6 +148,7 @@ var checks = []check{
 	{"master-key", checkMasterKey},
 	{"exposure", checkExposure},
 	{"sandbox", checkSandbox},
+	{"sandbox-view", checkSandboxView},
 	{"limits", checkLimits},
 	{"network", checkNetwork},
 	{"network-ns", checkNetworkNamespace},
@@ -203,22 +208,32 @@ func Host(cfgPath, socket string) *Doctor {
 		ids:         identity.Default(),
 		landlock:    sandbox.ABI,
 		executorLandlock: func(ctx context.Context, user string) (int, bool) {
-			return executorLandlock(ctx, socket, user)
+			if p := executorPing(ctx, socket, user); p != nil {
+				return p.LandlockABI, true
+			}
+			return 0, false
+		},
+		executorView: func(ctx context.Context, user string) (string, bool) {
+			if p := executorPing(ctx, socket, user); p != nil {
+				return p.SandboxView, true
+			}
+			return "", false
 		},
 	}
 }
 
-// executorLandlock is the Landlock ABI user's executor reports: ensured
-// through the daemon, as a task's would be.
-func executorLandlock(ctx context.Context, socket, user string) (int, bool) {
+// executorPing is what user's executor says of itself (its Landlock ABI,
+// its sandbox view): ensured through the daemon, as a task's would be;
+// nil when it cannot be asked.
+func executorPing(ctx context.Context, socket, user string) *protocol.PingResult {
 	if user == "" {
-		return 0, false
+		return nil
 	}
 	var out struct{ Ping *protocol.PingResult }
-	if err := apiclient.New(socket).Do(ctx, "PUT", "/v1/executors/"+url.PathEscape(user), nil, &out); err != nil || out.Ping == nil {
-		return 0, false
+	if err := apiclient.New(socket).Do(ctx, "PUT", "/v1/executors/"+url.PathEscape(user), nil, &out); err != nil {
+		return nil
 	}
-	return out.Ping.LandlockABI, true
+	return out.Ping
 }
 
 func runCommand(ctx context.Context, name string, args ...string) (string, error) {

@@ -121,8 +121,9 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 		health: func(context.Context, string) (apiwire.Health, error) {
 			return apiwire.Health{Status: "ok", Version: "0.1.0", Storage: &apiwire.Storage{State: "ok", StateDir: "/var/lib/agor", FreeBytes: 10 << 30, MinFreeBytes: 64 << 20}}, nil
 		},
-		ids:      identity.New(fakeAccounts),
-		landlock: func() int { return 7 },
+		ids:          identity.New(fakeAccounts),
+		landlock:     func() int { return 7 },
+		executorView: func(context.Context, string) (string, bool) { return "namespace", true },
 		spawnAs: func(uid, _ int) (Process, func(), error) {
 			return Process{PID: 1, UID: int32(uid)}, func() {}, nil
 		},
@@ -465,5 +466,35 @@ func TestDoctorNetwork(t *testing.T) {
 	write(t, d.configPath, 0o644, "execution:\n  backend: direct\nnetwork:\n  users:\n    alice: {mode: proxy}\n")
 	if l := line("network"); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "direct backend cannot enforce") {
 		t.Errorf("direct backend: %q", l)
+	}
+}
+
+// TestDoctorSandboxView: doctor says which guarantees hold where tasks
+// run: ok with the namespace view; without it a warning naming what a
+// confined task can still change, or a failure when required refuses.
+func TestDoctorSandboxView(t *testing.T) {
+	d, _ := fixture(t)
+	line := func() string {
+		_, out := runDoctor(t, d, false)
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[1] == "sandbox-view" {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := line(); !strings.HasPrefix(l, "ok") || !strings.Contains(l, "any Landlock ABI") {
+		t.Fatalf("with the view: %q", l)
+	}
+	d.executorView = func(context.Context, string) (string, bool) {
+		return "no user namespaces for the sandbox's filesystem view: operation not permitted", true
+	}
+	write(t, d.configPath, 0o644, "sandbox:\n  default: off\n  required: false\n")
+	if l := line(); !strings.HasPrefix(l, "warn") || !strings.Contains(l, "modes, ACLs and times") {
+		t.Fatalf("no view, not required: %q", l)
+	}
+	write(t, d.configPath, 0o644, "sandbox:\n  default: off\n  required: true\n")
+	if l := line(); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "refuses confined work") {
+		t.Fatalf("no view, required: %q", l)
 	}
 }

@@ -37,3 +37,32 @@ func checkSandbox(ctx context.Context, d *Doctor) Finding {
 	}
 	return warn("Landlock ABI 0 in %s, sandbox %s: confined work runs unconfined, with a warning (sandbox.required: true refuses it)", where, policy)
 }
+
+// checkSandboxView says which of the sandbox's guarantees hold where
+// tasks run: with the namespace view, the filesystem outside the
+// workspace (contents and metadata), the workspace's protected paths and
+// signals hold on any Landlock ABI; without it they rest on Landlock,
+// which governs no metadata and scopes signals only from ABI 6.
+func checkSandboxView(ctx context.Context, d *Doctor) Finding {
+	if d.cfg == nil {
+		return skip("no configuration read")
+	}
+	if d.executorView == nil {
+		return skip("no executor to ask")
+	}
+	view, answered := d.executorView(ctx, d.sample)
+	switch {
+	case !answered:
+		return skip("%s's executor did not answer", d.sample)
+	case view == "namespace":
+		return ok("%s's executor builds each confined task's view in namespaces: nothing outside its workspace changes (contents, modes, ACLs, times), its project settings are read-only, signals stay in the task, on any Landlock ABI", d.sample)
+	case view == "":
+		return warn("%s's executor does not say whether it can build a task's view (an older executor): confinement rests on Landlock alone", d.sample)
+	}
+	guarantees := "a confined task can still change modes, ACLs and times outside its workspace and its project settings"
+	if d.cfg.Sandbox.Required {
+		return fail("allow the executor user, mount and PID namespaces (the shipped unit does; on Ubuntu 24.04 load /etc/apparmor.d/agor-executor)",
+			"%s's executor cannot build a task's view (%s): sandbox.required refuses confined work", d.sample, view)
+	}
+	return warn("%s's executor cannot build a task's view (%s): %s", d.sample, view, guarantees)
+}

@@ -15,6 +15,10 @@ type PingResult struct {
 	// (0: none, or refused by its unit's or container's seccomp filter):
 	// what its tasks' sandbox can be, as seen from where they run.
 	LandlockABI int `json:"landlock_abi,omitempty"`
+	// SandboxView is "namespace" when a confined task's filesystem view
+	// can be built here (user, mount and PID namespaces), otherwise why
+	// not: what the sandbox's guarantees then rest on (Landlock alone).
+	SandboxView string `json:"sandbox_view,omitempty"`
 }
 
 // ShutdownParams asks the executor to stop, letting in-flight work finish
