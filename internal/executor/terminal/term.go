@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agor-sh/agor/internal/executor/fsroot"
+	"github.com/agor-sh/agor/internal/executor/gitguard"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rawframe"
@@ -96,8 +97,27 @@ func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error
 		exited: make(chan struct{}), hupC: make(chan struct{}),
 		readDone: make(chan struct{}), done: make(chan struct{}),
 		ring: newRing(s.cfg.Scrollback), cols: p.Cols, rows: p.Rows,
-		sandbox: applied, cleanup: spec.Cleanup,
+		sandbox: applied, cleanup: s.cleanupOf(id, spec),
 	}, nil
+}
+
+// cleanupOf is what follows a terminal's end: under workspace, what its
+// shell left in the workspace that runs later unasked is disabled and
+// logged (gitguard.Plants); then the spec's temp directory goes.
+func (s *Service) cleanupOf(id string, spec sandbox.Spec) func() {
+	if spec.Level != sandbox.Workspace {
+		return spec.Cleanup
+	}
+	guard := gitguard.Snapshot(spec.Cwd)
+	if spec.Namespaces {
+		guard = gitguard.SnapshotView(spec.Cwd, sandbox.Protected)
+	}
+	return func() {
+		if undone, err := guard.Restore(); len(undone) > 0 || err != nil {
+			s.cfg.Logger.Warn("a confined terminal left what would run later outside the sandbox: disabled", "terminal_id", id, "undone", undone, "err", err)
+		}
+		spec.Cleanup()
+	}
 }
 
 // command is the login shell (argv[0] "-bash", as ssh starts it), through
