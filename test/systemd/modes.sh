@@ -131,3 +131,41 @@ modes_matrix() {
 	return $bad
 }
 check "each agent in each permission mode under the shipped unit: the command runs as alice where approved, plan changes nothing, codex's default is confined by agor (table)" modes_matrix
+
+# modes_commit: each of the four CLIs, confined (--sandbox workspace, in
+# its own repository), edits a file and commits it through its shell
+# tool, and tries to add a hook: the commit is in the repository
+# afterwards (git works in the view: objects, refs, index, logs), the
+# hook is not (the view has .git/hooks read-only).
+modes_commit() {
+	local cmd='echo edit >> notes.txt; git add -A; git -c user.name=agent -c user.email=agent@agortest commit -qm agent-edit; printf x > .git/hooks/post-commit; git log --oneline | wc -l > committed.txt'
+	local saved=$modes_cmd tool dir prompt out bad=0
+	modes_cmd=$cmd
+	start_model -bash "$cmd" -text 'done.' -tools 2
+	modes_models
+	modes_cmd=$saved
+	systemctl stop agor-executor@alice.service
+	for tool in claude-code codex gemini opencode; do
+		dir=/home/alice/c/$tool
+		rm -rf "$dir"
+		as alice install -d "$dir"
+		as alice git -C "$dir" init -q
+		as alice sh -c "cd $dir && echo start > notes.txt && git add notes.txt && git -c user.name=alice -c user.email=alice@agortest commit -qm start"
+		prompt="run it. $cmd"
+		case $tool in gemini | opencode) prompt="run the shell command: $cmd" ;; esac
+		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "c/$tool" --sandbox workspace --json 2>&1 </dev/null) || true
+		if ! as alice git -C "$dir" log --oneline | grep -q agent-edit; then
+			echo "$tool: no commit: $(tail -n 2 <<<"$out" | cut -c1-200)"
+			bad=1
+			continue
+		fi
+		if [ -e "$dir/.git/hooks/post-commit" ]; then
+			echo "$tool: a hook was planted"
+			bad=1
+			continue
+		fi
+		echo "$tool: committed in its view ($(as alice git -C "$dir" log --oneline | wc -l) commits), .git/hooks unchanged"
+	done
+	return $bad
+}
+check "each agent, confined (--sandbox workspace), edits and commits in its repository through its shell tool; the hook it tries to add is refused (shipped unit)" modes_commit
