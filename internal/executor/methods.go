@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -36,12 +37,16 @@ func (s *Server) ping(context.Context, struct{}) (protocol.PingResult, error) {
 }
 
 // sandboxView is whether this executor can build a confined task's view
-// (probed once, by running /bin/true through its own launcher).
+// (probed once, by running /bin/true through its own launcher). Only the
+// agor-executor binary is its own launcher (its main dispatches the
+// launcher's argument first); another binary serving these methods (a
+// test's) says nothing rather than run itself as one.
 func sandboxView() string {
 	self, err := os.Executable()
-	if err == nil {
-		err = sandbox.NamespacesWork(self)
+	if err != nil || filepath.Base(self) != "agor-executor" {
+		return ""
 	}
+	err = sandbox.NamespacesWork(self)
 	if err != nil {
 		return err.Error()
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -203,16 +205,29 @@ func NamespacesWork(self string) error {
 	return err
 }
 
+// probeEnvMark is set in the probe's environment: a binary that is not a
+// launcher after all (it does not dispatch LauncherArg first) runs as
+// itself, and must not probe again from there.
+const probeEnvMark = "AGOR_SANDBOX_PROBING"
+
 func probeNamespaces(self string) error {
 	if self == "" {
 		return fmt.Errorf("%w: no launcher", ErrNoNamespaces)
+	}
+	if os.Getenv(probeEnvMark) != "" {
+		return fmt.Errorf("%w: %s is not a sandbox launcher", ErrNoNamespaces, self)
 	}
 	tmp, err := os.MkdirTemp("", "agor-probe-")
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNoNamespaces, err)
 	}
 	defer os.RemoveAll(tmp)
-	out, err := exec.Command(self, LauncherArg, "--ns", "--tmp", tmp, "--rw", tmp, "--", "/bin/true").CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, self, LauncherArg, "--ns", "--tmp", tmp, "--rw", tmp, "--", "/bin/true")
+	cmd.Env = append(os.Environ(), probeEnvMark+"=1")
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrNoNamespaces, firstLine(out, err))
 	}
