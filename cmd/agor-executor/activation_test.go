@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/executor/exectest"
 )
 
@@ -284,7 +285,7 @@ func TestRefusesRoot(t *testing.T) {
 	}
 	out, err := exec.Command(binary, "--listen", filepath.Join(t.TempDir(), "x.sock")).CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "refusing to run as root") {
+	if !errors.As(err, &ee) || ee.ExitCode() != executor.ExitUsage || !strings.Contains(string(out), "refusing to run as root") {
 		t.Fatalf("as root: %v\n%s", err, out)
 	}
 }

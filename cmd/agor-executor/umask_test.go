@@ -12,6 +12,9 @@ import (
 	"github.com/agor-sh/agor/internal/executor/umask"
 )
 
+// loginDefs is the file the executor reads the login settings from.
+const loginDefs = "/etc/login.defs"
+
 // TestLoginUmask: what the executor starts gets its user's login umask
 // (GECOS, /etc/login.defs, user private groups), not the umask the
 // executor was started with (the unit's UMask=, here 077). Not parallel:

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"os"
 	"slices"
+	"time"
 
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/config"
@@ -49,4 +53,40 @@ func CheckSelf(ctx context.Context, accounts *identity.Resolver, uid uint32, e c
 		return fmt.Errorf("%w: %q is in neither allowed_users nor allowed_groups", ErrAccountRefused, u.Name)
 	}
 	return nil
+}
+
+// checkAccount refuses to serve when the configuration does not allow
+// this account an executor: the reason goes to the journal, and
+// connections already waiting are closed at once rather than left to
+// time out.
+func checkAccount(ctx context.Context, o *Options, log *slog.Logger) (config.Config, int, bool) {
+	c, err := config.Load(o.Config)
+	if err != nil {
+		log.Error("cannot read the execution policy; refusing to serve", "err", err)
+		return c, ExitUsage, false
+	}
+	err = CheckSelf(ctx, identity.Default(), uint32(os.Getuid()), c.Execution)
+	if err == nil {
+		return c, 0, true
+	}
+	log.Error("refusing to serve: "+err.Error(), "config", o.Config)
+	if o.Dial == "" {
+		if ln, lerr := listenerFor(o); lerr == nil {
+			refuseWaiting(ln.(*net.UnixListener))
+		}
+	}
+	return c, ExitRefused, false
+}
+
+// refuseWaiting closes the connections queued on ln, until none arrives
+// for a moment; the listening socket itself stays systemd's.
+func refuseWaiting(ln *net.UnixListener) {
+	for {
+		_ = ln.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
 }

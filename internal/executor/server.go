@@ -1,7 +1,9 @@
 // Package executor is the per-user executor: it serves the daemon's
 // JSON-RPC connections on a socket systemd hands over (or one made by
 // hand), only to peers the policy allows, and exits when idle so that
-// systemd can start it again on the next connect.
+// systemd can start it again on the next connect. Run is the whole
+// program, wired (methods, self-check, umask, egress, dial-back);
+// cmd/agor-executor only parses its flags and calls it.
 package executor
 
 import (

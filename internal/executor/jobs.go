@@ -1,9 +1,8 @@
-package main
+package executor
 
 import (
 	"context"
 
-	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/slurm"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -12,7 +11,7 @@ import (
 // registerJobs serves the slurm backend's submissions: this executor runs
 // as the user, so the sbatch it runs submits her job and the scancel ends
 // only hers. The daemon names the options; the script is its own.
-func registerJobs(srv *executor.Server) {
+func registerJobs(srv *Server) {
 	var cmds slurm.Commands
 	srv.Mux().Register(protocol.MethodSubmitJob, rpc.Method(func(ctx context.Context, p protocol.SubmitJobParams) (protocol.SubmitJobResult, error) {
 		id, err := cmds.Submit(ctx, p)

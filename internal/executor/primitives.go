@@ -1,10 +1,9 @@
-package main
+package executor
 
 import (
 	"context"
 	"log/slog"
 
-	"github.com/agor-sh/agor/internal/executor"
 	"github.com/agor-sh/agor/internal/executor/files"
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/executor/procexec"
@@ -18,7 +17,7 @@ import (
 
 // registerPrimitives adds the environment primitives (exec, files,
 // watching, terminals) to srv; the returned func releases what they hold.
-func registerPrimitives(srv *executor.Server, root *fsroot.Root, agents *task.AgentsFile, box *sandbox.Policy, warm task.WarmLimits, log *slog.Logger) (closeAll func()) {
+func registerPrimitives(srv *Server, root *fsroot.Root, agents *task.AgentsFile, box *sandbox.Policy, warm task.WarmLimits, log *slog.Logger) (closeAll func()) {
 	if root == nil {
 		for _, m := range protocol.ExecutorMethods {
 			if m != protocol.MethodPing && m != protocol.MethodShutdown { // the server's own

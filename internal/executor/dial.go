@@ -1,4 +1,4 @@
-package main
+package executor
 
 import (
 	"bufio"
@@ -16,14 +16,14 @@ import (
 // rather than listen. The token comes on stdin (the job script's here
 // document, readable only by the user and root), so it is in no argument
 // list or environment another process could read.
-func dialListener(o *options, stdin io.Reader) (*dialback.Listener, error) {
-	if o.dialCA == "" {
+func dialListener(o *Options, stdin io.Reader) (*dialback.Listener, error) {
+	if o.DialCA == "" {
 		return nil, errors.New("--dial needs --dial-ca: the daemon's CA is pinned, the system's roots are never asked")
 	}
-	if o.jobID == "" {
+	if o.JobID == "" {
 		return nil, errors.New("--dial needs --job-id (or $SLURM_JOB_ID): the token is bound to the job")
 	}
-	ca, err := dialback.LoadCA(o.dialCA)
+	ca, err := dialback.LoadCA(o.DialCA)
 	if err != nil {
 		return nil, fmt.Errorf("--dial-ca: %w", err)
 	}
@@ -34,7 +34,7 @@ func dialListener(o *options, stdin io.Reader) (*dialback.Listener, error) {
 	}
 	host, _ := os.Hostname()
 	return dialback.NewListener(&dialback.Dialer{
-		Addr: o.dial, ServerName: o.dialName, CA: ca,
-		Hello: protocol.HelloParams{Token: token, User: currentUser(), JobID: o.jobID, Node: host, PID: os.Getpid()},
+		Addr: o.Dial, ServerName: o.DialName, CA: ca,
+		Hello: protocol.HelloParams{Token: token, User: CurrentUser(), JobID: o.JobID, Node: host, PID: os.Getpid()},
 	}), nil
 }
