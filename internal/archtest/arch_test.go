@@ -168,6 +168,9 @@ func TestRulesAllow(t *testing.T) {
 	for _, c := range [][2]string{
 		{"cmd/agorctl", "internal/daemon/lifecycle"},
 		{"cmd/agorctl", "internal/ctl/apiclient"},
+		{"cmd/agorctl", "internal/ctl/cli"},
+		{"internal/ctl/cli", "internal/daemon/lifecycle"},
+		{"internal/ctl/cli", "internal/ctl/apiclient"},
 		{"internal/daemon/api", "internal/wire/apiwire"},
 		{"internal/executor/terminal", "internal/wire/rawframe"},
 		{"internal/daemon/lifecycle", "internal/sandbox"},

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,9 +27,19 @@ import (
 // test binary acts as agorctl when AGORCTL_RUN_MAIN is set.
 func TestMain(m *testing.M) {
 	if os.Getenv("AGORCTL_RUN_MAIN") == "1" {
-		main()
+		runMain() // as cmd/agorctl's main does
 	}
 	os.Exit(m.Run())
+}
+
+// runMain is cmd/agorctl's main: the test binary, run as a child, acts
+// as agorctl.
+func runMain() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	context.AfterFunc(ctx, stop) // a second signal kills
+	code := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // result is one agorctl run.
@@ -39,7 +51,7 @@ type result struct {
 // agorctl runs a command line in process with stdin as standard input.
 func agorctl(ctx context.Context, stdin io.Reader, args ...string) result {
 	var out, errb bytes.Buffer
-	code := run(ctx, args, stdin, &out, &errb)
+	code := Run(ctx, args, stdin, &out, &errb)
 	return result{code, out.String(), errb.String()}
 }
 
