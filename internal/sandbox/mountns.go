@@ -59,6 +59,7 @@ type view struct {
 	protect []string // absolute paths bound read-only over rw ones
 	pins    []string // bound onto themselves (writable) so they cannot be renamed
 	tmp     string   // the private temp directory, also on /tmp and /var/tmp
+	wd      string   // the working directory, which must stay where it is
 }
 
 // protectedIn lists cwd's protected paths that exist now, absolute, and
@@ -87,11 +88,17 @@ func protectedIn(cwd string) (protect, pins []string) {
 var tmpDirs = []string{"/tmp", "/var/tmp"}
 
 // overlayTmp says whether the private temp directory goes on /tmp and
-// /var/tmp: not when another path of the view lies beneath them (a
-// workspace in /tmp), which the overlay would hide.
+// /var/tmp: not when another path of the view, or the working
+// directory, lies beneath them (a workspace in /tmp), which the overlay
+// would hide.
 func (v view) overlayTmp() bool {
 	if v.tmp == "" {
 		return false
+	}
+	for _, t := range tmpDirs {
+		if v.wd == t || strings.HasPrefix(v.wd, t+"/") {
+			return false
+		}
 	}
 	for _, p := range append(append(append([]string(nil), v.rw...), v.pins...), v.protect...) {
 		for _, t := range tmpDirs {

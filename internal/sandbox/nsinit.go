@@ -106,7 +106,7 @@ func nsInit(l launch, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agor sandbox: %v\n", err)
 		return ExitLauncher
 	}
-	v := view{rw: l.rw, tmp: l.tmp}
+	v := view{rw: l.rw, tmp: l.tmp, wd: wd}
 	v.protect, v.pins = protectedIn(l.workspace)
 	if err := v.build(); err != nil {
 		return fail(err)
@@ -114,7 +114,7 @@ func nsInit(l launch, stderr io.Writer) int {
 	// The working directory was the mount beneath, now read-only: enter
 	// the view's.
 	if err := unix.Chdir(wd); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("working directory %s: %w", wd, err))
 	}
 	// The command gets no capability: ambient ones would survive its exec.
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
@@ -226,6 +226,7 @@ func probeNamespaces(self string) error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, self, LauncherArg, "--ns", "--tmp", tmp, "--rw", tmp, "--", "/bin/true")
 	cmd.Env = append(os.Environ(), probeEnvMark+"=1")
+	cmd.Dir = "/" // not the caller's, which may be in the /tmp the view replaces
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {

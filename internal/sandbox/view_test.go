@@ -248,3 +248,28 @@ func TestViewABI2(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestViewWorkdirInTmp: a process whose working directory is in /tmp
+// (a clone checked out there, a read-only task's cwd) keeps it: the
+// private temp directory is then not laid over /tmp, which would hide it
+// (the launcher failed "no such file or directory" when CI's clone was
+// in /tmp).
+func TestViewWorkdirInTmp(t *testing.T) {
+	needNamespaces(t)
+	if !dirExists("/dev/shm") {
+		t.Skip("no /dev/shm")
+	}
+	elsewhere, err := os.MkdirTemp("/dev/shm", "agor-view-")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer os.RemoveAll(elsewhere)
+	tmp := filepath.Join(elsewhere, "tmp")
+	_ = os.Mkdir(tmp, 0o700)
+	wd := t.TempDir() // in /tmp
+	spec := Spec{Level: ReadOnly, Cwd: wd, Writable: []string{tmp}, Temp: tmp, Namespaces: true}
+	out, err := run(t, spec, wd, "pwd")
+	if err != nil || strings.TrimSpace(out) != wd {
+		t.Fatalf("in %s: %v %q", wd, err, out)
+	}
+}
