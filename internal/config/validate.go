@@ -12,7 +12,40 @@ import (
 
 // Validate checks every value, naming the key of the first bad one.
 func (c Config) Validate() error {
-	e := c.Execution
+	if err := c.Execution.validate(); err != nil {
+		return err
+	}
+	if err := c.API.validate(); err != nil {
+		return err
+	}
+	if err := c.Sandbox.validate(); err != nil {
+		return err
+	}
+	if err := c.Network.validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
+	if err := c.Slurm.validate(c.Execution.Backend); err != nil {
+		return err
+	}
+	if err := c.Quotas.validate(); err != nil {
+		return err
+	}
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
+	if err := c.Store.validate(); err != nil {
+		return err
+	}
+	if err := c.Agents.validate(); err != nil {
+		return err
+	}
+	return c.Daemon.validate()
+}
+
+func (e Execution) validate() error {
 	checks := []struct {
 		key string
 		err string
@@ -34,63 +67,43 @@ func (c Config) Validate() error {
 			return fmt.Errorf("execution.%s: %s", ch.key, ch.err)
 		}
 	}
-	if !filepath.IsAbs(c.API.SocketPath) {
-		return fmt.Errorf("api.socket_path: %q is not an absolute path", c.API.SocketPath)
+	return nil
+}
+
+func (a API) validate() error {
+	if !filepath.IsAbs(a.SocketPath) {
+		return fmt.Errorf("api.socket_path: %q is not an absolute path", a.SocketPath)
 	}
-	if a := c.API.TCPAddress; a != "" {
-		host, _, err := net.SplitHostPort(a)
+	if addr := a.TCPAddress; addr != "" {
+		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
-			return fmt.Errorf("api.tcp_address: %q: %v", a, err)
+			return fmt.Errorf("api.tcp_address: %q: %v", addr, err)
 		}
-		if (c.API.TLSCert == "") != (c.API.TLSKey == "") {
+		if (a.TLSCert == "") != (a.TLSKey == "") {
 			return fmt.Errorf("api.tls_cert and api.tls_key: set both or neither")
 		}
-		if c.API.TLSCert == "" && !loopback(host) {
-			return fmt.Errorf("api.tcp_address: %q is not a loopback address: set api.tls_cert and api.tls_key, so bearer tokens do not cross the network in clear", a)
+		if a.TLSCert == "" && !loopback(host) {
+			return fmt.Errorf("api.tcp_address: %q is not a loopback address: set api.tls_cert and api.tls_key, so bearer tokens do not cross the network in clear", addr)
 		}
 	}
-	if c.API.TokensFile != "" && !filepath.IsAbs(c.API.TokensFile) {
-		return fmt.Errorf("api.tokens_file: %q is not an absolute path", c.API.TokensFile)
+	if a.TokensFile != "" && !filepath.IsAbs(a.TokensFile) {
+		return fmt.Errorf("api.tokens_file: %q is not an absolute path", a.TokensFile)
 	}
-	if c.API.MaxFileBytes <= 0 {
+	if a.MaxFileBytes <= 0 {
 		return fmt.Errorf("api.max_file_bytes: must be positive")
 	}
-	if c.API.MaxWatchStreams <= 0 {
+	if a.MaxWatchStreams <= 0 {
 		return fmt.Errorf("api.max_watch_streams: must be positive")
 	}
-	if c.API.MaxConnsPerUID <= 0 {
+	if a.MaxConnsPerUID <= 0 {
 		return fmt.Errorf("api.max_conns_per_uid: must be positive")
 	}
-	if c.API.AdminGroup != "" {
-		if err := account.ValidName(c.API.AdminGroup); err != nil {
+	if a.AdminGroup != "" {
+		if err := account.ValidName(a.AdminGroup); err != nil {
 			return fmt.Errorf("api.admin_group: %v", err)
 		}
 	}
-	if err := c.Sandbox.validate(); err != nil {
-		return err
-	}
-	if err := c.Network.validate(); err != nil {
-		return err
-	}
-	if err := c.Limits.validate(); err != nil {
-		return err
-	}
-	if err := c.Slurm.validate(e.Backend); err != nil {
-		return err
-	}
-	if err := c.Quotas.validate(); err != nil {
-		return err
-	}
-	if err := c.Retention.validate(); err != nil {
-		return err
-	}
-	if err := c.Store.validate(); err != nil {
-		return err
-	}
-	if err := c.Agents.validate(); err != nil {
-		return err
-	}
-	return c.Daemon.validate()
+	return nil
 }
 
 func (s Sandbox) validate() error {
