@@ -137,35 +137,35 @@ func (v view) build() error {
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	type attach struct {
-		fd   int
-		path string
+	var c clones
+	defer c.close()
+	if err := c.take(v); err != nil {
+		return err
 	}
-	var todo []attach
-	defer func() {
-		for _, a := range todo {
-			unix.Close(a.fd)
-		}
-	}()
-	clone := func(src, dst string, readOnly bool) error {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if errors.Is(err, unix.ENOENT) {
-			return nil // nothing there to bind: creating it is refused
-		}
-		if err != nil {
-			return fmt.Errorf("clone %s: %w", src, err)
-		}
-		todo = append(todo, attach{fd, dst})
-		if readOnly {
-			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-				return fmt.Errorf("read-only %s: %w", src, err)
-			}
-		}
-		return nil
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
+		return fmt.Errorf("make / read-only: %w", err)
 	}
+	if err := c.attach(); err != nil {
+		return err
+	}
+	mountProc()
+	return nil
+}
+
+// clones are detached copies of mount trees (open_tree), each with the
+// path it goes back on, in the order they are attached.
+type clones []struct {
+	fd   int
+	path string
+}
+
+// take clones, before the root becomes read-only: /dev and /proc, the
+// writable paths (parents first), the temp directory for /tmp and
+// /var/tmp, the pins, and the protected paths made read-only.
+func (c *clones) take(v view) error {
 	for _, p := range []string{"/dev", "/proc"} {
-		if err := clone(p, p, false); err != nil {
+		if err := c.add(p, p, false); err != nil {
 			return err
 		}
 	}
@@ -174,41 +174,67 @@ func (v view) build() error {
 		if overlay && p == v.tmp {
 			continue // it is /tmp now
 		}
-		if err := clone(p, p, false); err != nil {
+		if err := c.add(p, p, false); err != nil {
 			return err
 		}
 	}
-	if overlay {
-		for _, t := range tmpDirs {
-			if !dirExists(t) {
-				continue
-			}
-			if err := clone(v.tmp, t, false); err != nil {
+	for _, t := range tmpDirs {
+		if overlay && dirExists(t) {
+			if err := c.add(v.tmp, t, false); err != nil {
 				return err
 			}
 		}
 	}
 	for _, p := range byDepth(v.pins) {
-		if err := clone(p, p, false); err != nil {
+		if err := c.add(p, p, false); err != nil {
 			return err
 		}
 	}
 	for _, p := range byDepth(v.protect) {
-		if err := clone(p, p, true); err != nil {
+		if err := c.add(p, p, true); err != nil {
 			return err
 		}
 	}
-	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
-		return fmt.Errorf("make / read-only: %w", err)
+	return nil
+}
+
+// add clones src (recursively) to go on dst, read-only if asked.
+func (c *clones) add(src, dst string, readOnly bool) error {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if errors.Is(err, unix.ENOENT) {
+		return nil // nothing there to bind: creating it is refused
 	}
-	for _, a := range todo {
+	if err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	*c = append(*c, struct {
+		fd   int
+		path string
+	}{fd, dst})
+	if !readOnly {
+		return nil
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("read-only %s: %w", src, err)
+	}
+	return nil
+}
+
+// attach puts each clone on its path (move_mount), in order.
+func (c clones) attach() error {
+	for _, a := range c {
 		if err := unix.MoveMount(a.fd, "", unix.AT_FDCWD, a.path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return fmt.Errorf("bind %s: %w", a.path, err)
 		}
 	}
-	mountProc()
 	return nil
+}
+
+func (c clones) close() {
+	for _, a := range c {
+		unix.Close(a.fd)
+	}
 }
 
 // mountProc puts the PID namespace's own /proc on the host's, so that

@@ -85,73 +85,11 @@ type started struct {
 // startTask reads the prompt, finds or makes the session, issues the
 // task's token and stores the task as queued (runTask makes it running).
 func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, bool) {
-	var b apiwire.PromptBody
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.promptBodyLimit())).Decode(&b); err != nil {
-		writeError(w, s.decodeErr(err))
-		return started{}, false
-	}
-	if n := int64(len(b.Prompt)); n > s.quotas().MaxPromptBytes {
-		writeError(w, s.promptTooLarge(n))
-		return started{}, false
-	}
-	if b.PermissionMode == "" {
-		b.PermissionMode = string(broker.ModeDefault)
-	}
-	t := started{subject: subjectOf(r), id: newID(), body: b}
-	var err error
-	if t.Person == "" { // POST /v1/sessions/{id}/prompt: the session says whose
-		sess, err := s.Store.GetSession(r.PathValue("id"))
-		if err == nil {
-			err = s.visible(r, sess.UnixUser, sess.UID, audit.Record{Session: sess.ID})
-		}
-		if err != nil {
-			writeError(w, storeErr(err, "session"))
-			return started{}, false
-		}
-		t.body.SessionID = sess.ID
-		if t.subject, err = s.resolve(r.Context(), s.caller(r), sess.UnixUser); err != nil {
-			writeError(w, err)
-			return started{}, false
-		}
-	}
-	// Refused before anything is stored for it.
-	if t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox, t.body.Cwd); err != nil {
-		writeError(w, err)
-		return started{}, false
-	}
-	if err := s.Store.RoomForWork(); err != nil { // reads go on; new work waits for space
-		writeError(w, err)
-		return started{}, false
-	}
-	s.quotaMu.Lock() // until the task is stored: the counts hold
-	defer s.quotaMu.Unlock()
-	if t.body.SessionID == "" {
-		if err := s.checkSessionQuota(t.Person, t.UID); err != nil {
-			writeError(w, err)
-			return started{}, false
-		}
-	}
-	err = s.checkStoredBytes(t.Person, t.UID, int64(len(t.body.Prompt)))
+	t, err := s.readPrompt(w, r)
 	if err == nil {
-		t.sess, err = s.session(t.Person, t.UID, &t.body)
-	}
-	if err == nil {
-		err = s.checkTaskQuota(t.sess.ID)
+		err = s.admit(&t)
 	}
 	if err != nil {
-		writeError(w, err)
-		return started{}, false
-	}
-	bind := token.Binding{User: t.Executor, Session: t.sess.ID, Task: t.id, UID: t.UID}
-	if bind.User != t.Person {
-		bind.Person = t.Person
-	}
-	if t.tok, err = s.Broker.StartTask(bind, broker.Mode(t.body.PermissionMode), t.body.Sandbox); err != nil {
-		writeError(w, rpc.InvalidParams("permission_mode", err.Error()))
-		return started{}, false
-	}
-	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.Person, UID: int64(t.UID), Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
-		s.Broker.EndTask(t.id)
 		writeError(w, err)
 		return started{}, false
 	}
@@ -160,6 +98,78 @@ func (s *Server) startTask(w http.ResponseWriter, r *http.Request) (started, boo
 		t.sess = sess
 	}
 	return t, true
+}
+
+// readPrompt reads the request's prompt and whose it is (a session's
+// prompt: the session says), and refuses what no quota allows before
+// anything is stored.
+func (s *Server) readPrompt(w http.ResponseWriter, r *http.Request) (started, error) {
+	var b apiwire.PromptBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.promptBodyLimit())).Decode(&b); err != nil {
+		return started{}, s.decodeErr(err)
+	}
+	if n := int64(len(b.Prompt)); n > s.quotas().MaxPromptBytes {
+		return started{}, s.promptTooLarge(n)
+	}
+	if b.PermissionMode == "" {
+		b.PermissionMode = string(broker.ModeDefault)
+	}
+	t := started{subject: subjectOf(r), id: newID(), body: b}
+	if t.Person == "" { // POST /v1/sessions/{id}/prompt: the session says whose
+		sess, err := s.Store.GetSession(r.PathValue("id"))
+		if err == nil {
+			err = s.visible(r, sess.UnixUser, sess.UID, audit.Record{Session: sess.ID})
+		}
+		if err != nil {
+			return started{}, storeErr(err, "session")
+		}
+		t.body.SessionID = sess.ID
+		if t.subject, err = s.resolve(r.Context(), s.caller(r), sess.UnixUser); err != nil {
+			return started{}, err
+		}
+	}
+	var err error
+	t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox, t.body.Cwd)
+	if err == nil {
+		err = s.Store.RoomForWork() // reads go on; new work waits for space
+	}
+	return t, err
+}
+
+// admit checks t against its person's quotas, finds or makes its
+// session, issues its token and stores it queued, all under quotaMu so
+// that the counts hold until the task is stored.
+func (s *Server) admit(t *started) error {
+	s.quotaMu.Lock()
+	defer s.quotaMu.Unlock()
+	var err error
+	if t.body.SessionID == "" {
+		err = s.checkSessionQuota(t.Person, t.UID)
+	}
+	if err == nil {
+		err = s.checkStoredBytes(t.Person, t.UID, int64(len(t.body.Prompt)))
+	}
+	if err == nil {
+		t.sess, err = s.session(t.Person, t.UID, &t.body)
+	}
+	if err == nil {
+		err = s.checkTaskQuota(t.sess.ID)
+	}
+	if err != nil {
+		return err
+	}
+	bind := token.Binding{User: t.Executor, Session: t.sess.ID, Task: t.id, UID: t.UID}
+	if bind.User != t.Person {
+		bind.Person = t.Person
+	}
+	if t.tok, err = s.Broker.StartTask(bind, broker.Mode(t.body.PermissionMode), t.body.Sandbox); err != nil {
+		return rpc.InvalidParams("permission_mode", err.Error())
+	}
+	if _, err := s.Store.CreateTask(store.Task{ID: t.id, SessionID: t.sess.ID, UnixUser: t.Person, UID: int64(t.UID), Prompt: t.body.Prompt, Status: store.Queued}); err != nil {
+		s.Broker.EndTask(t.id)
+		return err
+	}
+	return nil
 }
 
 // runTask runs the task to its end and records it. A task cut short by
