@@ -1,24 +1,19 @@
 package terminal
 
 import (
-	"context"
 	"errors"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"github.com/agor-sh/agor/internal/executor/fsroot"
-	"github.com/agor-sh/agor/internal/executor/gitguard"
-	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rawframe"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -99,78 +94,6 @@ func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error
 		ring: newRing(s.cfg.Scrollback), cols: p.Cols, rows: p.Rows,
 		sandbox: applied, cleanup: s.cleanupOf(id, spec),
 	}, nil
-}
-
-// cleanupOf is what follows a terminal's end: under workspace, what its
-// shell left in the workspace that runs later unasked is disabled and
-// logged (gitguard.Plants); then the spec's temp directory goes.
-func (s *Service) cleanupOf(id string, spec sandbox.Spec) func() {
-	if spec.Level != sandbox.Workspace {
-		return spec.Cleanup
-	}
-	guard := gitguard.Snapshot(spec.Cwd)
-	if spec.Namespaces {
-		guard = gitguard.SnapshotView(spec.Cwd, sandbox.Protected)
-	}
-	return func() {
-		if undone, err := guard.Restore(); len(undone) > 0 || err != nil {
-			s.cfg.Logger.Warn("a confined terminal left what would run later outside the sandbox: disabled", "terminal_id", id, "undone", undone, "err", err)
-		}
-		spec.Cleanup()
-	}
-}
-
-// command is the login shell (argv[0] "-bash", as ssh starts it), through
-// the sandbox launcher when the request's level confines it.
-func (s *Service) command(shell, level string, dir *os.File) (*exec.Cmd, sandbox.Spec, protocol.SandboxInfo, error) {
-	argv0 := "-" + filepath.Base(shell)
-	cwd, err := sandbox.DirPath(dir)
-	if err != nil {
-		return nil, sandbox.Spec{}, protocol.SandboxInfo{}, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "cwd: %v", err)
-	}
-	spec, applied, err := s.cfg.Sandbox.For(level, cwd, s.acct.home, nil)
-	if err != nil {
-		return nil, spec, applied, sandbox.Error(err)
-	}
-	if spec.Level == sandbox.Off {
-		cmd := exec.Command(shell)
-		cmd.Args[0] = argv0
-		return cmd, spec, applied, nil
-	}
-	spec.Argv0 = argv0
-	argv := spec.Command([]string{shell})
-	return exec.Command(argv[0], argv[1:]...), spec, applied, nil
-}
-
-// startPTY starts cmd on a new PTY of the given size and returns the
-// master side, made pollable: creack/pty hands it back in blocking mode,
-// where a pending Read could never be interrupted.
-func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
-	ws := &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}
-	f, err := pty.StartWithAttrs(cmd, ws, &syscall.SysProcAttr{Setsid: true, Setctty: true})
-	if err != nil {
-		return nil, err
-	}
-	master, err := pollable(f)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, err
-	}
-	return master, nil
-}
-
-func pollable(f *os.File) (*os.File, error) {
-	defer f.Close()
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	return os.NewFile(uintptr(fd), "/dev/ptmx"), nil
 }
 
 // run starts the terminal's goroutines. unlist runs just before
@@ -483,83 +406,6 @@ func exitOf(id string, ps *os.ProcessState) protocol.TerminalExit {
 		ex.ExitCode, ex.Signal = -1, st.Signal().String()
 	}
 	return ex
-}
-
-// attachTo makes conn the terminal's connection. protocol.TerminalOutput from Seq on goes
-// to conn, but only after ctx (the attaching request's) ends: the rpc
-// package ends a handler's context once its reply is written, so the
-// reply, with the scrollback up to Seq, leaves before any live output.
-func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (protocol.AttachTerminalResult, error) {
-	gate := make(chan struct{})
-	t.mu.Lock()
-	if t.finished {
-		t.mu.Unlock()
-		return protocol.AttachTerminalResult{}, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "terminal %q has exited", t.id)
-	}
-	if t.grace != nil {
-		t.grace.Stop()
-		t.grace = nil
-	}
-	t.conn, t.gate, t.exitOnly = conn, gate, false
-	if t.raw != nil { // the newest attach wins; the scrollback below has what the raw stream missed
-		endReplaced(t.raw)
-		t.raw = nil
-	}
-	res := protocol.AttachTerminalResult{
-		TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows,
-		Scrollback: t.ring.Bytes(), Seq: t.seq,
-	}
-	t.wg.Add(1) // under mu with finished false: before finish's Wait
-	t.mu.Unlock()
-	context.AfterFunc(ctx, func() { close(gate) })
-	go t.watch(conn)
-	return res, nil
-}
-
-// watch detaches conn when it ends.
-func (t *term) watch(conn *rpc.Conn) {
-	defer t.wg.Done()
-	select {
-	case <-conn.Done():
-		t.detach(conn)
-	case <-t.done:
-	}
-}
-
-// detach leaves the terminal running with output going only to the
-// scrollback; unattached for DetachGrace, it is terminated.
-func (t *term) detach(conn *rpc.Conn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.finished || t.conn != conn {
-		return
-	}
-	t.conn, t.gate, t.exitOnly = nil, nil, false
-	t.idleLocked()
-}
-
-// attachedLocked: a raw stream, or a connection that gets the output.
-func (t *term) attachedLocked() bool {
-	return t.raw != nil || (t.conn != nil && !t.exitOnly)
-}
-
-// idleLocked starts the grace period once nothing is attached.
-func (t *term) idleLocked() {
-	if t.attachedLocked() || t.grace != nil {
-		return
-	}
-	t.grace = time.AfterFunc(t.cfg.DetachGrace, t.abandon)
-	t.cfg.Logger.Info("terminal detached", "terminal_id", t.id, "grace", t.cfg.DetachGrace)
-}
-
-func (t *term) abandon() {
-	t.mu.Lock()
-	idle := !t.attachedLocked() && !t.finished
-	t.mu.Unlock()
-	if idle {
-		t.cfg.Logger.Info("terminal abandoned", "terminal_id", t.id)
-		t.terminate()
-	}
 }
 
 func (t *term) setSize(cols, rows int) error {
