@@ -193,7 +193,10 @@ func TestViewSignalsAndOrphans(t *testing.T) {
 	}
 	defer outside.Process.Kill()
 	pid := outside.Process.Pid
-	out := r.sh(t, "kill -TERM "+itoa(pid)+" 2>&1; (sleep 300; echo late > "+r.work+"/late) & echo $! > "+r.work+"/orphan.pid; echo started")
+	// A duration no other test's sleep has (packages' tests run side by
+	// side, and some sleep 300), so that pgrep finds this one only.
+	marker := "sleep 300." + itoa(os.Getpid())
+	out := r.sh(t, "kill -TERM "+itoa(pid)+" 2>&1; ("+marker+"; echo late > "+r.work+"/late) & echo started")
 	if !strings.Contains(out, "started") {
 		t.Fatalf("%s", out)
 	}
@@ -201,7 +204,7 @@ func TestViewSignalsAndOrphans(t *testing.T) {
 		t.Errorf("the process outside was signalled: %v (%s)", err, out)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if b, err := exec.Command("pgrep", "-f", "sleep 300").Output(); err == nil && len(b) > 0 {
+	if b, err := exec.Command("pgrep", "-f", "^"+marker+"$").Output(); err == nil && len(b) > 0 {
 		t.Errorf("the task's background process outlived it: %s", b)
 	}
 }
