@@ -91,7 +91,8 @@ sandbox_view() {
 		echo '[core] fsmonitor = touch /home/alice/view-ran' >> .git/config
 		printf '#!/bin/sh\ntouch /home/alice/view-ran\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
 		mv .git .git-away; echo '{\"hooks\":{}}' > .claude/settings.json
-		mkdir -p sub && git -C sub init -q && git -C sub config core.fsmonitor 'touch /home/alice/view-ran'
+		mkdir -p sub/.git/hooks sub/.git/objects sub/.git/refs && echo 'ref: refs/heads/main' > sub/.git/HEAD
+		printf '[core]\n\tfsmonitor = touch /home/alice/view-ran\n' > sub/.git/config
 		kill $outside; echo done" </dev/null 2>&1 || true)
 	echo "$out" | grep -c 'Read-only file system' | sed 's/^/refused by the read-only view: /'
 	grep -q done <<<"$out"
