@@ -85,10 +85,15 @@ func TestReattach(t *testing.T) {
 	if last != 99 {
 		t.Fatalf("last tick %d", last)
 	}
+	// Not held across the call below: the peer's notification handler
+	// takes b.mu for output that may still arrive, and the read loop
+	// that would deliver list's reply waits on that handler (CI hung
+	// here for 10 minutes once).
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.bad) > 0 {
-		t.Fatalf("protocol problems: %v", b.bad)
+	bad := append([]string(nil), b.bad...)
+	b.mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("protocol problems: %v", bad)
 	}
 	if ts := b.list(t); len(ts) != 1 || !ts[0].Attached {
 		t.Fatalf("list: %+v", ts)

@@ -228,10 +228,11 @@ func TestShellBasics(t *testing.T) {
 	if e.ExitCode != 7 || e.Signal != "" {
 		t.Fatalf("exit: %+v, want code 7", e)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.bad) > 0 {
-		t.Fatalf("protocol problems: %v", p.bad)
+	p.mu.Lock() // not held across the call below (see TestReattach)
+	bad := append([]string(nil), p.bad...)
+	p.mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("protocol problems: %v", bad)
 	}
 	if err := p.c.Call(context.Background(), "resize_terminal", protocol.ResizeTerminalParams{TerminalID: id, Cols: 1, Rows: 1}, nil); !rpc.IsCode(err, protocol.CodeNotFound) {
 		t.Fatalf("terminal still there after exit: %v", err)
