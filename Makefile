@@ -11,9 +11,9 @@ CMDS     := agor-executor agorctl agor-daemon
 # clean run with "context deadline exceeded" at a duration's end
 # (go.dev/issue/75804, fixed in Go 1.27). 100000 runs is 2-10 s per target here.
 FUZZTIME ?= 100000x
-# Every package with a fuzz target (internal/archtest's TestFuzzListed checks
-# that this finds them all).
-FUZZPKGS := $(sort $(patsubst %/,./%,$(dir $(shell grep -rl --include='*_test.go' '^func Fuzz' cmd internal))))
+# Every package with a fuzz target, named: internal/archtest's TestFuzzListed
+# parses the tree and fails when one is left out or one named has none.
+FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
 
 export CGO_ENABLED ?= 0
 
