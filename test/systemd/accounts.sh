@@ -2,15 +2,6 @@
 # for a person is bound to uid and name, so a new account that gets a
 # deleted account's name inherits nothing.
 
-# bearer GET PATH TOKEN: one request to the daemon's TCP API (bash's
-# /dev/tcp: the container has no HTTP client); prints status line and body.
-bearer() {
-	exec 3<>/dev/tcp/127.0.0.1/8123
-	printf 'GET %s HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n' "$1" "$2" >&3
-	cat <&3
-	exec 3<&-
-}
-
 tcp_api() {
 	grep -q tcp_address /etc/agor/config.yaml || printf 'api:\n  tcp_address: 127.0.0.1:8123\n' >>/etc/agor/config.yaml
 	restart_daemon

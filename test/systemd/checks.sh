@@ -21,5 +21,7 @@ for concern in $concerns; do
 	done
 done
 
+# What the run left on the root tmpfs and in the journal (both bounded).
+echo "root filesystem: $(df -h --output=used,avail / | tail -n 1); $(journalctl --disk-usage 2>&1)"
 echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

@@ -33,6 +33,15 @@ ping_as() { as "$1" agorctl executors ping --socket "/run/agor/executors/$2.sock
 want() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }
 # no_units PATTERN...: no unit matching is loaded (none was started).
 no_units() { test -z "$(systemctl list-units --all --plain --no-legend "$@")" || { systemctl list-units --all --no-legend "$@"; return 1; }; }
+# bearer GET PATH TOKEN: one request to the daemon's TCP API (bash's
+# /dev/tcp: the container has no HTTP client); prints status line and body.
+bearer() {
+	exec 3<>/dev/tcp/127.0.0.1/8123
+	printf 'GET %s HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n' "$1" "$2" >&3
+	cat <&3
+	exec 3<&-
+}
+
 # restart_daemon: systemctl restart, clearing the start rate limit first: the
 # checks restart the daemon more often than systemd's default burst allows
 # (systemd 257 counts each restart; an operator would not restart this often).

@@ -136,6 +136,12 @@ boot_and_check() {
 	for u in $(seq -f 'user%02g' 1 20) $(seq -f 'u%03g' 1 100); do
 		chroot "$root" useradd --create-home --groups agorusers "$u"
 	done
+	# The journal lives on this tmpfs, where journald's defaults would keep
+	# 15% of it free (450 MiB) by deleting old entries once Chromium, the
+	# agents and the checks' files fill it: lines the checks read back
+	# would vanish mid-run. A fixed allowance keeps the whole run's journal.
+	mkdir -p "$root/etc/systemd/journald.conf.d"
+	printf '[Journal]\nSystemMaxUse=400M\nSystemKeepFree=16M\nSystemMaxFileSize=64M\n' >"$root/etc/systemd/journald.conf.d/suite.conf"
 	systemctl --root="$root" mask console-getty.service apt-daily.timer apt-daily-upgrade.timer \
 		systemd-networkd-wait-online.service e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
 

@@ -42,22 +42,28 @@ upgrade_from_previous() {
 	bearer /v1/sessions "$tok" | grep "$sid" >/dev/null || { echo "the token made before the upgrade no longer works"; bearer /v1/sessions "$tok" | head -n 1; return 1; }
 	start_model -bash 'echo after >> upgrade.txt' -text 'noted again.'
 	as alice agorctl prompt alice 'after the upgrade' --session "$sid" --mode bypassPermissions >/tmp/up2.out 2>&1 || { cat /tmp/up2.out; return 1; }
-	agorctl audit --user alice --action api_key_issued | tail -n 1 | grep user_credential >/dev/null
+	agorctl audit --user alice --action api_key_issued | tail -n 1 | grep user_credential >/dev/null ||
+		{ echo "alice's key is not audited as user_credential:"; agorctl audit --user alice --action api_key_issued | tail -n 2; return 1; }
 	want "$(cat /home/alice/upgrade.txt | tr '\n' ' ')" "before after "
 	# The keys moved from the one shared file to one file per owner: the
 	# old file is gone, alice's key (adopted to her uid) and the
 	# daemon-wide one each in their own 0600 file, readable as before.
-	test ! -e /var/lib/agor/credentials.json
+	test ! -e /var/lib/agor/credentials.json || { echo "/var/lib/agor/credentials.json is still there"; return 1; }
 	want "$(stat -c '%U %a' "/var/lib/agor/credentials/$(id -u alice)-alice.json")" "agor 600"
 	want "$(stat -c '%U %a' /var/lib/agor/credentials/daemon.json)" "agor 600"
-	test ! -e /var/lib/agor/credentials/legacy-alice.json
-	journalctl -u agor-daemon -o cat | grep 'credentials moved to one file per owner' | tail -n 1
+	test ! -e /var/lib/agor/credentials/legacy-alice.json || { echo "legacy-alice.json is still there"; return 1; }
+	local moved
+	moved=$(journalctl -u agor-daemon -o cat | grep 'credentials moved to one file per owner' || true)
+	[ -n "$moved" ] || { echo "no journal line says the credentials moved"; journalctl -u agor-daemon -o cat | grep -i cred | tail -n 5; return 1; }
+	tail -n 1 <<<"$moved"
 	# The network section is new: a configuration without it leaves
 	# everyone open (no namespace), and the upgraded socket unit makes the
 	# egress socket beside the API's.
-	test -S /run/agor/egress.sock
+	test -S /run/agor/egress.sock || { echo "no /run/agor/egress.sock"; ls -l /run/agor; return 1; }
 	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" no
-	agorctl executors --json | grep -q '"mode":"open"'
+	local ex
+	ex=$(agorctl executors --json)
+	grep -q '"mode":"open"' <<<"$ex" || { echo "no executor in mode open: $ex"; return 1; }
 	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential, now in her own file), the bearer token, and a follow-up in the same session all work; everyone's network stays open, the egress socket is there"
 }
 # task_rows is each task of session $1 as id, status and end time.
