@@ -17,6 +17,20 @@ import (
 func (s *Server) registerBuiltins() {
 	s.mux.RegisterInline(protocol.MethodPing, rpc.Method(s.ping))
 	s.mux.Register(protocol.MethodShutdown, rpc.Method(s.shutdown))
+	s.mux.Register(protocol.MethodSocketHolders, rpc.Method(s.socketHolders))
+}
+
+// socketHolders says whether a socket (a TCP client's, found by the
+// daemon in the kernel's table) is held by one of this person's confined
+// tasks. Only this executor, as its person, may read her processes'
+// descriptors; a confined task cannot answer for it (it cannot reach
+// this process).
+func (s *Server) socketHolders(_ context.Context, p protocol.SocketHoldersParams) (protocol.SocketHoldersResult, error) {
+	if p.Inode == 0 {
+		return protocol.SocketHoldersResult{}, rpc.InvalidParams("inode", "must be a socket's inode")
+	}
+	n, confined := sandbox.SocketHolders(p.Inode, os.Getpid())
+	return protocol.SocketHoldersResult{Holders: n, Confined: confined}, nil
 }
 
 func (s *Server) ping(context.Context, struct{}) (protocol.PingResult, error) {

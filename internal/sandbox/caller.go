@@ -65,3 +65,44 @@ func parentOf(pid int) int {
 	n, _ := strconv.Atoi(f[1])
 	return n
 }
+
+// SocketHolders finds the processes this one can see that hold the
+// socket with inode (a client's end of a TCP connection to the daemon):
+// how many, and whether any of them is confined by executorPID's
+// launcher. A TCP connection carries no peer credentials; the daemon
+// finds the socket's owner and inode in the kernel's table and asks that
+// person's executor, which may read its own processes' descriptors.
+func SocketHolders(inode uint64, executorPID int) (holders int, confined bool) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil || inode == 0 {
+		return 0, false
+	}
+	link := "socket:[" + strconv.FormatUint(inode, 10) + "]"
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || !holds(pid, link) {
+			continue
+		}
+		holders++
+		if Confined(pid, executorPID) {
+			confined = true
+		}
+	}
+	return holders, confined
+}
+
+// holds reports whether pid has a descriptor open on link (a socket's
+// "socket:[INODE]").
+func holds(pid int, link string) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false // another user's, or gone
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(dir + fd.Name()); err == nil && l == link {
+			return true
+		}
+	}
+	return false
+}

@@ -2,13 +2,6 @@
 # for a person is bound to uid and name, so a new account that gets a
 # deleted account's name inherits nothing.
 
-tcp_api() {
-	grep -q tcp_address /etc/agor/config.yaml || printf 'api:\n  tcp_address: 127.0.0.1:8123\n' >>/etc/agor/config.yaml
-	restart_daemon
-	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && return 0; sleep 0.1; done
-	echo "the TCP API did not come up"; return 1
-}
-
 account_reuse() {
 	tcp_api
 	userdel -r dora >/dev/null 2>&1 || true

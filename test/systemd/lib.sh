@@ -42,6 +42,14 @@ bearer() {
 	exec 3<&-
 }
 
+# tcp_api: the daemon listens on 127.0.0.1:8123 too (bearer tokens).
+tcp_api() {
+	grep -q tcp_address /etc/agor/config.yaml || printf 'api:\n  tcp_address: 127.0.0.1:8123\n' >>/etc/agor/config.yaml
+	restart_daemon
+	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && return 0; sleep 0.1; done
+	echo "the TCP API did not come up"; return 1
+}
+
 # restart_daemon: systemctl restart, clearing the start rate limit first: the
 # checks restart the daemon more often than systemd's default burst allows
 # (systemd 257 counts each restart; an operator would not restart this often).

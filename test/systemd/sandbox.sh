@@ -149,3 +149,34 @@ sandbox_confined_caller() {
 	return $rc
 }
 check "as alice, with sandbox.unix_sockets on, the daemon refuses what a confined task asks of it (shipped unit)" sandbox_confined_caller
+
+# A bearer token on the loopback TCP listener carries no process: the
+# daemon finds the client's socket in the kernel's table and asks its
+# owner's executor whether a confined task holds it. A confined exec that
+# reads alice's token from her home and asks for an unconfined exec over
+# TCP gets nothing done, nor when it closes the connection right after
+# sending; the same request from an unconfined exec is served.
+sandbox_tcp_token() {
+	tcp_api || return 1
+	install -d -o alice -g alice /home/alice/proj
+	rm -f /home/alice/escaped-tcp
+	agorctl api-token new alice | install -o alice -g alice -m 600 /dev/stdin /home/alice/.agor-token
+	local body='{"argv":["touch","/home/alice/escaped-tcp"],"cwd":"","timeout_ms":5000,"sandbox":"off"}' script out rc=0
+	script='exec 3<>/dev/tcp/127.0.0.1/8123 || exit 9
+b='"'$body'"'
+printf "POST /v1/executors/alice/exec HTTP/1.0\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" "$(cat ~/.agor-token)" "${#b}" "$b" >&3'
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- bash -c "$script"'; cat <&3' 2>&1) || true
+	echo "confined, over TCP with her token: $(head -n 1 <<<"$out" | tr -d '\r'); $(grep -o '"reason":"[a-z_]*"' <<<"$out")"
+	grep -q '^HTTP/1.[01] 403' <<<"$out" && grep -q confined_caller <<<"$out" || rc=1
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- bash -c "$script"'; exec 3>&-; sleep 2' 2>&1) || true
+	sleep 1
+	[ ! -e /home/alice/escaped-tcp ] || { echo "the daemon ran an unconfined exec for a confined task over TCP"; rc=1; }
+	echo "confined, sent then closed: $( [ -e /home/alice/escaped-tcp ] && echo served || echo 'nothing done')"
+	out=$(as alice agorctl exec alice --sandbox off -- bash -c "$script"'; cat <&3' 2>&1) || true
+	echo "unconfined, the same request: $(head -n 1 <<<"$out" | tr -d '\r')"
+	grep -q '^HTTP/1.[01] 200' <<<"$out" && [ -e /home/alice/escaped-tcp ] || rc=1
+	journalctl -u agor-daemon --no-pager -o cat | grep 'TCP request refused' | tail -n 2 | cut -c1-240
+	rm -f /home/alice/escaped-tcp /home/alice/.agor-token
+	return $rc
+}
+check "as alice, a confined exec with her bearer token gets nothing done over the loopback TCP listener, sent and closed or not; unconfined, the same request is served (shipped unit)" sandbox_tcp_token

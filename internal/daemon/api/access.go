@@ -87,6 +87,9 @@ func (s *Server) identify(next http.Handler) http.Handler {
 		if err == nil && r.URL.Path != "/v1/health" {
 			err = s.unconfined(w2)
 		}
+		if err == nil && r.URL.Path != "/v1/health" {
+			err = s.tcpUnconfined(r)
+		}
 		if err != nil {
 			writeError(w, err)
 			return
@@ -130,6 +133,7 @@ func (s *Server) caller(r *http.Request) who {
 // outside its workspace, a terminal), the daemon would do unconfined what
 // the sandbox refused it. Only reachable when the operator lets confined
 // work open Unix sockets (sandbox.unix_sockets); the check stands anyway.
+// A TCP caller is asked the same by tcpUnconfined.
 func (s *Server) unconfined(c who) error {
 	if c.cred.PID <= 0 || c.trusted() || s.Pool == nil {
 		return nil

@@ -43,6 +43,8 @@ var catalog = []message{
 	{protocol.MethodCancelJob, "params", protocol.CancelJobParams{JobID: "4242", Signal: "TERM"}},
 	{protocol.MethodCancelJob, "result", protocol.CancelJobResult{}},
 	{protocol.MethodPing, "result", protocol.PingResult{Pong: true, Timestamp: 1763900000000, PID: 4242, UID: 1001, User: "alice", Version: "0.1.0", UptimeMS: 1500}},
+	{protocol.MethodSocketHolders, "params", protocol.SocketHoldersParams{Inode: 4242}},
+	{protocol.MethodSocketHolders, "result", protocol.SocketHoldersResult{Holders: 1, Confined: true}},
 	{protocol.MethodShutdown, "params", protocol.ShutdownParams{Reason: "idle", TimeoutMS: 5000}},
 	{protocol.MethodShutdown, "result", protocol.ShutdownResult{Status: protocol.ShutdownCompleted}},
 

@@ -26,6 +26,8 @@ const (
 	// MethodAttachTerminalRaw is only ever a connection's first request:
 	// after its reply the connection carries the terminal's bytes.
 	MethodAttachTerminalRaw = "attach_terminal_raw"
+
+	MethodSocketHolders = "socket_holders"
 )
 
 // Methods the daemon serves (executor → daemon).
@@ -53,6 +55,7 @@ var ExecutorMethods = []string{
 	MethodListTerminals, MethodTerminalInput, MethodAttachTerminalRaw,
 	MethodSubmitJob, MethodCancelJob,
 	MethodReleaseWarmAgent,
+	MethodSocketHolders,
 }
 
 // DaemonMethods lists what the daemon serves on an executor connection.

@@ -38,3 +38,18 @@ type SandboxInfo struct {
 	// outside the sandbox.
 	Undone []string `json:"undone,omitempty"`
 }
+
+// SocketHoldersParams asks an executor which of its person's processes
+// hold a socket: the client end of a TCP connection to the daemon's API,
+// by the inode the kernel's socket table gives.
+type SocketHoldersParams struct {
+	Inode uint64 `json:"inode"`
+}
+
+// SocketHoldersResult: how many processes hold it, and whether one of
+// them is confined (a sandboxed task's): the daemon refuses the request
+// then, as it does a confined caller on its Unix socket.
+type SocketHoldersResult struct {
+	Holders  int  `json:"holders"`
+	Confined bool `json:"confined"`
+}
