@@ -166,7 +166,7 @@ func TestUnixSocketsException(t *testing.T) {
 
 func TestFilterAssembles(t *testing.T) {
 	for _, unixSockets := range []bool{false, true} {
-		p := filter(unixSockets)
+		p := filter(unixSockets, refusedWriteBits(0o022))
 		if len(p) == 0 || len(p) > 255 || p[len(p)-1].K != allow {
 			t.Fatalf("filter(%v): %d instructions, last %+v", unixSockets, len(p), p[len(p)-1])
 		}
@@ -201,5 +201,32 @@ func TestConfined(t *testing.T) {
 	}
 	if Confined(boxed.Process.Pid, plain.Process.Pid) {
 		t.Error("confined by an executor it does not descend from")
+	}
+}
+
+// TestChmodFollowsUmask: under umask 002 (a person's own group) a
+// confined chmod may add the group's write bit, as creating the file
+// would; never the others'. Under 022 neither.
+func TestChmodFollowsUmask(t *testing.T) {
+	needLandlock(t)
+	work := t.TempDir()
+	f := filepath.Join(work, "f")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := Spec{Level: Workspace, Cwd: work}
+	for _, c := range []struct {
+		umask     int
+		mode, got string
+	}{
+		{0o002, "664", "ok"}, {0o002, "666", "operation not permitted"},
+		{0o022, "664", "operation not permitted"}, {0o022, "644", "ok"},
+	} {
+		old := syscall.Umask(c.umask)
+		got := confined(t, ws, "chmod:"+c.mode+":"+f)
+		syscall.Umask(old)
+		if !strings.Contains(got, c.got) {
+			t.Errorf("umask %03o, chmod %s: %q, want %q", c.umask, c.mode, got, c.got)
+		}
 	}
 }

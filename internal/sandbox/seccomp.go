@@ -18,16 +18,29 @@ import (
 //     daemon's API, a tmux server, the user's D-Bus, an ssh-agent).
 //     socketpair(2) stays for streams (it reaches no one); a datagram
 //     pair is refused, as it could sendto(2) any socket by its address.
-//   - chmod(2) and its kin adding group or other write bits: Landlock has
-//     no right for a mode change, and a world-writable ~/.bashrc is
-//     another local user's way in.
+//   - chmod(2) and its kin adding other write bits, and group write bits
+//     unless the person's umask grants them at creation anyway: Landlock
+//     has no right for a mode change, and a world-writable ~/.bashrc is
+//     another local user's way in. (Under the view nothing outside the
+//     writable paths can change mode at all; this keeps a workspace's
+//     files as private as the person's umask makes them.)
 //   - io_uring_setup(2): its operations bypass seccomp (IORING_OP_SOCKET).
 //
 // Filters are per thread: Main locks itself to the thread that installs
 // one and execs from it, so the command inherits it.
 
-// groupOtherWrite are the mode bits a confined chmod may not add.
-const groupOtherWrite = 0o022
+// refusedWriteBits are the mode bits a confined chmod may not add: the
+// others' write bit always, the group's unless umask leaves it to files
+// made anyway (umask 002, Debian's for a person's own group, under which
+// git init chmods its files g+w: refusing what creation grants protects
+// nothing and breaks git).
+func refusedWriteBits(umask int) uint32 {
+	bits := uint32(0o002)
+	if umask&0o020 != 0 {
+		bits |= 0o020
+	}
+	return bits
+}
 
 // bpf assembles one classic BPF instruction.
 func bpf(code uint16, jt, jf uint8, k uint32) unix.SockFilter {
@@ -52,8 +65,9 @@ const (
 func offArg(i int) uint32 { return 16 + 8*uint32(i) }
 
 // filter is the program: refuse a foreign architecture's calls (and x32's
-// on x86_64), then the calls above (AF_UNIX sockets unless unixSockets).
-func filter(unixSockets bool) []unix.SockFilter {
+// on x86_64), then the calls above (AF_UNIX sockets unless unixSockets;
+// chmod adding a bit of refusedWrite).
+func filter(unixSockets bool, refusedWrite uint32) []unix.SockFilter {
 	p := []unix.SockFilter{
 		bpf(ldAbs, 0, 0, offArch),
 		bpf(jeq, 1, 0, auditArch),
@@ -67,7 +81,7 @@ func filter(unixSockets bool) []unix.SockFilter {
 		p = append(p, refuseDgramPair()...)
 	}
 	for _, nr := range slices.Sorted(maps.Keys(chmodCalls)) {
-		p = append(p, refuseArg(nr, chmodCalls[nr], jset, groupOtherWrite)...)
+		p = append(p, refuseArg(nr, chmodCalls[nr], jset, refusedWrite)...)
 	}
 	p = append(p,
 		bpf(jeq, 0, 1, unix.SYS_IO_URING_SETUP),
@@ -116,7 +130,9 @@ func installFilter(unixSockets bool) error {
 	if auditArch == 0 {
 		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)
 	}
-	prog := filter(unixSockets)
+	umask := unix.Umask(0)
+	unix.Umask(umask)
+	prog := filter(unixSockets, refusedWriteBits(umask))
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
