@@ -102,12 +102,31 @@ type Spec struct {
 	self string
 }
 
-// Env is env with TMPDIR pointing at the private temp directory.
+// Env is env with TMPDIR pointing at the private temp directory, and the
+// package managers' caches there too (npm's; pip's and others' by XDG)
+// unless env names them already (an agent's confined state): the
+// person's own caches are not writable here, and must not be, or a cache
+// a confined run wrote would be what an unconfined one later runs.
 func (s Spec) Env(env []string) []string {
 	if s.Temp == "" {
 		return env
 	}
-	return append(env[:len(env):len(env)], "TMPDIR="+s.Temp)
+	out := append(env[:len(env):len(env)], "TMPDIR="+s.Temp)
+	for _, kv := range [][2]string{{"XDG_CACHE_HOME", "cache"}, {"npm_config_cache", "npm"}} {
+		if !hasEnv(env, kv[0]) {
+			out = append(out, kv[0]+"="+filepath.Join(s.Temp, kv[1]))
+		}
+	}
+	return out
+}
+
+func hasEnv(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // Cleanup removes the private temp directory, once the process is gone.

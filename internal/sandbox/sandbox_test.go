@@ -138,3 +138,20 @@ func TestHomeWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecEnvCaches: a confined process gets TMPDIR and the caches in its
+// private temp, unless it names its caches already (an agent's state).
+func TestSpecEnvCaches(t *testing.T) {
+	s := Spec{Level: Workspace, Cwd: "/w", Temp: "/t"}
+	got := strings.Join(s.Env([]string{"HOME=/h"}), " ")
+	if want := "HOME=/h TMPDIR=/t XDG_CACHE_HOME=/t/cache npm_config_cache=/t/npm"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	got = strings.Join(s.Env([]string{"npm_config_cache=/state/npm"}), " ")
+	if want := "npm_config_cache=/state/npm TMPDIR=/t XDG_CACHE_HOME=/t/cache"; got != want {
+		t.Errorf("an agent's own cache: got %q, want %q", got, want)
+	}
+	if got := (Spec{Level: Off}).Env([]string{"A=1"}); len(got) != 1 {
+		t.Errorf("unconfined: %q", got)
+	}
+}
