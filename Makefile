@@ -57,13 +57,13 @@ bench: build
 	$(GO) run ./test/bench/egressbench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/executor/files
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/executor/procexec
-	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon
-	$(GO) test -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon
-	$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon
+	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e
+	$(GO) test -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e
+	$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon/e2e
 	$(GO) test -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
 	$(GO) test -run '^$$' -bench Usage100 -benchtime 11x ./internal/daemon/lifecycle
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
-	$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon
+	$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon/e2e
 	$(GO) test -run '^$$' -bench . ./internal/daemon/broker ./internal/daemon/store
 	test/agents.sh
 	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/executor/task

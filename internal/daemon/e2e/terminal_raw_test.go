@@ -1,9 +1,8 @@
-package daemon
+package e2e
 
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -182,16 +181,4 @@ type zeroCounter struct{ n int }
 func (z *zeroCounter) Write(p []byte) (int, error) {
 	z.n += bytes.Count(p, []byte{0})
 	return len(p), nil
-}
-
-// metrics is /v1/metrics as text.
-func (h *harness) metrics(t testing.TB) string {
-	t.Helper()
-	resp, err := h.client.Get("http://agor/v1/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }

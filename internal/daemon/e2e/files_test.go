@@ -1,4 +1,4 @@
-package daemon
+package e2e
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,19 +16,6 @@ import (
 
 	"github.com/agor-sh/agor/internal/config"
 )
-
-func (h *harness) raw(t testing.TB, method, path string, body io.Reader, hdr map[string]string) *http.Response {
-	t.Helper()
-	req, _ := http.NewRequest(method, "http://agor"+path, body)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
-}
 
 // TestFilesAPI: list, read, write (one file streamed, several at once) in
 // a user's executor through the API; a path outside the root refused with

@@ -1,4 +1,4 @@
-package daemon
+package e2e
 
 import (
 	"bytes"
@@ -134,12 +134,12 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 // its agent would have sent them, straight into the daemon's store.
 func (h *harness) bigTask(t testing.TB, user string, n, size int) string {
 	t.Helper()
-	sess, err := h.d.store.CreateSession(store.Session{ID: newTestID(), UnixUser: user, AgenticTool: "claude-code", Cwd: "."})
+	sess, err := h.d.Store().CreateSession(store.Session{ID: newTestID(), UnixUser: user, AgenticTool: "claude-code", Cwd: "."})
 	if err != nil {
 		t.Fatal(err)
 	}
 	task := newTestID()
-	if _, err := h.d.store.CreateTask(store.Task{ID: task, SessionID: sess.ID, UnixUser: user, Prompt: "big", Status: store.Completed, EndedAt: time.Now()}); err != nil {
+	if _, err := h.d.Store().CreateTask(store.Task{ID: task, SessionID: sess.ID, UnixUser: user, Prompt: "big", Status: store.Completed, EndedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	data := json.RawMessage(`{"type":"text_delta","data":{"text":"` + strings.Repeat("x", size) + `"}}`)
@@ -148,7 +148,7 @@ func (h *harness) bigTask(t testing.TB, user string, n, size int) string {
 		for q := seq; q < min(seq+20, n); q++ {
 			batch = append(batch, apiwire.StoredEvent{TaskID: task, Sequence: int64(q), Timestamp: 1, Type: "text_delta", Data: data})
 		}
-		if _, err := h.d.store.AppendBatch(batch); err != nil {
+		if _, err := h.d.Store().AppendBatch(batch); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package daemon
+package e2e
 
 import (
 	"fmt"
@@ -66,36 +66,5 @@ func testEachAgent(t *testing.T, approve bool) {
 				t.Fatalf("the agent did not go back to the model after the decision: %d requests", n)
 			}
 		})
-	}
-}
-
-// agentsYAML is the agents.yaml entry of c.
-func agentsYAML(c agenttest.Case) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s:\n  binary: %s\n  env:\n", c.Tool, c.Binary)
-	for k, v := range c.Env {
-		fmt.Fprintf(&b, "    %s: %q\n", k, v)
-	}
-	return b.String()
-}
-
-// decisions are a prompt stream's permission_decided data and its result.
-func decisions(lines []map[string]any) (decided []map[string]any, result map[string]any) {
-	for _, l := range lines {
-		if ev, ok := l["event"].(map[string]any); ok && ev["event_type"] == "permission_decided" {
-			decided = append(decided, ev["event_data"].(map[string]any)["data"].(map[string]any))
-		}
-		if r, ok := l["result"].(map[string]any); ok {
-			result = r
-		}
-	}
-	return decided, result
-}
-
-// setCred stores a daemon-wide credential, as an admin would.
-func (h *harness) setCred(t testing.TB, name, key string) {
-	t.Helper()
-	if code, out := h.do(t, "PUT", "/v1/credentials/"+name, map[string]any{"value": key, "scope": "daemon"}); code != 200 {
-		t.Fatalf("set %s: %d %v", name, code, out)
 	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package e2e
 
 import (
 	"os"
@@ -76,7 +76,7 @@ func (h *harness) waitWarm(t *testing.T, user string, sessions ...string) {
 	var got []string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		got = got[:0]
-		for _, a := range h.d.warm.Of(user) {
+		for _, a := range h.d.Warm().Of(user) {
 			got = append(got, a.SessionID)
 		}
 		if slices.Equal(got, sessions) {

@@ -1,4 +1,4 @@
-package daemon
+package e2e
 
 import (
 	"bufio"
@@ -183,13 +183,6 @@ quotas:
   max_sessions_per_user: 1000000
 `, dir, f.state), 0o644)
 	return f
-}
-
-func write(t testing.TB, path, s string, mode os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(s), mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // bigTask stores alice's ended task of sz.bigEvents events before the

@@ -1,156 +1,24 @@
-package daemon
+package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
-	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
-	"github.com/agor-sh/agor/internal/executor/exectest"
-	"github.com/agor-sh/agor/internal/wire/apiwire"
-
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/daemon/credstore"
-	"github.com/agor-sh/agor/internal/logging"
+	"github.com/agor-sh/agor/internal/daemon"
+	"github.com/agor-sh/agor/internal/dialback/dialbacktest"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
-
-var binary string
-
-func TestMain(m *testing.M) {
-	if req := os.Getenv("AGOR_TEST_HTTP_AS"); req != "" {
-		os.Exit(httpAs(req))
-	}
-	exectest.Main(m, &binary)
-}
-
-func target(t testing.TB) (string, int) { return exectest.Target(t) }
-
-type harness struct {
-	client *http.Client
-	opts   Options                // as New had them: restart (fulldisk_test.go) uses them again
-	logs   *exectest.LockedBuffer // what the daemon logged
-	d      *Daemon
-	sock   string
-	work   string
-	state  string
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-}
-
-// orphanGrace is the daemons' api.Server.OrphanGrace in these tests.
-const orphanGrace = 500 * time.Millisecond
-
-// start runs the daemon with the direct backend on a private socket.
-func start(t testing.TB) *harness { return startWith(t, nil, nil) }
-
-// startWith is start with the executors' agents.yaml written by agents
-// (given the work directory) and the configuration changed by tune, each
-// when not nil.
-func startWith(t testing.TB, agents func(work string) string, tune func(*config.Config)) *harness {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "agor-daemon")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	_ = os.Chmod(dir, 0o755)
-	work := filepath.Join(dir, "work")
-	_ = os.Mkdir(work, 0o777)
-	_ = os.Chmod(work, 0o777)
-	cfg := config.Default()
-	cfg.Execution.Backend = "direct"
-	cfg.Execution.MinUID = 1
-	cfg.Execution.SocketPathTemplate = filepath.Join(dir, "x", "{user}.sock")
-	cfg.Daemon.StateDir = filepath.Join(dir, "state")
-	if tune != nil {
-		tune(&cfg)
-	}
-	_ = os.Mkdir(cfg.Daemon.StateDir, 0o700)
-	keyPath := filepath.Join(dir, "master.key")
-	if err := credstore.GenerateMasterKey(keyPath); err != nil {
-		t.Fatal(err)
-	}
-	key, err := credstore.ReadMasterKey(keyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "api.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &exectest.LockedBuffer{}
-	log := logging.New("agor-daemon", logging.Text, slog.LevelInfo, io.MultiWriter(os.Stderr, logs))
-	// The executors read the same configuration, as agor-executor reads
-	// /etc/agor/config.yaml under systemd.
-	cfgPath := filepath.Join(dir, "config.yaml")
-	if b, err := yaml.Marshal(cfg); err != nil || os.WriteFile(cfgPath, b, 0o644) != nil {
-		t.Fatalf("config: %v", err)
-	}
-	o := Options{Config: cfg, ConfigPath: cfgPath, Executor: binary, Root: work, MasterKey: key, Listener: ln, Log: log}
-	if agents != nil {
-		o.Agents = filepath.Join(dir, "agents.yaml")
-		if err := os.WriteFile(o.Agents, []byte(agents(work)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.srv.OrphanGrace = orphanGrace
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{d: d, opts: o, logs: logs, sock: sock, work: work, state: cfg.Daemon.StateDir, cancel: cancel, done: make(chan error, 1)}
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(h.stop)
-	h.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	return h
-}
-
-func (h *harness) stop() {
-	h.once.Do(func() {
-		h.cancel()
-		if err := <-h.done; err != nil {
-			panic(err)
-		}
-	})
-}
-
-func (h *harness) do(t testing.TB, method, path string, body any) (int, map[string]any) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, "http://agor"+path, bytes.NewReader(b))
-	resp, err := h.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return resp.StatusCode, out
-}
 
 // The whole daemon path: first use starts the executor as the user, exec
 // runs there and its output comes back, a key is stored sealed, and the
@@ -293,74 +161,6 @@ func TestDaemonTerminal(t *testing.T) {
 	}
 }
 
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-
-type stream struct {
-	conn net.Conn
-	dec  *json.Decoder
-	seen strings.Builder
-}
-
-func (h *harness) attach(t *testing.T, name, id string) *stream {
-	t.Helper()
-	conn, err := net.Dial("unix", h.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(conn, "GET /v1/executors/%s/terminals/%s/attach HTTP/1.1\r\nHost: agor\r\nConnection: Upgrade\r\nUpgrade: agor-terminal\r\n\r\n", name, id)
-	rd := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(rd, nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("attach: %v %v", resp, err)
-	}
-	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-	return &stream{conn: conn, dec: json.NewDecoder(rd)}
-}
-
-func (s *stream) send(t *testing.T, line string) {
-	t.Helper()
-	if _, err := io.WriteString(s.conn, line+"\n"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (s *stream) close() { s.conn.Close() }
-
-// next returns the next frame's output, or its exit.
-func (s *stream) next(t *testing.T) ([]byte, map[string]any) {
-	t.Helper()
-	var f struct {
-		Output []byte         `json:"output"`
-		Exit   map[string]any `json:"exit"`
-	}
-	if err := s.dec.Decode(&f); err != nil {
-		t.Fatalf("read frame (seen %q): %v", s.seen.String(), err)
-	}
-	return f.Output, f.Exit
-}
-
-func (s *stream) waitFor(t *testing.T, want string) {
-	t.Helper()
-	for !strings.Contains(s.seen.String(), want) {
-		out, exit := s.next(t)
-		if exit != nil {
-			t.Fatalf("exited %v before %q appeared in %q", exit, want, s.seen.String())
-		}
-		s.seen.Write(out)
-	}
-}
-
-func (s *stream) exitCode(t *testing.T) int {
-	t.Helper()
-	for {
-		out, exit := s.next(t)
-		if exit != nil {
-			return int(exit["exit_code"].(float64))
-		}
-		s.seen.Write(out)
-	}
-}
-
 // With api.tcp_address set, the API also answers on TCP, to bearer
 // tokens only: a token acts as its user, with that user's rights.
 func TestDaemonTCPBearer(t *testing.T) {
@@ -371,7 +171,7 @@ func TestDaemonTCPBearer(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startWith(t, nil, func(c *config.Config) { c.API.TCPAddress = "127.0.0.1:0"; c.API.TokensFile = tokens })
-	url := "http://" + h.d.tcp.Addr().String()
+	url := "http://" + h.d.TCPAddr().String()
 	get := func(path, bearer string) int {
 		req, _ := http.NewRequest("GET", url+path, nil)
 		if bearer != "" {
@@ -406,7 +206,7 @@ func TestDaemonTCPBearer(t *testing.T) {
 func TestDaemonTCPNeedsTLS(t *testing.T) {
 	c := config.Default()
 	c.API.TCPAddress = "0.0.0.0:0"
-	if _, err := New(Options{Config: c}); err == nil || !strings.Contains(err.Error(), "api.tls_cert") {
+	if _, err := daemon.New(daemon.Options{Config: c}); err == nil || !strings.Contains(err.Error(), "api.tls_cert") {
 		t.Fatalf("non-loopback without TLS: %v", err)
 	}
 	name, _ := target(t)
@@ -425,7 +225,7 @@ func TestDaemonTCPNeedsTLS(t *testing.T) {
 		// TLS on loopback: the tests listen on no other address.
 		c.API.TCPAddress, c.API.TokensFile, c.API.TLSCert, c.API.TLSKey = "127.0.0.1:0", tokens, cert, key
 	})
-	_, port, _ := net.SplitHostPort(h.d.tcp.Addr().String())
+	_, port, _ := net.SplitHostPort(h.d.TCPAddr().String())
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.CAPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}

@@ -1,4 +1,4 @@
-package daemon
+package e2e
 
 import (
 	"database/sql"
@@ -70,7 +70,7 @@ func TestDaemonAdoptsPreviousStore(t *testing.T) {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s, err := h.d.store.GetSession("s-" + name)
+		s, err := h.d.Store().GetSession("s-" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,10 +82,10 @@ func TestDaemonAdoptsPreviousStore(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if tk, err := h.d.store.GetTask("t-" + name); err != nil || tk.UID != int64(uid) {
+	if tk, err := h.d.Store().GetTask("t-" + name); err != nil || tk.UID != int64(uid) {
 		t.Fatalf("%s's task: %+v, %v", name, tk, err)
 	}
-	if tk, err := h.d.store.GetTask("t-" + gone); err != nil || tk.UID != store.NoUID {
+	if tk, err := h.d.Store().GetTask("t-" + gone); err != nil || tk.UID != store.NoUID {
 		t.Fatalf("the gone account's task: %+v, %v", tk, err)
 	}
 	if os.Geteuid() != 0 {

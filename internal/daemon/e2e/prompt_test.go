@@ -1,11 +1,9 @@
-package daemon
+package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,16 +74,6 @@ func TestDaemonPromptWithClaude(t *testing.T) {
 	}
 }
 
-// claudeSettings writes agents.yaml for the real CLI and the stand-in.
-func claudeSettings(bin, url string) func(work string) string {
-	return func(work string) string {
-		home := filepath.Join(work, "home")
-		_ = os.MkdirAll(home, 0o777)
-		_ = os.Chmod(home, 0o777)
-		return fmt.Sprintf("claude-code:\n  binary: %s\n  env:\n    ANTHROPIC_BASE_URL: %s\n    HOME: %s\n    CLAUDE_CODE_MAX_RETRIES: \"0\"\n", bin, url, home)
-	}
-}
-
 // Nobody answers the agent's permission question: after the daemon's
 // permission timeout it is denied, the tool does not run, the agent is
 // told, and the turn still completes.
@@ -116,60 +104,6 @@ func TestDaemonPromptPermissionTimeout(t *testing.T) {
 	}
 	if conv := model.Conversation(); len(conv) < 2 || !conv[1].AnthHasToolResult() {
 		t.Fatalf("the model was not told the tool was refused: %d requests", len(conv))
-	}
-}
-
-// setKey stores the daemon-wide ANTHROPIC_API_KEY, as an admin would.
-func (h *harness) setKey(t testing.TB, key string) {
-	t.Helper()
-	if code, out := h.do(t, "PUT", "/v1/credentials/ANTHROPIC_API_KEY", map[string]any{"value": key, "scope": "daemon"}); code != 200 {
-		t.Fatalf("set key: %d %v", code, out)
-	}
-}
-
-// prompt posts a prompt and reads the NDJSON stream to its end.
-func (h *harness) prompt(t *testing.T, user string, body map[string]any) []map[string]any {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := h.client.Post("http://agor/v1/executors/"+user+"/prompt", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("prompt: %s", resp.Status)
-	}
-	var lines []map[string]any
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var l map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
-		}
-		lines = append(lines, l)
-	}
-	return lines
-}
-
-// approveAll answers every open permission request with yes, as a person
-// at agorctl would, until d has passed.
-func (h *harness) approveAll(t *testing.T, d time.Duration) {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		req, _ := http.NewRequest("GET", "http://agor/v1/permissions", nil)
-		resp, err := h.client.Do(req)
-		if err != nil {
-			return
-		}
-		var out struct{ Permissions []struct{ ID string } }
-		_ = json.NewDecoder(resp.Body).Decode(&out)
-		resp.Body.Close()
-		for _, p := range out.Permissions {
-			b := bytes.NewReader([]byte(`{"approved":true,"reason":"test approves"}`))
-			if r, err := h.client.Post("http://agor/v1/permissions/"+p.ID, "application/json", b); err == nil {
-				r.Body.Close()
-			}
-		}
 	}
 }
 
@@ -208,57 +142,6 @@ func TestDaemonEventsResume(t *testing.T) {
 	if out["status"] != "completed" {
 		t.Errorf("task %v", out)
 	}
-}
-
-// waitTask returns the id of the first task the store shows.
-func (h *harness) waitTask(t *testing.T) string {
-	t.Helper()
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		_, out := h.do(t, "GET", "/v1/sessions", nil)
-		if ss, _ := out["sessions"].([]any); len(ss) > 0 {
-			id := ss[0].(map[string]any)["id"].(string)
-			_, tasks := h.do(t, "GET", "/v1/sessions/"+id+"/tasks", nil)
-			if ts, _ := tasks["tasks"].([]any); len(ts) > 0 {
-				return ts[0].(map[string]any)["id"].(string)
-			}
-		}
-	}
-	t.Fatal("no task appeared")
-	return ""
-}
-
-// follow reads the task's SSE stream from after, counting each event in
-// seen; it hangs up after max events (0: at the end) and returns the last
-// sequence read.
-func (h *harness) follow(t testing.TB, task string, after int64, max int, seen map[int64]int) int64 {
-	t.Helper()
-	req, _ := http.NewRequest("GET", "http://agor/v1/tasks/"+task+"/events?follow=1", nil)
-	req.Header.Set("Last-Event-ID", fmt.Sprint(after))
-	resp, err := h.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	got := 0
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "event: end" {
-			return after
-		}
-		if id, ok := strings.CutPrefix(line, "id: "); ok {
-			var seq int64
-			fmt.Sscan(id, &seq)
-			seen[seq]++
-			after = seq
-			if got++; max > 0 && got == max {
-				return after
-			}
-		}
-	}
-	t.Fatalf("stream ended without its end event (after %d)", after)
-	return after
 }
 
 // A task stopped through the API ends cancelled, its agent gone, even

@@ -1,12 +1,10 @@
-package daemon
+package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,9 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon"
 )
 
 // TestFullDisk: the daemon's state directory on a 6 MiB tmpfs, and one
@@ -117,7 +115,7 @@ func TestFullDisk(t *testing.T) {
 
 	// Headroom: below store.min_free_bytes new tasks are refused, reads go on.
 	free := h.storage(t)["free_bytes"].(float64)
-	h = h.restart(t, func(o *Options) { o.Config.Store.MinFreeBytes = int64(free) + 8<<20 })
+	h = h.restart(t, func(o *daemon.Options) { o.Config.Store.MinFreeBytes = int64(free) + 8<<20 })
 	code, body = h.post(t, "/v1/executors/"+name+"/prompt", prompt("small"))
 	if code != http.StatusInsufficientStorage || !strings.Contains(body, "min_free_bytes") || !strings.Contains(body, state) {
 		t.Errorf("a prompt below the floor: %d %s", code, body)
@@ -182,45 +180,6 @@ echo '{"type":"result","subtype":"success","session_id":"full-1","usage":{"input
 while read -r line; do :; done
 `, dir), 0o755)
 	return filepath.Join(dir, "claude")
-}
-
-// restart stops the daemon and starts another on the same state,
-// configuration (changed by tune) and socket.
-func (h *harness) restart(t *testing.T, tune func(*Options)) *harness {
-	t.Helper()
-	h.stop()
-	o := h.opts
-	if tune != nil {
-		tune(&o)
-	}
-	o.Log = h.opts.Log
-	_ = os.Remove(h.sock)
-	ln, err := net.Listen("unix", h.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Listener = ln
-	d, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &harness{d: d, opts: o, logs: h.logs, sock: h.sock, work: h.work, state: h.state, cancel: cancel, done: make(chan error, 1), client: h.client}
-	go func() { n.done <- d.Run(ctx) }()
-	t.Cleanup(n.stop)
-	return n
-}
-
-func (h *harness) post(t *testing.T, path string, body any) (int, string) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := h.client.Post("http://agor"+path, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(out)
 }
 
 // promptAsync starts a prompt and returns its task once the daemon has
@@ -309,15 +268,4 @@ func (h *harness) storeMetrics(t *testing.T) map[string]float64 {
 		out[m[1]], _ = strconv.ParseFloat(m[2], 64)
 	}
 	return out
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for range 300 {
-		if ok() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

@@ -1,4 +1,4 @@
-package daemon
+package e2e
 
 import (
 	"io"
@@ -18,7 +18,7 @@ func TestDaemonRetentionSweep(t *testing.T) {
 	h := startWith(t, nil, func(c *config.Config) { c.Retention.SweepIntervalS = 1 })
 	name, uid := target(t)
 	old := time.Now().Add(-40 * 24 * time.Hour)
-	sess, err := h.d.store.CreateSession(store.Session{ID: newTestID(), UnixUser: name, UID: int64(uid), AgenticTool: "claude-code", Cwd: ".", UpdatedAt: time.Now()})
+	sess, err := h.d.Store().CreateSession(store.Session{ID: newTestID(), UnixUser: name, UID: int64(uid), AgenticTool: "claude-code", Cwd: ".", UpdatedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,18 +27,18 @@ func TestDaemonRetentionSweep(t *testing.T) {
 		{ID: gone, SessionID: sess.ID, UnixUser: name, UID: int64(uid), Prompt: "old", Status: store.Completed, CreatedAt: old, EndedAt: old},
 		{ID: live, SessionID: sess.ID, UnixUser: name, UID: int64(uid), Prompt: "running", Status: store.Running, CreatedAt: old},
 	} {
-		if _, err := h.d.store.CreateTask(tk); err != nil {
+		if _, err := h.d.Store().CreateTask(tk); err != nil {
 			t.Fatal(err)
 		}
 		for q := range int64(3) {
-			if err := h.d.store.Append(apiwire.StoredEvent{TaskID: tk.ID, Sequence: q, Timestamp: 1, Type: "text_delta"}); err != nil {
+			if err := h.d.Store().Append(apiwire.StoredEvent{TaskID: tk.ID, Sequence: q, Timestamp: 1, Type: "text_delta"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := h.d.store.GetTask(gone); err != nil {
+		if _, err := h.d.Store().GetTask(gone); err != nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -46,10 +46,10 @@ func TestDaemonRetentionSweep(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if evs, _ := h.d.store.Events(live, -1, 0); len(evs) != 3 {
+	if evs, _ := h.d.Store().Events(live, -1, 0); len(evs) != 3 {
 		t.Fatalf("the running task has %d events, want 3", len(evs))
 	}
-	if evs, _ := h.d.store.Events(gone, -1, 0); len(evs) != 0 {
+	if evs, _ := h.d.Store().Events(gone, -1, 0); len(evs) != 0 {
 		t.Fatalf("the removed task left %d events", len(evs))
 	}
 	resp, err := h.client.Get("http://agor/v1/metrics")

@@ -1,7 +1,6 @@
-package daemon
+package e2e
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -52,7 +51,7 @@ func promptsPerSecond(b *testing.B, h *harness, user string, n int) float64 {
 		}
 	}
 	rate := float64(n) / time.Since(t0).Seconds()
-	h.d.srv.Wait()
+	h.d.Server().Wait()
 	return rate
 }
 
@@ -60,12 +59,12 @@ func promptsPerSecond(b *testing.B, h *harness, user string, n int) float64 {
 // clients follow it; it returns events delivered a second, all clients
 // together, once every client has seen every event.
 func fanOut(b *testing.B, h *harness, user string, n, clients int) float64 {
-	sess, err := h.d.store.CreateSession(store.Session{ID: newTestID(), UnixUser: user, AgenticTool: "claude-code", Cwd: ".", Status: "running"})
+	sess, err := h.d.Store().CreateSession(store.Session{ID: newTestID(), UnixUser: user, AgenticTool: "claude-code", Cwd: ".", Status: "running"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	task := newTestID()
-	if _, err := h.d.store.CreateTask(store.Task{ID: task, SessionID: sess.ID, UnixUser: user, Prompt: "load", Status: store.Running}); err != nil {
+	if _, err := h.d.Store().CreateTask(store.Task{ID: task, SessionID: sess.ID, UnixUser: user, Prompt: "load", Status: store.Running}); err != nil {
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -80,13 +79,13 @@ func fanOut(b *testing.B, h *harness, user string, n, clients int) float64 {
 	data := []byte(`{"type":"text_delta","data":{"text":"` + strings.Repeat("x", 180) + `"}}`)
 	for seq := range int64(n) {
 		ev := apiwire.StoredEvent{TaskID: task, Sequence: seq, Timestamp: time.Now().UnixMilli(), Type: "text_delta", Data: data}
-		if _, err := h.d.srv.Events.Put(ev); err != nil {
+		if _, err := h.d.Server().Events.Put(ev); err != nil {
 			b.Fatal(err)
 		}
 	}
 	wg.Wait()
 	d := time.Since(t0)
-	if err := h.d.store.SetTaskStatus(task, store.Completed, nil, ""); err != nil {
+	if err := h.d.Store().SetTaskStatus(task, store.Completed, nil, ""); err != nil {
 		b.Fatal(err)
 	}
 	for i, c := range counts {
@@ -95,18 +94,6 @@ func fanOut(b *testing.B, h *harness, user string, n, clients int) float64 {
 		}
 	}
 	return float64(n*clients) / d.Seconds()
-}
-
-var testIDs struct {
-	sync.Mutex
-	n int
-}
-
-func newTestID() string {
-	testIDs.Lock()
-	defer testIDs.Unlock()
-	testIDs.n++
-	return fmt.Sprintf("load%028d", testIDs.n)
 }
 
 func rssKiB() int {
