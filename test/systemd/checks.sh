@@ -22,6 +22,22 @@ for concern in $concerns; do
 done
 
 # What the run left on the root tmpfs and in the journal (both bounded).
-echo "root filesystem: $(df -h --output=used,avail / | tail -n 1); $(journalctl --disk-usage 2>&1)"
+echo "root filesystem: $(df -h --output=used,avail / | tail -n 1); $(journalctl --disk-usage 2>&1) ($(du -sh /var/log/journal /run/log/journal 2>/dev/null | tr '\t\n' ': '))"
+# Who wrote the journal, in bytes of message (a flood shows here).
+journalctl -o json --output-fields=_SYSTEMD_UNIT,SYSLOG_IDENTIFIER,MESSAGE --no-pager 2>/dev/null | python3 -c '
+import json, sys, collections
+n, c = collections.Counter(), collections.Counter()
+for line in sys.stdin:
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    k = e.get("_SYSTEMD_UNIT") or e.get("SYSLOG_IDENTIFIER") or "?"
+    k = k.split("@")[0] + ("@" if "@" in k else "")
+    m = e.get("MESSAGE") or ""
+    n[k] += len(m) if isinstance(m, str) else len(m or [])
+    c[k] += 1
+print("journal by unit: " + ", ".join("%s %d KiB in %d lines" % (k, v // 1024, c[k]) for k, v in n.most_common(6)))
+' || true
 echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

@@ -214,6 +214,32 @@ eg_confined() {
 }
 check "egress: a confined exec (--sandbox workspace) of alice's still reaches the proxy port" eg_confined
 
+# Package installs into a confined task's workspace: npm and pip from the
+# checks' registry and index (eg_npm, eg_pip), their caches in the task's
+# private temp (the person's own are read-only in the view).
+eg_confined_install() {
+	local tgz=/tmp/eg-npm-pkg out rc=0
+	rm -rf "$tgz" /home/alice/eg/inst
+	mkdir -p "$tgz/package"
+	echo '{"name":"agor-egress-demo","version":"1.2.3","main":"index.js"}' >"$tgz/package/package.json"
+	echo 'module.exports = "demo";' >"$tgz/package/index.js"
+	tar -C "$tgz" -czf /srv/egress/registry/agor-egress-demo-1.2.3.tgz package
+	as alice install -d /home/alice/eg/inst
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd eg/inst -- /opt/node/node /opt/npm/bin/npm-cli.js install agor-egress-demo \
+		--registry http://files.egress.test:18080/files/registry/ --no-update-notifier --no-audit --no-fund </dev/null 2>&1) ||
+		{ echo "npm install, confined: $out"; rc=1; }
+	want "$(stat -c %U /home/alice/eg/inst/node_modules/agor-egress-demo/index.js 2>&1)" alice || rc=1
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd eg/inst -- python3 -m pip install --no-deps --disable-pip-version-check \
+		--target py --index-url http://files.egress.test:18080/files/simple/ --trusted-host files.egress.test agor-egress-demo </dev/null 2>&1) ||
+		{ echo "pip install, confined: $out"; rc=1; }
+	want "$(stat -c %U /home/alice/eg/inst/py/agor_egress_demo/__init__.py 2>&1)" alice || rc=1
+	[ ! -e /home/alice/.npm/_cacache ] || [ "$(find /home/alice/.npm -newer "$tgz/package/index.js" | head -n 1)" = "" ] ||
+		{ echo "the confined npm wrote alice's own cache"; rc=1; }
+	echo "confined: npm installed $(ls /home/alice/eg/inst/node_modules | tr '\n' ' ')and pip $(ls /home/alice/eg/inst/py | tr '\n' ' ')into eg/inst, as alice"
+	return $rc
+}
+check "egress: a confined exec installs npm and pip packages into its workspace, their caches in its private temp (shipped unit)" eg_confined_install
+
 # eg_probe: from inside alice's executor, each way around the proxy: a
 # UDP datagram (DNS) and TCP to the host's side of the veth, IPv6, a raw
 # socket; prints one "NAME: outcome" line each.
@@ -409,6 +435,8 @@ YAML
 			log=/tmp/eg-model.log
 			case $tool in codex) log=/tmp/eg-openai-responses.log ;; gemini) log=/tmp/eg-gemini.log ;; opencode) log=/tmp/eg-openai-chat.log ;; esac
 			tail -n 8 "$log" 2>/dev/null | sed "s/^/  its stand-in: /"
+			journalctl -u agor-daemon -u agor-executor@alice.service --since "@$eg_since" -o cat --no-pager |
+				grep -E 'cut off|relay|egress' | tail -n 8 | cut -c1-400 | sed "s/^/  journal: /"
 		fi
 	done
 	return $bad

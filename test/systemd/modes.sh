@@ -141,7 +141,7 @@ modes_commit() {
 	local cmd='echo edit >> notes.txt; git add -A; git -c user.name=agent -c user.email=agent@agortest commit -qm agent-edit; printf x > .git/hooks/post-commit; git log --oneline | wc -l > committed.txt'
 	local saved=$modes_cmd tool dir prompt out bad=0
 	modes_cmd=$cmd
-	start_model -bash "$cmd" -text 'done.' -tools 2
+	start_model -log -bash "$cmd" -text 'done.' -tools 2
 	modes_models
 	modes_cmd=$saved
 	systemctl stop agor-executor@alice.service
@@ -160,6 +160,9 @@ modes_commit() {
 		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "c/$tool" --sandbox workspace --json 2>&1 </dev/null) || true
 		if ! as alice git -C "$dir" log --oneline | grep -q agent-edit; then
 			echo "$tool: no commit: $(tail -n 2 <<<"$out" | cut -c1-200)"
+			echo "its events:"; cut -c1-400 <<<"$out" | tail -n 12
+			echo "the stand-in model's requests:"; tail -n 5 /tmp/model.log 2>/dev/null
+			journalctl -u agor-executor@alice.service --since "-2min" -o cat --no-pager | tail -n 8 | cut -c1-300
 			bad=1
 			continue
 		fi

@@ -213,6 +213,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 			http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
 		},
 	}
+	ww := &watchedWriter{ResponseWriter: w}
 	// Recorded however it ends: ReverseProxy aborts the handler (panics
 	// with http.ErrAbortHandler) when a streamed body breaks off.
 	defer func() {
@@ -220,13 +221,54 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 		if cc := counted.Load(); cc != nil {
 			up, down = cc.written.Load(), cc.read.Load()
 		}
+		h.cut(p, t, r, ww, down)
 		if errors.Is(failure, context.Canceled) {
 			failure = nil // the client went away
 		}
 		h.s.record(p, task, t, up, down, failure)
 	}()
-	rp.ServeHTTP(w, r)
+	rp.ServeHTTP(ww, r)
 }
+
+// cut logs a forwarded response that did not reach its client whole:
+// the client went away, or writing to it failed. Which side broke off is
+// what a CLI's "malformed response" needs to be read.
+func (h *handler) cut(p Person, t target, r *http.Request, ww *watchedWriter, down int64) {
+	werr, ctxErr := ww.failed(), r.Context().Err()
+	if werr == nil && ctxErr == nil {
+		return
+	}
+	h.s.Log.Info("egress: a forwarded response was cut off", "user", p.Name, "host", t.dst.Host, "port", t.dst.Port,
+		"bytes_from_destination", down, "bytes_to_client", ww.n.Load(), "write_error", fmt.Sprint(werr),
+		"client_context", fmt.Sprint(ctxErr), "client_cause", fmt.Sprint(context.Cause(r.Context())))
+}
+
+// watchedWriter is the client's ResponseWriter, counting what reached it
+// and keeping the first write error.
+type watchedWriter struct {
+	http.ResponseWriter
+	n   atomic.Int64
+	err atomic.Pointer[error]
+}
+
+func (w *watchedWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n.Add(int64(n))
+	if err != nil {
+		w.err.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+func (w *watchedWriter) failed() error {
+	if e := w.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Unwrap lets ReverseProxy flush the client's writer through it.
+func (w *watchedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // countingConn counts what is written to and read from a destination,
 // for its record and, as it goes, for its person's totals (a tunnel open

@@ -94,14 +94,22 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 	}
 	defer up.Close()
 	done := make(chan struct{})
+	var sent int64
+	var sendErr error
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(up, c)
+		sent, sendErr = io.Copy(up, c)
 		closeWrite(up)
 	}()
-	_, _ = io.Copy(c, up)
+	got, gotErr := io.Copy(c, up)
 	closeWrite(c)
 	<-done
+	if sendErr != nil || gotErr != nil {
+		// Which end broke off, for a client that says its response was
+		// malformed: the program's (sending) or the daemon's (receiving).
+		r.Log.Info("egress relay: a connection ended with an error", "bytes_sent", sent, "send_error", fmt.Sprint(sendErr),
+			"bytes_received", got, "receive_error", fmt.Sprint(gotErr))
+	}
 }
 
 func closeWrite(c net.Conn) {
