@@ -2,14 +2,17 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 	"github.com/agor-sh/agor/internal/sandbox"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // sandboxCommand is the tool turn of the sandbox tests: one write inside
@@ -293,6 +296,56 @@ func TestConfinedCallerRefused(t *testing.T) {
 			t.Fatalf("from a confined exec: %v (escaped file: %v)", out["stdout"], err)
 		case level == "off" && err != nil:
 			t.Fatalf("from unconfined work the request was not served: %v", out["stdout"])
+		}
+	}
+}
+
+// TestConfinedTCPCallerRefused: a bearer token carries no process, so the
+// daemon finds the client's socket in the kernel's table and asks its
+// owner's executor who holds it. A confined exec that asks over loopback
+// TCP for an unconfined one gets nothing done, nor when it closes the
+// connection right after sending; unconfined, the same request is served.
+func TestConfinedTCPCallerRefused(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	name, _ := target(t)
+	tokens := filepath.Join(t.TempDir(), "api-tokens")
+	const tok = "tok-confined-0123456789abcdef0123456789"
+	if err := os.WriteFile(tokens, []byte(name+" "+apiwire.HashToken(tok)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startWith(t, nil, func(c *config.Config) { c.API.TCPAddress = "127.0.0.1:0"; c.API.TokensFile = tokens })
+	proj := filepath.Join(h.work, "proj")
+	if err := os.Mkdir(proj, 0o777); err != nil || os.Chmod(proj, 0o777) != nil {
+		t.Fatal(err)
+	}
+	escaped := filepath.Join(h.work, "escaped-tcp")
+	body := fmt.Sprintf(`{"argv":["touch",%q],"cwd":".","sandbox":"off"}`, escaped)
+	port := h.d.TCPAddr().(*net.TCPAddr).Port
+	send := fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && printf 'POST /v1/executors/%s/exec HTTP/1.0\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%%s' '%s' >&3`,
+		port, name, tok, len(body), body)
+	for _, c := range []struct {
+		level, then string
+		served      bool
+	}{
+		{"workspace", "; cat <&3", false},
+		{"workspace", "; exec 3>&-; sleep 1", false},
+		{"off", "; cat <&3", true},
+	} {
+		code, out := h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{
+			"argv": []string{"bash", "-c", send + c.then}, "cwd": "proj", "sandbox": c.level})
+		time.Sleep(200 * time.Millisecond) // a request sent and left may still be served
+		_, err := os.Stat(escaped)
+		switch {
+		case code != 200:
+			t.Fatalf("%s%s: the outer exec: %d %v", c.level, c.then, code, out)
+		case !c.served && err == nil:
+			t.Fatalf("%s%s: the daemon served a confined caller over TCP: %v", c.level, c.then, out["stdout"])
+		case !c.served && c.then == "; cat <&3" && !strings.Contains(fmt.Sprint(out["stdout"]), "confined_caller"):
+			t.Errorf("%s: refused without confined_caller: %v", c.level, out["stdout"])
+		case c.served && err != nil:
+			t.Fatalf("unconfined, the request was not served: %v %v", out["stdout"], out["stderr"])
 		}
 	}
 }
