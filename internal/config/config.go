@@ -71,7 +71,11 @@ type API struct {
 // processes may open Unix sockets (off: they could ask a server outside
 // the sandbox to act for them).
 type Sandbox struct {
-	Default       string   `yaml:"default"`
+	Default string `yaml:"default"`
+	// Prompts is the level an agent's prompt gets when it names none
+	// ("": Default). Commands and terminals, the person's own work, get
+	// Default.
+	Prompts       string   `yaml:"prompts"`
 	Allowed       []string `yaml:"allowed"`
 	Required      bool     `yaml:"required"`
 	ExtraWritable []string `yaml:"extra_writable"`

@@ -72,6 +72,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"execution:\n  run_as_unix_user: false\n  executor_unix_user: root\n", "must not be root"},
 		{"execution:\n  allowed_users: [alice, ../etc]\n", "execution.allowed_users: invalid user name"},
 		{"execution:\n  min_uid: 0\n", "execution.min_uid: must be positive"},
+		{"sandbox:\n  prompts: jail\n", `sandbox.prompts: "jail" is not a level`},
+		{"sandbox:\n  prompts: read-only\n  allowed: [off, workspace]\n", "sandbox.prompts: \"read-only\" is not in sandbox.allowed"},
 		{"execution: [\n", "line"},
 	} {
 		_, err := Parse(strings.NewReader(tc.yaml))
@@ -102,4 +104,16 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPackagedConfig: the configuration the packages ship parses, and is
+// secure by default: agents' prompts are confined to their workspace.
+func TestPackagedConfig(t *testing.T) {
+	c, err := Load("../../packaging/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sandbox.Prompts != "workspace" || c.Sandbox.Default != "off" || !c.Sandbox.Required {
+		t.Errorf("packaged sandbox: prompts %q, default %q, required %v; want workspace, off, true", c.Sandbox.Prompts, c.Sandbox.Default, c.Sandbox.Required)
+	}
 }

@@ -119,6 +119,12 @@ func (s Sandbox) validate() error {
 	if len(s.Allowed) > 0 && !slices.Contains(s.Allowed, s.Default) {
 		return fmt.Errorf("sandbox.default: %q is not in sandbox.allowed %v", s.Default, s.Allowed)
 	}
+	if s.Prompts != "" && !slices.Contains(levels, s.Prompts) {
+		return fmt.Errorf("sandbox.prompts: %q is not a level (off, workspace, read-only)", s.Prompts)
+	}
+	if s.Prompts != "" && len(s.Allowed) > 0 && !slices.Contains(s.Allowed, s.Prompts) {
+		return fmt.Errorf("sandbox.prompts: %q is not in sandbox.allowed %v", s.Prompts, s.Allowed)
+	}
 	for _, p := range s.ExtraWritable {
 		if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~/") {
 			return fmt.Errorf("sandbox.extra_writable: %q is neither absolute nor beneath ~/", p)

@@ -229,6 +229,10 @@ func parse(args []string) (launch, error) {
 // for none, and what to do on a kernel without Landlock.
 type Policy struct {
 	Default Level
+	// Prompts is the level of an agent's prompt that names none ("":
+	// Default): agents are what a sandbox is for; a person's own
+	// commands and terminals get Default.
+	Prompts Level
 	Allowed []Level
 	// Required refuses confined work when the kernel lacks Landlock;
 	// otherwise it runs unconfined with a warning.
@@ -247,10 +251,19 @@ type Policy struct {
 	UnixSockets bool
 }
 
+// PromptLevel is the level an agent's prompt asks for: its own, else
+// the configured prompts level ("" then: the default).
+func (p *Policy) PromptLevel(requested string) string {
+	if requested == "" && p != nil {
+		return string(p.Prompts)
+	}
+	return requested
+}
+
 // PolicyOf is the configuration's sandbox section as a Policy (Self and
 // TempDir are the executor's to set).
 func PolicyOf(c config.Sandbox) *Policy {
-	p := &Policy{Default: Level(c.Default), Required: c.Required, Extra: c.ExtraWritable, UnixSockets: c.UnixSockets}
+	p := &Policy{Default: Level(c.Default), Prompts: Level(c.Prompts), Required: c.Required, Extra: c.ExtraWritable, UnixSockets: c.UnixSockets}
 	for _, l := range c.Allowed {
 		p.Allowed = append(p.Allowed, Level(l))
 	}

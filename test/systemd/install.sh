@@ -27,3 +27,23 @@ security_score() {
 	awk -v s="$score" -v t="${AGOR_EXPOSURE_TARGET:-2.5}" 'BEGIN { exit !(s != "" && s <= t) }'
 }
 check "executor exposure score at or below target" security_score
+
+# Secure by default: the packaged configuration confines an agent's
+# prompt that names no level to its --cwd (sandbox.prompts: workspace),
+# so one at the home is refused naming --cwd before anything runs; the
+# person's own exec is hers (sandbox.default: off). Later concerns start
+# from the base configuration daemon.sh writes (a targeted run too).
+secure_default() {
+	local out rc=0
+	grep -q '^  prompts: workspace' /etc/agor/config.yaml || { echo "the packaged config.yaml names no prompts: workspace"; rc=1; }
+	out=$(as alice agorctl prompt alice 'hello' 2>&1 </dev/null) && { echo "a prompt at the home was served: $out"; rc=1; }
+	echo "a prompt with no --cwd: $(tail -n 1 <<<"$out" | cut -c1-200)"
+	grep -q -- '--cwd' <<<"$out" || rc=1
+	as alice agorctl exec alice -- touch /home/alice/own-exec.txt </dev/null || rc=1
+	want "$(stat -c %U /home/alice/own-exec.txt 2>&1)" alice || rc=1
+	rm -f /home/alice/own-exec.txt
+	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
+	restart_daemon
+	return $rc
+}
+check "secure by default: the packaged sandbox.prompts confines a prompt to its --cwd (one at the home is refused naming --cwd); the person's own exec is not confined" secure_default

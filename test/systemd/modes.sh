@@ -10,7 +10,7 @@
 # level: codex's own sandbox cannot start under the unit).
 
 modes_cmd='id -un > ran.txt; echo out > ../outside.txt; pwd'
-modes_cols="default acceptEdits bypassPermissions plan bypassPermissions+workspace default+workspace"
+modes_cols="default acceptEdits bypassPermissions plan default+workspace acceptEdits+workspace bypassPermissions+workspace plan+workspace"
 
 # modes_models starts the three other stand-ins beside start_model's
 # Anthropic one (18080): Responses for codex, Gemini, chat for opencode.
@@ -96,8 +96,9 @@ modes_want() {
 	local tool=$1 col=$2
 	case $col in
 	plan) echo "refused no file denied" ;;
+	plan+workspace) echo "refused no file denied" ;;
 	bypassPermissions+workspace) echo "unasked alice:alice denied" ;;
-	default+workspace) echo "asked alice:alice denied" ;;
+	default+workspace | acceptEdits+workspace) echo "asked alice:alice denied" ;;
 	default | acceptEdits) [ "$tool" = codex ] && echo "asked alice:alice denied" || echo "asked alice:alice written" ;;
 	bypassPermissions) echo "unasked alice:alice written" ;;
 	esac
@@ -105,7 +106,7 @@ modes_want() {
 
 modes_matrix() {
 	setup_agents >/dev/null
-	start_model -bash "$modes_cmd" -text 'done.' -tools 6
+	start_model -bash "$modes_cmd" -text 'done.' -tools 8
 	modes_models
 	modes_agents
 	modes_approver &
@@ -130,7 +131,7 @@ modes_matrix() {
 	done
 	return $bad
 }
-check "each agent in each permission mode under the shipped unit: the command runs as alice where approved, plan changes nothing, codex's default is confined by agor (table)" modes_matrix
+check "each agent in each permission mode, unconfined and confined (--sandbox workspace), under the shipped unit: the command runs as alice where approved, plan changes nothing, nothing confined writes outside its cwd, codex's default is confined by agor (table)" modes_matrix
 
 # modes_commit: codex, confined (--sandbox workspace, in its own
 # repository), edits a file and commits it through its shell

@@ -129,7 +129,7 @@ func (s *Server) readPrompt(w http.ResponseWriter, r *http.Request) (started, er
 		}
 	}
 	var err error
-	t.body.Sandbox, err = s.sandboxLevel(t.body.Sandbox, t.body.Cwd)
+	t.body.Sandbox, err = s.sandboxLevel(s.Sandbox.PromptLevel(t.body.Sandbox), t.body.Cwd)
 	if err == nil {
 		err = s.Store.RoomForWork() // reads go on; new work waits for space
 	}

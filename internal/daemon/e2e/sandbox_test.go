@@ -349,3 +349,61 @@ func TestConfinedTCPCallerRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptsDefaultWorkspace: under sandbox.prompts: workspace (the
+// packaged configuration) an agent's prompt that names no level is
+// confined to its cwd (the agent's own write outside is refused by the
+// kernel) and one without a project cwd is refused naming cwd; the
+// person's own exec still gets sandbox.default (off).
+func TestPromptsDefaultWorkspace(t *testing.T) {
+	if sandbox.ABI() == 0 {
+		t.Skip("this kernel has no Landlock")
+	}
+	dir, err := os.MkdirTemp("", "agor-prompts-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	_ = os.Chmod(dir, 0o755)
+	agent := filepath.Join(dir, "claude")
+	write(t, agent, `#!/bin/sh
+read -r init; read -r turn
+echo '{"type":"system","subtype":"init","session_id":"p-1"}'
+touch inside.txt; touch ../outside.txt
+echo '{"type":"result","subtype":"success","session_id":"p-1","usage":{"input_tokens":1,"output_tokens":1}}'
+while read -r line; do :; done
+`, 0o755)
+	home := filepath.Join(dir, "home") // the confined agent's state is kept there
+	if err := os.Mkdir(home, 0o777); err != nil || os.Chmod(home, 0o777) != nil {
+		t.Fatal(err)
+	}
+	h := startWith(t, func(string) string { return "claude-code:\n  binary: " + agent + "\n  env:\n    HOME: " + home + "\n" },
+		func(c *config.Config) { c.Sandbox.Prompts = "workspace" })
+	h.setCred(t, "ANTHROPIC_API_KEY", "sk-test-prompts-0default")
+	name, _ := target(t)
+	proj := filepath.Join(h.work, "proj")
+	if err := os.Mkdir(proj, 0o777); err != nil || os.Chmod(proj, 0o777) != nil {
+		t.Fatal(err)
+	}
+	body := func(cwd string) map[string]any {
+		return map[string]any{"agentic_tool": "claude-code", "prompt": "go", "cwd": cwd, "permission_mode": "bypassPermissions", "timeout_ms": 60000}
+	}
+	if code, out := h.do(t, "POST", "/v1/executors/"+name+"/prompt", body(".")); code != 400 || !strings.Contains(fmt.Sprint(out), "cwd") {
+		t.Errorf("a prompt at the home under the workspace default: %d %v, want 400 naming cwd", code, out)
+	}
+	lines := h.prompt(t, name, body("proj"))
+	_, result := decisions(lines)
+	if result == nil || result["status"] != "completed" || !strings.Contains(fmt.Sprint(result["sandbox"]), "level:workspace") {
+		t.Fatalf("the confined prompt: result %v", result)
+	}
+	if _, err := os.Stat(filepath.Join(proj, "inside.txt")); err != nil {
+		t.Errorf("inside its cwd: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.work, "outside.txt")); err == nil {
+		t.Error("the prompt, confined by the default, wrote outside its cwd")
+	}
+	code, out := h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": []string{"touch", "own.txt"}, "cwd": "."})
+	if _, err := os.Stat(filepath.Join(h.work, "own.txt")); code != 200 || err != nil {
+		t.Errorf("the person's own exec at home: %d %v (%v)", code, out, err)
+	}
+}

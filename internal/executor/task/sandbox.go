@@ -133,7 +133,7 @@ func modeFloor(tool, mode string) sandbox.Level {
 func (s *Service) confine(p protocol.ExecutePromptParams, floor sandbox.Level, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
 	home := agent.Getenv(req.Env, "HOME")
 	state := confinedState(p.Tool, home)
-	spec, applied, err := s.Sandbox.ForAtLeast(p.Sandbox, floor, req.Cwd, home, []string{state.dir})
+	spec, applied, err := s.Sandbox.ForAtLeast(s.Sandbox.PromptLevel(p.Sandbox), floor, req.Cwd, home, []string{state.dir})
 	if err != nil {
 		return spec, nil, err
 	}
