@@ -133,8 +133,8 @@ modes_matrix() {
 }
 check "each agent in each permission mode, unconfined and confined (--sandbox workspace), under the shipped unit: the command runs as alice where approved, plan changes nothing, nothing confined writes outside its cwd, codex's default is confined by agor (table)" modes_matrix
 
-# modes_commit: codex, confined (--sandbox workspace, in its own
-# repository), edits a file and commits it through its shell
+# modes_commit: each of the four CLIs, confined (--sandbox workspace, in
+# its own repository), edits a file and commits it through its shell
 # tool, and tries to add a hook: the commit is in the repository
 # afterwards (git works in the view: objects, refs, index, logs), the
 # hook is not (the view has .git/hooks read-only).
@@ -146,11 +146,7 @@ modes_commit() {
 	modes_models
 	modes_cmd=$saved
 	systemctl stop agor-executor@alice.service
-	# claude-code, gemini and opencode have completed the turn here without
-	# the commit being there (claude-code once in the full suite, after
-	# committing in a shorter run; not yet understood): the check covers
-	# codex, which committed in every run.
-	for tool in codex; do
+	for tool in claude-code codex gemini opencode; do
 		dir=/home/alice/c/$tool
 		rm -rf "$dir"
 		as alice install -d "$dir"
@@ -176,4 +172,4 @@ modes_commit() {
 	done
 	return $bad
 }
-check "codex, confined (--sandbox workspace), edits and commits in its repository through its shell tool; the hook it tries to add is refused (shipped unit)" modes_commit
+check "the four CLIs, confined (--sandbox workspace), edit and commit in their repositories through their shell tools; the hook each tries to add is refused (shipped unit)" modes_commit
