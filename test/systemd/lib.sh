@@ -95,3 +95,48 @@ in_tmux() {
 	done
 	tmux set-option -t agorterm status off
 }
+
+# The four real CLIs against their stand-ins (modes.sh, escapes.sh): the
+# stand-ins run $modes_cmd as their tool call.
+# modes_models starts the three other stand-ins beside start_model's
+# Anthropic one (18080): Responses for codex, Gemini, chat for opencode.
+modes_models() {
+	local api port
+	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
+		port=${api#*:}
+		api=${api%%:*}
+		pkill -f "demomodel -api $api" 2>/dev/null || true
+		"$T/demomodel" -api "$api" -listen "127.0.0.1:$port" -bash "$modes_cmd" -text 'done.' >"/tmp/model-$api.url" 2>"/tmp/model-$api.log" &
+	done
+	for _ in $(seq 50); do [ -s /tmp/model-openai-chat.url ] && [ -s /tmp/model-gemini.url ] && [ -s /tmp/model-openai-responses.url ] && return 0; sleep 0.1; done
+	echo "a stand-in model did not start"; cat /tmp/model-*.log; return 1
+}
+
+modes_agents() {
+	# gemini is a Node.js program: the host's node, bound at /opt/node.
+	ln -sf /opt/node/node /usr/local/bin/node
+	cat >/etc/agor/agents.yaml <<'YAML'
+claude-code:
+  binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+  env:
+    ANTHROPIC_BASE_URL: http://127.0.0.1:18080
+    CLAUDE_CODE_MAX_RETRIES: "0"
+codex:
+  binary: /opt/agents/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+  env:
+    AGOR_CODEX_BASE_URL: http://127.0.0.1:18081/v1
+gemini:
+  binary: /opt/agents/gemini/node_modules/.bin/gemini
+  env:
+    GOOGLE_GEMINI_BASE_URL: http://127.0.0.1:18082
+opencode:
+  binary: /opt/agents/opencode/node_modules/opencode-ai/bin/opencode.exe
+  env:
+    AGOR_OPENCODE_BASE_URL: http://127.0.0.1:18083/v1
+YAML
+	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
+	printf 'sk-oai-suite-0123456789\n' | agorctl creds set OPENAI_API_KEY --daemon >/dev/null
+	printf 'gm-suite-0123456789\n' | agorctl creds set GEMINI_API_KEY --daemon >/dev/null
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read agents.yaml afresh
+}
+
