@@ -1,8 +1,9 @@
-package api
+package termcarry
 
 import (
 	"bufio"
 	"bytes"
+	"log/slog"
 	"net"
 	"os"
 	"sync/atomic"
@@ -59,22 +60,22 @@ func TestEndlessHandoffStatus(t *testing.T) {
 				}
 				exe.Close()
 			}()
-			s := &Server{}
+			r := &Raw{a: Attach{ID: "t1", Log: slog.New(slog.DiscardHandler)}, conn: raw, rd: bufio.NewReaderSize(raw, 64<<10), Handoff: true}
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				s.handOff(client, bufio.NewReader(bytes.NewReader(nil)), raw, bufio.NewReaderSize(raw, 64<<10), "t1")
-				raw.Close() // as rawTerminal does once handOff returns
+				_ = r.HandOver(client, client, bufio.NewReader(bytes.NewReader(nil)))
+				raw.Close() // as Raw.Close does once HandOver returns
 			}()
 			select {
 			case <-done:
 			case <-time.After(20 * time.Second):
-				t.Fatal("handOff still reading after 20 s")
+				t.Fatal("HandOver still reading after 20 s")
 			}
 			if n := sent.Load(); n >= total {
-				t.Fatalf("handOff read all %d bytes the executor sent before giving up", n)
+				t.Fatalf("HandOver read all %d bytes the executor sent before giving up", n)
 			} else {
-				t.Logf("handOff gave up after the executor had sent %d bytes", n)
+				t.Logf("HandOver gave up after the executor had sent %d bytes", n)
 			}
 		})
 	}

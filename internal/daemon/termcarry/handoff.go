@@ -1,14 +1,12 @@
-package api
+package termcarry
 
 import (
 	"bufio"
-	"context"
 	bin "encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 
 	"golang.org/x/sys/unix"
 
@@ -26,41 +24,6 @@ import (
 // stream ended. A TLS client (bytes the daemon must decrypt) is relayed
 // as before.
 
-type unixClientKey struct{}
-
-// withUnixClient marks a request context whose connection is a unix
-// socket, which can be handed over.
-func withUnixClient(ctx context.Context, c net.Conn) context.Context {
-	if unixOf(c) == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, unixClientKey{}, true)
-}
-
-func handOffable(ctx context.Context) bool {
-	ok, _ := ctx.Value(unixClientKey{}).(bool)
-	return ok
-}
-
-// unixOf is the unix socket under c, or nil.
-func unixOf(c net.Conn) *net.UnixConn {
-	for {
-		switch v := c.(type) {
-		case *net.UnixConn:
-			return v
-		case *countedConn:
-			c = v.Conn
-		default:
-			return nil
-		}
-	}
-}
-
-func isInvalidParams(err error) bool {
-	var e *rpc.Error
-	return errors.As(err, &e) && e.Code == rpc.CodeInvalidParams
-}
-
 // Status lines are the executor's word, and its user's: it writes three
 // at most (upgraded, then ended or an error), each a few hundred bytes.
 // Reading stops past these bounds, so a line without end or an endless
@@ -70,45 +33,45 @@ const (
 	maxStatusLines = 16
 )
 
-// handOff passes the client's connection, with what was read of it past
-// the request, to the executor behind raw, then waits for the executor's
-// status lines; the client is answered here only when the executor
-// could not serve it or went away.
-func (s *Server) handOff(conn net.Conn, crd *bufio.Reader, raw *net.UnixConn, rrd *bufio.Reader, id string) {
+// HandOver passes the client's connection conn (client, the unix socket
+// under it), with what was read of it past the request (crd), to the
+// executor, then waits for the executor's status lines. The error it
+// returns, when the executor could not serve the client or went away
+// before it began, is the client's HTTP answer, for the caller to write;
+// the caller closes conn.
+func (r *Raw) HandOver(conn net.Conn, client *net.UnixConn, crd *bufio.Reader) error {
 	pending, _ := crd.Peek(crd.Buffered())
-	if err := sendClient(raw, unixOf(conn), pending); err != nil {
-		writeHijackedError(conn, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "hand the terminal's stream to the executor: %v", err))
-		return
+	if err := sendClient(r.conn, client, pending); err != nil {
+		return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "hand the terminal's stream to the executor: %v", err)
 	}
 	upgraded := false
 	for n := 0; ; n++ {
-		st, err := readStatus(rrd, n)
+		st, err := readStatus(r.rd, n)
 		if errors.Is(err, errBadStatus) {
-			s.log().Warn("terminal handoff: the executor's status is over its bounds; letting the stream go", "terminal", id, "err", err)
+			r.a.log().Warn("terminal handoff: the executor's status is over its bounds; letting the stream go", "terminal", r.a.ID, "err", err)
 			if !upgraded { // once upgraded, the stream is the executor's to end
-				writeHijackedError(conn, rpc.Errorf(protocol.CodeExecutorUnavailable, "bad_reply", "terminal handoff: %v", err))
+				return rpc.Errorf(protocol.CodeExecutorUnavailable, "bad_reply", "terminal handoff: %v", err)
 			}
-			return
+			return nil
 		}
 		if err != nil {
 			break
 		}
 		switch {
 		case st.Error != nil:
-			writeHijackedError(conn, st.Error)
-			return
+			return st.Error
 		case st.Ended != "":
-			s.log().Debug("terminal stream ended", "terminal", id, "how", st.Ended)
-			return
+			r.a.log().Debug("terminal stream ended", "terminal", r.a.ID, "how", st.Ended)
+			return nil
 		case st.Upgraded:
 			upgraded = true
 		}
 	}
 	if upgraded {
 		_ = rawframe.Write(conn, rawframe.Error, []byte("the executor's connection ended"))
-		return
+		return nil
 	}
-	writeHijackedError(conn, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "the executor ended the terminal's stream before it started"))
+	return rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "the executor ended the terminal's stream before it started")
 }
 
 var errBadStatus = errors.New("status out of bounds")
@@ -167,13 +130,4 @@ func sendClient(raw, client *net.UnixConn, pending []byte) error {
 		_, werr = raw.Write(msg[n:])
 	}
 	return werr
-}
-
-// writeHijackedError answers a client whose connection was taken from
-// the HTTP server, as writeError would have.
-func writeHijackedError(conn net.Conn, err error) {
-	code, body := errorBody(err)
-	b, _ := json.Marshal(body)
-	_, _ = fmt.Fprintf(conn, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s\n",
-		code, http.StatusText(code), len(b)+1, b)
 }

@@ -1,4 +1,4 @@
-package api
+package termcarry
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 )
 
 // An executor that floods terminal_output while holding back its attach
-// reply gets only maxTermPending kept for the client meanwhile.
+// reply gets only maxPending kept for the client meanwhile.
 func TestTermPendingBounded(t *testing.T) {
-	c := &termClient{enc: json.NewEncoder(io.Discard), flush: func() error { return nil }, done: make(chan struct{})}
+	c := &dialBackClient{enc: json.NewEncoder(io.Discard), flush: func() error { return nil }, done: make(chan struct{})}
 	chunk := make([]byte, 1<<20)
 	for i := range 64 {
 		c.output(protocol.TerminalOutput{TerminalID: "t1", Seq: int64(i), Data: chunk})
@@ -20,8 +20,8 @@ func TestTermPendingBounded(t *testing.T) {
 	for _, o := range c.pending {
 		held += len(o.Data)
 	}
-	if held > maxTermPending {
-		t.Fatalf("%d bytes held before the attach reply, want at most %d", held, maxTermPending)
+	if held > maxPending {
+		t.Fatalf("%d bytes held before the attach reply, want at most %d", held, maxPending)
 	}
 	c.start(protocol.AttachTerminalResult{})
 	if c.pending != nil {
