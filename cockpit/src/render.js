@@ -88,7 +88,7 @@ export function summarize(res) {
 		tokensIn: u.input_tokens || 0,
 		tokensOut: u.output_tokens || 0,
 		error: res.error ? `${res.error.code}: ${res.error.message}` : "",
-		warnings: res.warnings || [],
+		warnings: Array.isArray(res.warnings) ? res.warnings : [],
 	};
 }
 
@@ -104,6 +104,10 @@ export function applyLine(t, line) {
 	if (line.result && typeof line.result === "object") {
 		t.summary = summarize(line.result);
 		t.status = t.summary.status;
+		// The daemon recorded the task otherwise ("incomplete": events it
+		// could not store), and says why: as agorctl prompt shows it.
+		if (typeof line.status === "string" && line.status) t.status = t.summary.status = line.status;
+		if (typeof line.warning === "string" && line.warning) t.summary.warnings = [...t.summary.warnings, line.warning];
 	}
 	if (line.error && line.error.error) {
 		t.error = line.error.error.message;

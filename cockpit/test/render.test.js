@@ -2,26 +2,18 @@
 // daemon sent, in order, whatever the chunking.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { newTranscript, applyLine, applySSE, Lines, SSE, clip, usageFromMetrics } from "../src/render.js";
 
 const ev = (seq, type, data) => ({ event: { task_id: "t1", sequence: seq, timestamp: 0, event_type: type, event_data: { type, data } } });
 
-// One default-mode Claude Code turn as POST /v1/executors/alice/prompt
-// streams it: ids, events, the result.
-const turn = [
-	{ task_id: "t1", session_id: "s1" },
-	ev(1, "message_start", { role: "assistant" }),
-	ev(2, "text_delta", { text: "I'll run " }),
-	ev(3, "text_delta", { text: "it." }),
-	ev(4, "message_stop", { role: "assistant" }),
-	ev(5, "tool_call", { tool_use_id: "u1", tool_name: "Bash", tool_input: { command: "id -un > whoami.txt", description: "who" } }),
-	ev(6, "permission_asked", { tool_name: "Bash", tool_input: { command: "id -un > whoami.txt" } }),
-	ev(7, "permission_decided", { tool_name: "Bash", approved: true, reason: "approved in Cockpit" }),
-	ev(8, "tool_result", { tool_use_id: "u1", output: "alice\n", is_error: false }),
-	ev(9, "text_delta", { text: "Done." }),
-	ev(10, "usage", { input_tokens: 12, output_tokens: 7 }),
-	{ result: { status: "completed", message_count: 2, token_usage: { input_tokens: 12, output_tokens: 7 } } },
-];
+// The wire's golden files (internal/wire/apiwire/testdata), which the Go
+// tests pin and agorctl's renderer reads too (TestRendersWireStream): one
+// default-mode Claude Code turn as POST /v1/executors/alice/prompt
+// streams it, the daemon's error, a result line the daemon recorded
+// otherwise (incomplete).
+const wire = (name) => JSON.parse(readFileSync(new URL(`../../internal/wire/apiwire/testdata/${name}.json`, import.meta.url), "utf8"));
+const turn = wire("prompt_stream");
 
 test("a turn renders as agorctl prompt shows it: text, tool call, question, answer, result, summary", () => {
 	const t = newTranscript();
@@ -42,9 +34,17 @@ test("a turn renders as agorctl prompt shows it: text, tool call, question, answ
 
 test("the daemon's error is kept as worded", () => {
 	const t = newTranscript();
-	applyLine(t, { error: { error: { code: -32001, reason: "permission_denied", message: "alice may not use the executor of bob" } } });
-	assert.equal(t.error, "alice may not use the executor of bob");
+	applyLine(t, { error: wire("error") });
+	assert.equal(t.error, "you may act only as yourself");
 	assert.equal(t.status, "failed");
+});
+
+test("a result the daemon recorded otherwise shows its status and warning, as agorctl does", () => {
+	const t = newTranscript();
+	for (const l of turn.slice(0, -1)) applyLine(t, l);
+	applyLine(t, { ...turn[turn.length - 1], ...wire("prompt_line") });
+	assert.equal(t.status, "incomplete");
+	assert.deepEqual(t.summary.warnings, ["2 of the agent's events were not stored"]);
 });
 
 test("a replay overlapping the live stream shows each event once", () => {

@@ -3,11 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/ctl/apiclient"
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -68,5 +73,33 @@ func TestGoldenMan(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "agorctl executor ping") {
 		t.Errorf("man page shows the hidden old spelling")
+	}
+}
+
+// TestRendersWireStream: agorctl prompt renders the wire's golden stream
+// (internal/wire/apiwire/testdata/prompt_stream.json), the file the
+// page's render test reads too: the two cannot drift apart unseen.
+func TestRendersWireStream(t *testing.T) {
+	raw, err := os.ReadFile("../../wire/apiwire/testdata/prompt_stream.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []apiwire.PromptLine
+	if err := json.Unmarshal(raw, &lines); err != nil {
+		t.Fatal(err)
+	}
+	var out, errw bytes.Buffer
+	// No daemon: the question's pending id is not found, as after it was answered.
+	r := &renderer{out: &out, errw: &errw, c: apiclient.New(filepath.Join(t.TempDir(), "none.sock")), start: time.Now()}
+	for i, l := range lines {
+		done, err := r.line(context.Background(), l)
+		if done != (i == len(lines)-1) || err != nil {
+			t.Fatalf("line %d: done %v, %v", i, done, err)
+		}
+	}
+	for _, want := range []string{"I'll run it.", "Bash", "id -un > whoami.txt", "alice", "Done.", "completed · 2 messages · tokens in 12 out 7"} {
+		if !strings.Contains(out.String()+errw.String(), want) {
+			t.Errorf("agorctl's rendering has no %q:\n%s%s", want, out.String(), errw.String())
+		}
 	}
 }

@@ -33,6 +33,7 @@ func golden() map[string]any {
 		"task_list":          TaskList{Tasks: []TaskView{{ID: "t1", SessionID: "s1", UnixUser: "alice", Prompt: "hello", Status: "completed", Result: json.RawMessage(`{"status":"completed"}`), CreatedAt: at, EndedAt: &at}}},
 		"task_stopped":       StopReply{Stopped: false, Status: "completed"},
 		"prompt_accepted":    PromptAccepted{TaskID: "t1", SessionID: "s1", Status: "queued"},
+		"prompt_stream":      promptStream(),
 		"prompt_line":        PromptLine{Status: "incomplete", DroppedEvents: 2, Warning: "2 of the agent's events were not stored", Missing: []Range{{From: 3, To: 4}}},
 		"exec_reply":         ExecReply{ExecResult: protocol.ExecResult{ExitCode: 3}, Stdout: "hi\n", OutputDroppedBytes: 10},
 		"exec_line":          ExecLine{Stream: "stdout", Data: []byte("hi\n")},
@@ -91,5 +92,29 @@ func TestGoldenFiles(t *testing.T) {
 		if _, ok := g[filepath.Base(f[:len(f)-len(".json")])]; !ok {
 			t.Errorf("%s: no value in golden()", f)
 		}
+	}
+}
+
+// promptStream is one default-mode Claude Code turn as POST
+// .../prompt streams it (ids, events, the result): the page's render
+// test reads this file, so the page and agorctl read the same stream.
+func promptStream() []PromptLine {
+	ev := func(seq int64, typ string, data map[string]any) PromptLine {
+		raw, _ := json.Marshal(protocol.Event{Type: typ, Data: data})
+		return PromptLine{Event: &StoredEvent{TaskID: "t1", Sequence: seq, Type: typ, Data: raw}}
+	}
+	return []PromptLine{
+		{TaskID: "t1", SessionID: "s1"},
+		ev(1, "message_start", map[string]any{"role": "assistant"}),
+		ev(2, "text_delta", map[string]any{"text": "I'll run "}),
+		ev(3, "text_delta", map[string]any{"text": "it."}),
+		ev(4, "message_stop", map[string]any{"role": "assistant"}),
+		ev(5, "tool_call", map[string]any{"tool_use_id": "u1", "tool_name": "Bash", "tool_input": map[string]any{"command": "id -un > whoami.txt", "description": "who"}}),
+		ev(6, "permission_asked", map[string]any{"tool_name": "Bash", "tool_input": map[string]any{"command": "id -un > whoami.txt"}}),
+		ev(7, "permission_decided", map[string]any{"tool_name": "Bash", "approved": true, "reason": "approved in Cockpit"}),
+		ev(8, "tool_result", map[string]any{"tool_use_id": "u1", "output": "alice\n", "is_error": false}),
+		ev(9, "text_delta", map[string]any{"text": "Done."}),
+		ev(10, "usage", map[string]any{"input_tokens": 12, "output_tokens": 7}),
+		{Result: json.RawMessage(`{"status":"completed","message_count":2,"token_usage":{"input_tokens":12,"output_tokens":7}}`)},
 	}
 }
