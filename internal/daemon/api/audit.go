@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -38,48 +37,6 @@ func (s *Server) queryAudit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, apiwire.AuditList{Records: auditViews(s.Audit.Query(f))})
-}
-
-// listPermissions shows open permission requests: a user's own, or all
-// for an admin.
-func (s *Server) listPermissions(w http.ResponseWriter, r *http.Request) {
-	c := s.caller(r)
-	out := []apiwire.PermissionRequest{}
-	for _, p := range s.Broker.Pending() {
-		if c.sees(p.User) {
-			out = append(out, p)
-		}
-	}
-	writeJSON(w, http.StatusOK, apiwire.PermissionList{Permissions: out})
-}
-
-func (s *Server) decidePermission(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !s.caller(r).sees(s.permissionOwner(id)) {
-		writeError(w, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no open permission request %q of yours", id))
-		return
-	}
-	var d apiwire.PermissionDecision
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&d); err != nil {
-		writeError(w, rpc.InvalidParams("body", err.Error()))
-		return
-	}
-	if err := s.Broker.Decide(id, d.Approved, d.Reason, d.Scope); err != nil {
-		writeError(w, notFound(err, "not_pending"))
-		return
-	}
-	writeJSON(w, http.StatusOK, apiwire.PermissionDecided{ID: id, Approved: d.Approved})
-}
-
-// permissionOwner is the person open permission request id is for; ""
-// when none is open (which only an admin sees).
-func (s *Server) permissionOwner(id string) string {
-	for _, p := range s.Broker.Pending() {
-		if p.ID == id {
-			return p.User
-		}
-	}
-	return ""
 }
 
 // notFound turns the stores' "not there" errors into the API's not found.
