@@ -84,7 +84,7 @@ sandbox_view() {
 	as alice install -d "$proj/.claude"
 	as alice sh -c "echo '{}' > $proj/.claude/settings.json"
 	before="$(stat -c '%a %Y' /home/alice/.bashrc) $(md5sum <"$proj/.git/config") $(md5sum <"$proj/.claude/settings.json")"
-	as alice sleep 120 &
+	as alice sleep 120 >/dev/null 2>&1 & # not holding the check's output open
 	local outside=$!
 	out=$(as alice agorctl exec alice --sandbox workspace --cwd vproj -- sh -c "
 		chmod 600 /home/alice/.bashrc; touch -d 2001-01-01 /home/alice/.bashrc; setfacl -m u:bob:rw /home/alice/.bashrc
@@ -106,7 +106,10 @@ sandbox_view() {
 	as alice git -C "$proj/sub" status >/dev/null 2>&1 || true
 	as alice git -C "$proj" status >/dev/null 2>&1 || true
 	[ ! -e /home/alice/view-ran ] || { echo "a planted command ran"; return 1; }
-	agorctl audit --since 5m 2>/dev/null | grep -c 'agor-disabled' | sed 's/^/disabled plants in the audit trail: /' || true
+	local audited
+	audited=$(agorctl audit --action sandbox_undone 2>/dev/null | grep -c 'agor-disabled' || true)
+	echo "disabled plants in the audit trail (sandbox_undone): $audited"
+	[ "$audited" -ge 1 ] || { agorctl audit --action sandbox_undone | tail -n 3; return 1; }
 	journalctl --no-pager -q -u agor-executor@alice.service --since -2min | grep -o 'sub/.git/config: [^(]*' | sed -n 1p | grep .
 }
 check "as alice, a confined exec's view (namespaces): no mode, time or ACL changes outside, the repository's config and hooks and the project's settings read-only, .git not renamed, a nested repository's config disabled and reported, a process outside not signalled; a later unconfined git runs nothing planted (shipped unit)" sandbox_view

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"strings"
+
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -38,6 +40,9 @@ func workspaceCwd(level, cwd string) error {
 // enforce loud: a journal warning and an audit record, not only a field
 // in the reply (the record of the task's start names the level asked).
 func (s *Server) sandboxApplied(ref audit.Record, got *protocol.SandboxInfo) {
+	if got != nil && len(got.Undone) > 0 {
+		s.sandboxUndone(ref, got.Undone)
+	}
 	if got == nil || got.Enforced || got.Level == string(sandbox.Off) && got.Warning == "" {
 		return
 	}
@@ -47,6 +52,18 @@ func (s *Server) sandboxApplied(ref audit.Record, got *protocol.SandboxInfo) {
 		if ref.Sandbox == "" {
 			ref.Sandbox = got.Level
 		}
+		s.Audit.Log(ref)
+	}
+}
+
+// sandboxUndone records what a confined exec or task left that would run
+// later unconfined, and the executor disabled: a journal warning and an
+// audit record beside the task's own report.
+func (s *Server) sandboxUndone(ref audit.Record, undone []string) {
+	what := strings.Join(undone, "; ")
+	s.log().Warn("a confined task left what would run later; the executor disabled it", "user", ref.User, "task", ref.Task, "undone", what)
+	if s.Audit != nil {
+		ref.Action, ref.Reason = audit.SandboxUndone, what
 		s.Audit.Log(ref)
 	}
 }

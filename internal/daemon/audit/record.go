@@ -38,6 +38,11 @@ const (
 	// level the kernel did not enforce, and ran unconfined (Sandbox, the
 	// level; Reason, the executor's warning).
 	SandboxUnenforced Action = "sandbox_unenforced"
+	// SandboxUndone: a confined exec or task left in its workspace what
+	// would run later outside any sandbox (a git config with a command, a
+	// hook, agent settings); the executor disabled each (Reason: what,
+	// where, and what it would have run).
+	SandboxUndone Action = "sandbox_undone"
 	// Egress: one connection (CONNECT) or request (plain HTTP) through
 	// the egress service: Host and Port asked for, Address connected to,
 	// Decision allowed, denied or failed, Reason the rule that decided,
