@@ -21,17 +21,21 @@ func checkSandbox(ctx context.Context, d *Doctor) Finding {
 			abi, where = a, d.sample+"'s executor"
 		}
 	}
-	policy := fmt.Sprintf("default %s, allowed %v, required %v", s.Default, s.Allowed, s.Required)
+	prompts := s.Prompts
+	if prompts == "" {
+		prompts = s.Default
+	}
+	policy := fmt.Sprintf("prompts %s, default %s, allowed %v, required %v", prompts, s.Default, s.Allowed, s.Required)
 	if abi > 0 {
 		return ok("Landlock ABI %d in %s; sandbox %s", abi, where, policy)
 	}
-	confinable := s.Default != "off" || len(s.Allowed) == 0 || slices.ContainsFunc(s.Allowed, func(l string) bool { return l != "off" })
+	confinable := s.Default != "off" || prompts != "off" || len(s.Allowed) == 0 || slices.ContainsFunc(s.Allowed, func(l string) bool { return l != "off" })
 	switch {
 	case !confinable:
 		return ok("no Landlock in %s; sandbox %s: no level but off can be asked for", where, policy)
-	case s.Required && s.Default != "off":
-		return fail("set sandbox.default: off, or give the executors Landlock (kernel lsm=...,landlock; a container's seccomp filter must allow landlock_*)",
-			"Landlock ABI 0 in %s, and sandbox %s: every task would be refused", where, policy)
+	case s.Required && (s.Default != "off" || prompts != "off"):
+		return fail("set sandbox.prompts and sandbox.default to off, or give the executors Landlock (kernel lsm=...,landlock; a container's seccomp filter must allow landlock_*)",
+			"Landlock ABI 0 in %s, and sandbox %s: every prompt that names no level would be refused", where, policy)
 	case s.Required:
 		return warn("Landlock ABI 0 in %s, sandbox %s: work asking for confinement (and codex in its default modes) is refused", where, policy)
 	}
