@@ -393,6 +393,11 @@ func TestDoctorSandbox(t *testing.T) {
 	if l := line(); !strings.HasPrefix(l, "FAIL") {
 		t.Fatalf("no Landlock, required: %q", l)
 	}
+	// The packaged configuration: prompts confined, the default off.
+	write(t, d.configPath, 0o644, "sandbox:\n  prompts: workspace\n  required: true\n")
+	if l := line(); !strings.HasPrefix(l, "FAIL") || !strings.Contains(l, "prompts workspace") {
+		t.Fatalf("no Landlock, prompts workspace, required: %q", l)
+	}
 }
 
 // With run_as_unix_user false, doctor says that everyone is one account
