@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/identity"
@@ -68,13 +67,6 @@ func errNotFound() error {
 
 func errUserDatabase(err error) error {
 	return rpc.Errorf(rpc.CodeInternalError, apiwire.ReasonUserDatabase, "the user database did not answer: %v; try again", err)
-}
-
-func (s *Server) accounts() *identity.Resolver {
-	if s.Accounts != nil {
-		return s.Accounts
-	}
-	return identity.Default()
 }
 
 // identify names every caller before any route runs. A caller whose uid
@@ -164,30 +156,6 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		h(w, r)
-	}
-}
-
-// forUser lets a user act on their own {user}, and admins on anyone's,
-// and resolves the subject for the route.
-func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		c := s.caller(r)
-		name := r.PathValue("user")
-		err := account.ValidName(name)
-		if err != nil {
-			err = rpc.InvalidParams("user", err.Error())
-		} else if !c.actsFor(name) {
-			err = errNotYourself()
-		}
-		var t subject
-		if err == nil {
-			t, err = s.resolveValid(r.Context(), c, name)
-		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, t)))
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/agor-sh/agor/internal/randid"
-
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/broker"
 	"github.com/agor-sh/agor/internal/daemon/events"
@@ -18,8 +16,6 @@ import (
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
-
-func newID() string { return randid.New(16) }
 
 // prompt runs a turn and streams its events (application/x-ndjson). A
 // client that goes away leaves the task to orphaned: stopped after a
@@ -72,14 +68,6 @@ func (s *Server) promptAsync(w http.ResponseWriter, r *http.Request) {
 	}
 	s.background(func(ctx context.Context) { s.runTask(ctx, t) })
 	writeJSON(w, http.StatusAccepted, apiwire.PromptAccepted{TaskID: t.id, SessionID: t.sess.ID, Status: string(store.Queued)})
-}
-
-// started is a task that has its token and its row in the store.
-type started struct {
-	subject
-	id, tok string
-	body    apiwire.PromptBody
-	sess    store.Session
 }
 
 // startTask reads the prompt, finds or makes the session, issues the
@@ -253,26 +241,6 @@ func (s *Server) runPrompt(ctx context.Context, executor, task, tok string, b ap
 		return apiwire.PromptLine{Error: body}
 	}
 	return apiwire.PromptLine{Result: res}
-}
-
-// session is the prompt's session: the one it names (user's own, made
-// while the name was uid's), or a new one.
-func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.Session, error) {
-	if b.SessionID == "" {
-		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, UID: int64(uid), AgenticTool: b.Tool, Cwd: b.Cwd,
-			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
-	}
-	sess, err := s.Store.GetSession(b.SessionID)
-	if err == nil && sess.UnixUser == user && sess.UID != int64(uid) {
-		s.mismatch(audit.Record{Session: sess.ID}, user, audit.UIDOf(uid), sess.UID)
-	}
-	if err != nil || sess.UnixUser != user || sess.UID != int64(uid) {
-		return store.Session{}, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no session %q of %s", b.SessionID, user)
-	}
-	if b.Tool == "" {
-		b.Tool = sess.AgenticTool
-	}
-	return sess, nil
 }
 
 // finish records the task's end, and the session follows it. A task whose

@@ -10,25 +10,10 @@ import (
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
-// Reasons of the quota refusals: 429 for a count, 413 for a size. Each
-// message names the configuration key and its value.
-const (
-	ReasonTooManySessions     = "too_many_sessions"
-	ReasonTooManyTasks        = "too_many_tasks"
-	ReasonTooManyCredentials  = "too_many_credentials"
-	ReasonTooManyEventStreams = "too_many_event_streams"
-	ReasonPromptTooLarge      = "prompt_too_large"
-	ReasonStoredBytes         = "stored_bytes_quota_exceeded"
-	ReasonCredentialTooLarge  = "credential_too_large"
-)
-
 // liveBound is how many events wait for one live follower before it is
 // cut off (it then resumes from the store); its queue grows to that only
 // while the follower is behind.
 const liveBound = 4096
-
-// tooLarge are the reasons answered 413 rather than 429.
-var tooLarge = map[string]bool{ReasonPromptTooLarge: true, ReasonCredentialTooLarge: true}
 
 // quotas is the configured quotas, each zero one at its default.
 func (s *Server) quotas() config.Quotas {

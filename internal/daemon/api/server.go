@@ -182,3 +182,10 @@ func NewHTTPServer(h http.Handler) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 	}
 }
+
+func (s *Server) accounts() *identity.Resolver {
+	if s.Accounts != nil {
+		return s.Accounts
+	}
+	return identity.Default()
+}

@@ -71,3 +71,27 @@ func subjectOf(r *http.Request) subject {
 	t, _ := r.Context().Value(subjectKey{}).(subject)
 	return t
 }
+
+// forUser lets a user act on their own {user}, and admins on anyone's,
+// and resolves the subject for the route.
+func (s *Server) forUser(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := s.caller(r)
+		name := r.PathValue("user")
+		err := account.ValidName(name)
+		if err != nil {
+			err = rpc.InvalidParams("user", err.Error())
+		} else if !c.actsFor(name) {
+			err = errNotYourself()
+		}
+		var t subject
+		if err == nil {
+			t, err = s.resolveValid(r.Context(), c, name)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), subjectKey{}, t)))
+	}
+}

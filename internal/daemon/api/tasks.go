@@ -1,51 +1,19 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/randid"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
-
-// Store is what the API keeps in the daemon's store.
-type Store interface {
-	CreateSession(s store.Session) (store.Session, error)
-	GetSession(id string) (store.Session, error)
-	ListSessions(user string, limit int, after string) ([]store.Session, error)
-	ListSessionsOf(user string, uid uint32, limit int, after string) ([]store.Session, error)
-	UpdateSession(s store.Session) (store.Session, error)
-	CreateTask(t store.Task) (store.Task, error)
-	SetTaskStatus(id string, status store.TaskStatus, result json.RawMessage, errMsg string) error
-	FinishTask(id string, f store.Finish) error
-	GetTask(id string) (store.Task, error)
-	ListTasks(sessionID string, limit int, after string) ([]store.Task, error)
-	Events(taskID string, afterSeq int64, limit int) ([]apiwire.StoredEvent, error)
-	EventPage(taskID string, afterSeq int64, limit int, maxBytes int64) ([]apiwire.StoredEvent, error)
-	// What accounts own: adoption of the previous version's rows, and
-	// the orphans' listing and purge.
-	Adopt(ctx context.Context, accounts store.Accounts) (store.Adoption, error)
-	Owners() ([]store.Owner, error)
-	Purge(name string, uid int64) (store.Owner, error)
-	OtherUIDs(user string, uid uint32) ([]int64, error)
-	// Counts for the quotas (quotas.go).
-	CountSessions(user string, uid uint32) (int, error)
-	CountTasks(session string) (int, error)
-	StoredBytes(user string, uid int64) (int64, error)
-	// The filesystem under the store (space.go).
-	RoomForWork() error
-	Space() store.Space
-}
 
 func sessionView(s store.Session) apiwire.SessionView {
 	return apiwire.SessionView{ID: s.ID, UnixUser: s.UnixUser, AgenticTool: s.AgenticTool, Cwd: s.Cwd, Model: s.Model,
@@ -59,14 +27,6 @@ func taskView(t store.Task) apiwire.TaskView {
 		v.EndedAt = &t.EndedAt
 	}
 	return v
-}
-
-// storeErr maps the store's errors to the API's.
-func storeErr(err error, what string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no such %s", what)
-	}
-	return err
 }
 
 // page reads ?limit= (default 100, at most 1000) and ?after=.
@@ -384,29 +344,32 @@ func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscriptio
 	}
 }
 
-type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+// started is a task that has its token and its row in the store.
+type started struct {
+	subject
+	id, tok string
+	body    apiwire.PromptBody
+	sess    store.Session
 }
 
-func (s *sseWriter) event(ev apiwire.StoredEvent) error {
-	b, _ := json.Marshal(ev)
-	return s.send(ev.Type, strconv.FormatInt(ev.Sequence, 10), string(b))
+// session is the prompt's session: the one it names (user's own, made
+// while the name was uid's), or a new one.
+func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.Session, error) {
+	if b.SessionID == "" {
+		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, UID: int64(uid), AgenticTool: b.Tool, Cwd: b.Cwd,
+			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
+	}
+	sess, err := s.Store.GetSession(b.SessionID)
+	if err == nil && sess.UnixUser == user && sess.UID != int64(uid) {
+		s.mismatch(audit.Record{Session: sess.ID}, user, audit.UIDOf(uid), sess.UID)
+	}
+	if err != nil || sess.UnixUser != user || sess.UID != int64(uid) {
+		return store.Session{}, rpc.Errorf(protocol.CodeNotFound, protocol.ReasonNotFound, "no session %q of %s", b.SessionID, user)
+	}
+	if b.Tool == "" {
+		b.Tool = sess.AgenticTool
+	}
+	return sess, nil
 }
 
-func (s *sseWriter) send(name, id, data string) error {
-	if strings.ContainsAny(name, "\r\n") || strings.ContainsAny(id, "\r\n") {
-		// Never from the broker, which takes only the event vocabulary;
-		// a store written before it checked could hold one.
-		name, id = "invalid", ""
-	}
-	if id != "" {
-		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
-			return err
-		}
-	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
+func newID() string { return randid.New(16) }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -47,36 +46,6 @@ func (s *Server) rawTerminal(w http.ResponseWriter, r *http.Request, a termcarry
 	}
 	s.metrics.rawStream("relay")
 	raw.Relay(r.Context(), conn, rw)
-}
-
-type unixClientKey struct{}
-
-// withUnixClient marks a request context whose connection is a unix
-// socket, which can be handed over.
-func withUnixClient(ctx context.Context, c net.Conn) context.Context {
-	if unixOf(c) == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, unixClientKey{}, true)
-}
-
-func handOffable(ctx context.Context) bool {
-	ok, _ := ctx.Value(unixClientKey{}).(bool)
-	return ok
-}
-
-// unixOf is the unix socket under c, or nil.
-func unixOf(c net.Conn) *net.UnixConn {
-	for {
-		switch v := c.(type) {
-		case *net.UnixConn:
-			return v
-		case *countedConn:
-			c = v.Conn
-		default:
-			return nil
-		}
-	}
 }
 
 // writeHijackedError answers a client whose connection was taken from

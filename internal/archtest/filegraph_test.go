@@ -1,0 +1,131 @@
+package archtest
+
+import (
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// layered are the packages whose files must read top to bottom: no file
+// uses a name of another file that uses one of its own, directly or
+// round a loop. The daemon's API is one package of many files; a loop
+// among them is a file pointing back up, which a move removes.
+var layered = []string{"../daemon/api"}
+
+// TestFilesLayered: each layered package's file graph (which file uses a
+// package-level name, method or field declared in which) has no cycle.
+func TestFilesLayered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("type-checks from source")
+	}
+	for _, dir := range layered {
+		edges, err := fileGraph(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, c := range cycles(edges) {
+			t.Errorf("%s: these files reach each other (a file points back up; move what they share below them): %s",
+				dir, strings.Join(c, " "))
+		}
+	}
+}
+
+// fileGraph type-checks dir's non-test files and returns, per file, the
+// files whose declarations it uses.
+func fileGraph(dir string) (map[string]map[string]bool, error) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		return nil, err
+	}
+	var files []*ast.File
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			files = append(files, f)
+		}
+	}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	pkg, err := conf.Check(dir, fset, files, info)
+	if err != nil {
+		return nil, err
+	}
+	edges := map[string]map[string]bool{}
+	for id, obj := range info.Uses {
+		if obj.Pkg() != pkg || !declaredAtTop(obj, pkg) {
+			continue
+		}
+		from, to := filepath.Base(fset.Position(id.Pos()).Filename), filepath.Base(fset.Position(obj.Pos()).Filename)
+		if from != to {
+			if edges[from] == nil {
+				edges[from] = map[string]bool{}
+			}
+			edges[from][to] = true
+		}
+	}
+	return edges, nil
+}
+
+// declaredAtTop: a package-level name, or a method or field of one.
+func declaredAtTop(obj types.Object, pkg *types.Package) bool {
+	if obj.Parent() == pkg.Scope() {
+		return true
+	}
+	if _, ok := obj.(*types.Func); ok {
+		return true
+	}
+	v, ok := obj.(*types.Var)
+	return ok && v.IsField()
+}
+
+// cycles are the graph's strongly connected groups of more than one file
+// (Tarjan's algorithm), each sorted.
+func cycles(edges map[string]map[string]bool) [][]string {
+	index, low, on := map[string]int{}, map[string]int{}, map[string]bool{}
+	var stack []string
+	var out [][]string
+	var visit func(v string)
+	visit = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack, on[v] = append(stack, v), true
+		for w := range edges[v] {
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if on[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] != index[v] {
+			return
+		}
+		var c []string
+		for w := ""; w != v; {
+			w, stack = stack[len(stack)-1], stack[:len(stack)-1]
+			on[w] = false
+			c = append(c, w)
+		}
+		if len(c) > 1 {
+			sort.Strings(c)
+			out = append(out, c)
+		}
+	}
+	var names []string
+	for n := range edges {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, seen := index[n]; !seen {
+			visit(n)
+		}
+	}
+	return out
+}
