@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -208,6 +209,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 			MaxResponseHeaderBytes: 1 << 20,
 		},
 		FlushInterval: -1, // event streams from models arrive as they are sent
+		ErrorLog:      slog.NewLogLogger(h.s.Log.Handler(), slog.LevelWarn),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			failure = err
 			http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
@@ -238,7 +240,7 @@ func (h *handler) cut(p Person, t target, r *http.Request, ww *watchedWriter, do
 	if werr == nil && ctxErr == nil {
 		return
 	}
-	h.s.Log.Info("egress: a forwarded response was cut off", "user", p.Name, "host", t.dst.Host, "port", t.dst.Port,
+	h.s.Log.Warn("egress: a forwarded response was cut off", "user", p.Name, "host", t.dst.Host, "port", t.dst.Port,
 		"bytes_from_destination", down, "bytes_to_client", ww.n.Load(), "write_error", fmt.Sprint(werr),
 		"client_context", fmt.Sprint(ctxErr), "client_cause", fmt.Sprint(context.Cause(r.Context())))
 }

@@ -102,8 +102,21 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 		closeWrite(up)
 	}()
 	got, gotErr := io.Copy(c, up)
+	daemonFirst := false
+	select {
+	case <-done:
+	default:
+		daemonFirst = true // the program still has its end open
+	}
 	closeWrite(c)
 	<-done
+	if daemonFirst {
+		// A program's HTTP client closes a kept-alive connection itself;
+		// the daemon ending one first cut an answer short, or said
+		// Connection: close.
+		r.Log.Info("egress relay: the daemon's egress service ended a connection while the program still had it open",
+			"bytes_sent", sent, "bytes_received", got, "receive_error", fmt.Sprint(gotErr))
+	}
 	if sendErr != nil || gotErr != nil {
 		// Which end broke off, for a client that says its response was
 		// malformed: the program's (sending) or the daemon's (receiving).
