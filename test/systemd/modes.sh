@@ -116,6 +116,9 @@ modes_commit() {
 		if ! as alice git -C "$dir" log --oneline | grep -q agent-edit; then
 			echo "$tool: no commit: $(tail -n 2 <<<"$out" | cut -c1-200)"
 			echo "its events:"; cut -c1-400 <<<"$out" | tail -n 12
+			echo "the repository: committed.txt $(cat "$dir/committed.txt" 2>&1); reflog: $(as alice git -C "$dir" reflog 2>&1 | tr '\n' ';')"
+			echo "all refs: $(as alice git -C "$dir" log --all --oneline 2>&1 | tr '\n' ';'); status: $(as alice git -C "$dir" status --short 2>&1 | tr '\n' ';')"
+			echo "disabled: $(find "$dir" -name '*.agor-disabled' 2>&1 | tr '\n' ' '); .git: $(ls -a "$dir/.git" | tr '\n' ' ')"
 			echo "the stand-in model's requests:"; tail -n 5 /tmp/model.log 2>/dev/null
 			journalctl -u agor-executor@alice.service --since "-2min" -o cat --no-pager | tail -n 8 | cut -c1-300
 			bad=1
