@@ -98,7 +98,7 @@ check "each agent in each permission mode, unconfined and confined (--sandbox wo
 # hook is not (the view has .git/hooks read-only).
 modes_commit() {
 	local cmd='echo edit >> notes.txt; git add -A; git -c user.name=agent -c user.email=agent@agortest commit -qm agent-edit; printf x > .git/hooks/post-commit; git log --oneline | wc -l > committed.txt'
-	local saved=$modes_cmd tool dir prompt out bad=0
+	local saved=$modes_cmd tool dir prompt out log bad=0
 	modes_cmd=$cmd
 	start_model -log -bash "$cmd" -text 'done.' -tools 2
 	modes_models
@@ -113,7 +113,10 @@ modes_commit() {
 		prompt="run it. $cmd"
 		case $tool in gemini | opencode) prompt="run the shell command: $cmd" ;; esac
 		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "c/$tool" --sandbox workspace --json 2>&1 </dev/null) || true
-		if ! as alice git -C "$dir" log --oneline | grep -q agent-edit; then
+		# Read whole, then searched: under pipefail, grep -q leaving early
+		# fails the pipeline (git log's SIGPIPE) though the commit is there.
+		log=$(as alice git -C "$dir" log --oneline 2>&1 || true)
+		if ! grep -q agent-edit <<<"$log"; then
 			echo "$tool: no commit: $(tail -n 2 <<<"$out" | cut -c1-200)"
 			echo "its events:"; cut -c1-400 <<<"$out" | tail -n 12
 			echo "the repository: committed.txt $(cat "$dir/committed.txt" 2>&1); reflog: $(as alice git -C "$dir" reflog 2>&1 | tr '\n' ';')"
