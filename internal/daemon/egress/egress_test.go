@@ -90,6 +90,14 @@ func newWorld(t testing.TB, set config.NetworkSet, max int) *world {
 			c.Close()
 			return
 		}
+		if r.URL.Path == "/stream" { // a model's event stream: parts, flushed, apart
+			for i := range 5 {
+				fmt.Fprintf(rw, "event %d\n", i)
+				rw.(http.Flusher).Flush()
+				time.Sleep(20 * time.Millisecond)
+			}
+			return
+		}
 		fmt.Fprintf(rw, "hello from %s%s", r.Host, r.URL.Path)
 	})}
 	go func() { _ = srv.Serve(dest) }()
@@ -302,6 +310,38 @@ func TestPlainHTTPBrokenOffRecorded(t *testing.T) {
 	io.Copy(io.Discard, c)
 	rec := w.rec.last(t)
 	if rec.Decision != "allowed" || rec.Host != "model.test" || rec.BytesDown == 0 {
+		t.Errorf("audited %+v", rec)
+	}
+}
+
+// TestPlainHTTPClientHalfClose: a client that half-closes its
+// connection once its request is sent (the executor's relay passes on
+// whatever the program does) still reads the whole streamed answer. Go's
+// server cancels a request's context on the first EOF it reads after the
+// request, and the reverse proxy then cut the destination off after its
+// first events: a model's stream arrived as headers and one event, which
+// Claude Code reported as an empty or malformed response (golang/go#18527).
+func TestPlainHTTPClientHalfClose(t *testing.T) {
+	w := newWorld(t, allowModel(), 0)
+	c, err := net.Dial("unix", w.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST http://model.test/stream HTTP/1.1\r\nHost: model.test\r\nContent-Length: 2\r\n\r\n{}")
+	if err := c.(*net.UnixConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	want := "event 0\nevent 1\nevent 2\nevent 3\nevent 4\n"
+	if resp.StatusCode != 200 || string(body) != want {
+		t.Fatalf("after a half-close: %s %q (%v), want the whole stream %q", resp.Status, body, err, want)
+	}
+	if rec := w.rec.last(t); rec.Decision != "allowed" {
 		t.Errorf("audited %+v", rec)
 	}
 }

@@ -186,7 +186,25 @@ func closeWrite(c net.Conn) {
 
 // forward serves one plain-HTTP request for an absolute URL: checked on
 // its own (a kept-alive connection may ask for another host next).
+//
+// It goes out with the client's values but not its cancellation. Go's
+// server cancels a request's context on the first EOF it reads after the
+// request, which is also what a client's half-close looks like
+// (golang/go#18527), and the executor's relay passes a program's
+// half-close on: a model's stream was cut after its first event. A client
+// that is really gone is found by the next write to it failing (each
+// streamed part is flushed as it comes, as a tunnel's are); shutting the
+// service down cancels what is still going.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	id, ok := h.tunnels.add(closerFunc(cancel))
+	if !ok {
+		http.Error(w, "agor egress: "+errShuttingDown.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer h.tunnels.remove(id)
+	r = r.WithContext(ctx)
 	t, task, ok := h.decideOrRefuse(w, r, p, r.URL.Host, 80)
 	if !ok {
 		return
@@ -216,6 +234,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 		},
 	}
 	ww := &watchedWriter{ResponseWriter: w}
+	whole := false
 	// Recorded however it ends: ReverseProxy aborts the handler (panics
 	// with http.ErrAbortHandler) when a streamed body breaks off.
 	defer func() {
@@ -223,27 +242,33 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 		if cc := counted.Load(); cc != nil {
 			up, down = cc.written.Load(), cc.read.Load()
 		}
-		h.cut(p, t, r, ww, down)
+		if !whole {
+			h.cut(p, t, ww, down, ctx.Err())
+		}
 		if errors.Is(failure, context.Canceled) {
-			failure = nil // the client went away
+			failure = nil // the service is shutting down
 		}
 		h.s.record(p, task, t, up, down, failure)
 	}()
 	rp.ServeHTTP(ww, r)
+	whole = ww.failed() == nil // a destination that failed before answering is audited as failed, not cut
 }
 
 // cut logs a forwarded response that did not reach its client whole:
-// the client went away, or writing to it failed. Which side broke off is
-// what a CLI's "malformed response" needs to be read.
-func (h *handler) cut(p Person, t target, r *http.Request, ww *watchedWriter, down int64) {
-	werr, ctxErr := ww.failed(), r.Context().Err()
-	if werr == nil && ctxErr == nil {
-		return
-	}
+// the destination broke off, writing to the client failed, or the
+// service was shutting down. Which side broke off is what a CLI's
+// "malformed response" needs to be read.
+func (h *handler) cut(p Person, t target, ww *watchedWriter, down int64, ctxErr error) {
 	h.s.Log.Warn("egress: a forwarded response was cut off", "user", p.Name, "host", t.dst.Host, "port", t.dst.Port,
-		"bytes_from_destination", down, "bytes_to_client", ww.n.Load(), "write_error", fmt.Sprint(werr),
-		"client_context", fmt.Sprint(ctxErr), "client_cause", fmt.Sprint(context.Cause(r.Context())))
+		"bytes_from_destination", down, "bytes_to_client", ww.n.Load(), "write_error", fmt.Sprint(ww.failed()),
+		"shutting_down", ctxErr != nil)
 }
+
+// closerFunc closes by calling itself: a forwarded request's cancel,
+// held with the tunnels so shutting down ends it.
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
 
 // watchedWriter is the client's ResponseWriter, counting what reached it
 // and keeping the first write error.
@@ -304,30 +329,31 @@ func (c *countingConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// tunnelSet holds the open tunnels, so shutting down closes them.
+// tunnelSet holds the open tunnels and forwarded requests, so shutting
+// down closes them.
 type tunnelSet struct {
 	wg     sync.WaitGroup // tunnels until recorded
 	mu     sync.Mutex
 	next   int
-	open   map[int][2]net.Conn
+	open   map[int][]io.Closer
 	closed bool // closeAll has begun: no tunnel is added after (wg.Add would race its Wait)
 }
 
 var errShuttingDown = errors.New("the egress service is shutting down")
 
-// add holds a tunnel until remove; false once closeAll has begun.
-func (ts *tunnelSet) add(a, b net.Conn) (int, bool) {
+// add holds a tunnel's ends until remove; false once closeAll has begun.
+func (ts *tunnelSet) add(ends ...io.Closer) (int, bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
 		return 0, false
 	}
 	if ts.open == nil {
-		ts.open = map[int][2]net.Conn{}
+		ts.open = map[int][]io.Closer{}
 	}
 	ts.next++
 	ts.wg.Add(1)
-	ts.open[ts.next] = [2]net.Conn{a, b}
+	ts.open[ts.next] = ends
 	return ts.next, true
 }
 
@@ -342,9 +368,10 @@ func (ts *tunnelSet) remove(id int) {
 func (ts *tunnelSet) closeAll() {
 	ts.mu.Lock()
 	ts.closed = true
-	for _, c := range ts.open {
-		c[0].Close()
-		c[1].Close()
+	for _, ends := range ts.open {
+		for _, c := range ends {
+			c.Close()
+		}
 	}
 	ts.mu.Unlock()
 	ts.wg.Wait()
