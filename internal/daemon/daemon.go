@@ -72,6 +72,7 @@ type Daemon struct {
 	warm    *warmcap.Cap // warm agents across the host
 	started time.Time    // tasks made before are the last daemon's
 	settled bool         // what the last daemon left is settled (reconcile.go)
+	left    []store.Task // tasks the last daemon left running, to take over (reconcile.go)
 	running running      // executors up, for the audit trail
 	network *networkSource
 	egress  *egress.Service
@@ -119,6 +120,7 @@ func New(o Options) (d *Daemon, err error) {
 	}
 	undo = append(undo, func() { _ = d.store.Close() })
 	d.started = time.Now()
+	d.left = d.leftRunning(o.Config.Execution.Backend)
 	d.settled = d.settle(d.started)
 	d.build(creds)
 	return d, nil
@@ -270,6 +272,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() error { return d.backend.Watch(ctx, d.unitChanged) })
 	g.Go(func() error { d.adopt(ctx); return nil })
 	d.reattach(ctx)
+	d.srv.ResumeTasks(d.left)
 	local := &api.UIDLimiter{Listener: d.ln, Max: d.cfg.API.MaxConnsPerUID}
 	g.Go(func() error { return serveHTTP(ctx, d.api, local) })
 	if d.tcp != nil {

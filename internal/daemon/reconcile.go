@@ -18,7 +18,11 @@ const reconcileEvery = 2 * time.Second
 // sessions left "running" their last task's status. It returns false when
 // the store could not write them (a full disk), to be tried again.
 func (d *Daemon) settle(started time.Time) bool {
-	n, err := d.store.MarkInterruptedBefore(started)
+	keep := make([]string, len(d.left))
+	for i, t := range d.left {
+		keep[i] = t.ID
+	}
+	n, err := d.store.MarkInterruptedBefore(started, keep...)
 	if err == nil && n > 0 {
 		d.log.Warn("tasks left running by the last daemon marked interrupted", "tasks", n)
 	}
@@ -33,6 +37,26 @@ func (d *Daemon) settle(started time.Time) bool {
 		d.log.Error("settling what the last daemon left", "err", err)
 	}
 	return err == nil
+}
+
+// leftRunning lists the tasks the last daemon left running whose
+// executors may still run them: a systemd unit outlives the daemon, so
+// this one takes them over (api.ResumeTasks). Other backends' executors
+// go with their daemon (direct) or would be started anew only to say
+// they do not know the task (Slurm): their tasks are interrupted.
+func (d *Daemon) leftRunning(backend string) []store.Task {
+	if backend != "systemd" {
+		return nil
+	}
+	left, err := d.store.RunningBefore(d.started)
+	if err != nil {
+		d.log.Warn("cannot list the tasks the last daemon left running: they are interrupted", "err", err)
+		return nil
+	}
+	if len(left) > 0 {
+		d.log.Info("taking over the tasks the last daemon left running", "tasks", len(left))
+	}
+	return left
 }
 
 // reconcile writes, every reconcileEvery until ctx ends, what a full

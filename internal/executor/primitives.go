@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/agor-sh/agor/internal/executor/files"
@@ -37,6 +38,7 @@ func registerPrimitives(srv *Server, root *fsroot.Root, agents *task.AgentsFile,
 	tasks := &task.Service{Root: root, Hold: srv, AgentsFile: agents, Log: log, Sandbox: box, Warm: warm}
 	tasks.Register(srv.Mux())
 	srv.OnStop(tasks.Close) // idle warm agents are no work to wait for
+	srv.OnForce(func() { tasks.Interrupt(errors.New("the executor is stopping")) })
 	return func() {
 		tasks.Close() // warm agents
 		terms.Close()

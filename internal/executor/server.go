@@ -65,6 +65,7 @@ type Server struct {
 	grace    time.Duration // how long drain waits for in-flight work
 	stopped  chan struct{} // closed once by Stop
 	onStop   []func()      // run once as stopping begins (letGo)
+	onForce  []func()      // run once the stop's grace has passed
 	letGoOne sync.Once
 	wg       sync.WaitGroup
 	user     func() string // whom this executor serves, looked up once, for messages
@@ -328,6 +329,15 @@ func (s *Server) OnStop(f func()) {
 	s.onStop = append(s.onStop, f)
 }
 
+// OnForce runs f when the stop's grace (StopTimeout) has passed, before
+// the connections are closed: for work that outlives its connection (a
+// task the daemon may take over again), which must end now.
+func (s *Server) OnForce(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onForce = append(s.onForce, f)
+}
+
 // letGo runs the OnStop funcs, once.
 func (s *Server) letGo() {
 	s.letGoOne.Do(func() {
@@ -347,7 +357,15 @@ func (s *Server) drain() {
 	s.mu.Lock()
 	grace := s.grace
 	s.mu.Unlock()
-	s.waitInFlight(0, grace)
+	if !s.waitInFlight(0, grace) {
+		s.mu.Lock()
+		force := s.onForce
+		s.mu.Unlock()
+		for _, f := range force {
+			f()
+		}
+		s.waitHolds(forceWait)
+	}
 	s.mu.Lock()
 	for c := range s.conns {
 		_ = c.Close()
@@ -358,6 +376,10 @@ func (s *Server) drain() {
 	s.mu.Unlock()
 	s.wg.Wait()
 }
+
+// forceWait bounds the wait for forced work to end (a cancelled task's
+// agent is killed, and its result sent).
+const forceWait = 5 * time.Second
 
 // waitInFlight waits until at most n requests are in flight, or d passes.
 // It reports whether that happened in time.
@@ -370,6 +392,21 @@ func (s *Server) waitInFlight(n int, d time.Duration) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return true
+}
+
+// waitHolds waits until no hold is left, or d passes (requests end when
+// their connections are closed next).
+func (s *Server) waitHolds(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		s.mu.Lock()
+		n := s.holds
+		s.mu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (s *Server) inFlight() int {

@@ -80,6 +80,13 @@ func (c *Client) Tasks(ctx context.Context, session string) (apiwire.TaskList, j
 }
 
 // StopTask asks task's executor to stop it.
+// Task is GET /v1/tasks/{id}.
+func (c *Client) Task(ctx context.Context, id string) (apiwire.TaskView, error) {
+	var out apiwire.TaskView
+	_, err := c.call(ctx, "GET", "/v1/tasks/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
 func (c *Client) StopTask(ctx context.Context, task string) (apiwire.StopReply, json.RawMessage, error) {
 	var out apiwire.StopReply
 	raw, err := c.call(ctx, "POST", "/v1/tasks/"+url.PathEscape(task)+"/stop", nil, &out)

@@ -107,7 +107,7 @@ func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, 
 	}
 	defer stream.Close()
 	stdin, _ := a.stdin.(*os.File)
-	r := &renderer{out: a.stdout, errw: a.stderr, c: c, stdin: stdin, json: o.jsonOut, start: time.Now()}
+	r := &renderer{out: a.stdout, errw: a.stderr, c: c, stdin: stdin, json: o.jsonOut, start: time.Now(), lastSeq: -1}
 	err = r.run(ctx, stream)
 	if ctx.Err() != nil && r.task != "" {
 		r.stopTask() // interrupted: the person no longer wants it
@@ -140,6 +140,7 @@ type renderer struct {
 	start     time.Time
 	task      string
 	session   string
+	lastSeq   int64 // of the last event shown (-1: none), where a resume goes on
 
 	mu        sync.Mutex // around the progress line and output
 	events    int
@@ -159,10 +160,12 @@ func (r *renderer) run(ctx context.Context, stream *apiclient.PromptStream) erro
 			fmt.Fprintln(r.out, string(raw))
 		}
 		switch {
-		case errors.Is(err, io.EOF) && ctx.Err() == nil:
-			return errors.New("the daemon ended the stream before the result")
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case err != nil && r.task != "":
+			return r.resume(ctx, err) // the daemon went away; the task did not
+		case errors.Is(err, io.EOF):
+			return errors.New("the daemon ended the stream before the result")
 		case err != nil:
 			return err
 		}
@@ -200,11 +203,86 @@ func (r *renderer) line(ctx context.Context, l apiwire.PromptLine) (bool, error)
 	return false, nil
 }
 
+// resumeRetries bounds how long a prompt waits for a daemon that went
+// away (a restart takes a second or two; retries are a second apart).
+const resumeRetries = 60
+
+// resume follows the task after the daemon's stream broke off: a task
+// belongs to its executor, and the next daemon takes it over. The events
+// go on from the last one shown (none twice, none missed), then the
+// task's end as the daemon recorded it.
+func (r *renderer) resume(ctx context.Context, cause error) error {
+	r.mu.Lock()
+	after := r.lastSeq
+	r.mu.Unlock()
+	r.print(r.errw, "\nagorctl prompt: the daemon went away (%v); following task %s from event %d\n", cause, r.task, after+1)
+	w := &eventLines{r: r, ctx: ctx}
+	o := apiclient.EventsOptions{After: after, Follow: true, Retries: resumeRetries}
+	if err := r.c.Events(ctx, r.task, o, w); err != nil {
+		return fmt.Errorf("following task %s after the daemon went away: %w", r.task, err)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	t, err := r.c.Task(ctx, r.task)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", r.task, err)
+	}
+	var res protocol.ExecutePromptResult
+	if len(t.Result) > 0 {
+		if err := json.Unmarshal(t.Result, &res); err != nil {
+			return fmt.Errorf("bad result from the daemon: %w", err)
+		}
+	}
+	res.Status = t.Status // as recorded: "interrupted" when no executor had it
+	if res.Error == nil && t.Error != "" {
+		res.Error = &protocol.TaskError{Code: t.Status, Message: t.Error}
+	}
+	return r.result(&res)
+}
+
+// eventLines renders the JSON lines of agorctl events as a prompt's.
+type eventLines struct {
+	r   *renderer
+	ctx context.Context
+	buf []byte
+	err error
+}
+
+func (w *eventLines) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := w.buf[:i]
+		w.buf = w.buf[i+1:]
+		if w.r.json {
+			fmt.Fprintln(w.r.out, string(apiwirePromptLine(line)))
+		}
+		var ev apiwire.StoredEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			w.err = fmt.Errorf("bad event from the daemon: %w", err)
+			continue
+		}
+		if err := w.r.event(w.ctx, &ev); err != nil && w.err == nil {
+			w.err = err
+		}
+	}
+}
+
+// apiwirePromptLine wraps a stored event as the prompt stream's line.
+func apiwirePromptLine(ev []byte) []byte {
+	return append(append([]byte(`{"event":`), ev...), '}')
+}
+
 // event shows one of the agent's events; one that does not decode is an
 // error, not a blank line.
 func (r *renderer) event(ctx context.Context, stored *apiwire.StoredEvent) error {
 	r.mu.Lock()
 	r.events++
+	r.lastSeq = max(r.lastSeq, stored.Sequence)
 	r.lastEvent = time.Now()
 	r.mu.Unlock()
 	if r.json {

@@ -25,12 +25,26 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 		_ = enc.Encode(map[string]any{"task_id": "t1", "session_id": "s1"})
 		_ = enc.Encode(map[string]any{"event": map[string]any{"sequence": 0,
 			"event_data": map[string]any{"type": "text_delta", "data": map[string]any{"text": "hello there"}}}})
+		if b.Prompt == "restart" { // the daemon goes away mid-turn
+			return
+		}
 		res := map[string]any{"result": map[string]any{"status": b.Prompt, "message_count": 1}}
 		if b.Prompt == "full" { // the agent completed; the daemon could not store all of it
 			res = map[string]any{"result": map[string]any{"status": "completed", "message_count": 1},
 				"status": "incomplete", "dropped_events": 7, "warning": "7 of the agent's events were not stored: storage full: /var/lib/agor"}
 		}
 		_ = enc.Encode(res)
+	})
+	// The next daemon: the task's events after the one shown, then its end.
+	m.HandleFunc("GET /v1/tasks/t1/events", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("after") != "0" || r.URL.Query().Get("follow") != "1" {
+			t.Errorf("resumed with %s, want after=0&follow=1", r.URL.RawQuery)
+		}
+		fmt.Fprint(w, "id: 1\ndata: "+`{"task_id":"t1","sequence":1,"event_type":"text_delta","event_data":{"type":"text_delta","data":{"text":" and after"}}}`+"\n\n")
+		fmt.Fprint(w, "event: end\ndata: {}\n\n")
+	})
+	m.HandleFunc("GET /v1/tasks/t1", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"id":"t1","status":"completed","result":{"status":"completed","message_count":2}}`)
 	})
 	m.HandleFunc("POST /v1/executors/alice/terminals", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
@@ -85,6 +99,17 @@ func TestPromptIncomplete(t *testing.T) {
 	if r.code != exitFailure || !strings.Contains(r.stderr, "incomplete · 1 messages") || strings.Contains(r.stderr, "completed ·") ||
 		!strings.Contains(r.stderr, "warning: 7 of the agent's events were not stored: storage full: /var/lib/agor") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// A prompt whose daemon goes away mid-turn follows its task on the next
+// one, from the event after the last it showed, and ends as the task did.
+func TestPromptResumesAcrossDaemonRestart(t *testing.T) {
+	d := promptDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "prompt", "--api", d.socket, "alice", "restart")
+	if r.code != 0 || r.stdout != "hello there and after" || !strings.Contains(r.stderr, "the daemon went away") ||
+		!strings.Contains(r.stderr, "following task t1 from event 1") || !strings.Contains(r.stderr, "completed · 2 messages") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
 

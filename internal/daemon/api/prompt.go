@@ -48,6 +48,11 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 			}
 		case last := <-done:
 			drain(sub, enc) // events came before the result; some may still wait here
+			if s.stopping() {
+				// No result: the task runs on in its executor, the next
+				// daemon takes it over, and the client follows it there.
+				return
+			}
 			_ = enc.Encode(last)
 			flush()
 			return
@@ -160,22 +165,26 @@ func (s *Server) admit(t *started) error {
 	return nil
 }
 
-// runTask runs the task to its end and records it. A task cut short by
-// the daemon stopping stays "running" in the store, which marks it
-// interrupted at the next start.
+// runTask runs the task to its end and records it. A task the daemon
+// stops before its end stays "running" in the store: the next daemon
+// takes it over from its executor (resume.go).
 func (s *Server) runTask(ctx context.Context, t started) apiwire.PromptLine {
 	if err := s.Store.SetTaskStatus(t.id, store.Running, nil, ""); err != nil {
 		s.statusNotStored("task", t.id, err)
 	}
 	last := s.runPrompt(ctx, t.Executor, t.id, t.tok, t.body, t.sess)
+	if ctx.Err() != nil {
+		// The daemon is stopping: the task runs on in its executor and
+		// the next daemon takes it over. Its open questions are not
+		// denied (EndTask would): they are asked again of that daemon.
+		return last
+	}
 	lost := s.Events.Lost(t.id)
 	last.Missing = s.Broker.EndTask(t.id)
 	if lost.Events > 0 { // told before the result: what was shown is not all that was kept
 		last.DroppedEvents, last.Warning = lost.Events, s.lostWarning(lost)
 	}
-	if ctx.Err() == nil {
-		last.Status = s.finish(t.id, t.sess, last)
-	}
+	last.Status = s.finish(t.id, t.sess, last)
 	return last
 }
 
@@ -212,6 +221,11 @@ func (s *Server) background(f func(context.Context)) {
 		}
 		f(ctx)
 	}()
+}
+
+// stopping says whether the daemon is stopping (BaseContext ended).
+func (s *Server) stopping() bool {
+	return s.BaseContext != nil && s.BaseContext.Err() != nil
 }
 
 // Wait waits until no background task runs (at shutdown, after

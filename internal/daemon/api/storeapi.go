@@ -35,6 +35,8 @@ type Store interface {
 	CountSessions(user string, uid uint32) (int, error)
 	CountTasks(session string) (int, error)
 	StoredBytes(user string, uid int64) (int64, error)
+	// Where a task the last daemon ran goes on from (resume.go).
+	LastSequence(task string) (int64, error)
 	// The filesystem under the store (space.go).
 	RoomForWork() error
 	Space() store.Space

@@ -187,6 +187,22 @@ func (st *taskState) missing() []Range {
 	return out
 }
 
+// Continue says every sequence of task below next is stored already (a
+// new daemon taking over a task the last one ran): they are not gaps.
+func (s *Sink) Continue(task string, next int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.task(task)
+	for st.next < next {
+		delete(st.ahead, st.next)
+		st.next++
+	}
+	for _, ok := st.ahead[st.next]; ok; _, ok = st.ahead[st.next] {
+		delete(st.ahead, st.next)
+		st.next++
+	}
+}
+
 // Missing reports a task's gaps so far.
 func (s *Sink) Missing(task string) []Range {
 	s.mu.Lock()

@@ -193,3 +193,21 @@ func TestSubscriberQueueGrowsOnDemand(t *testing.T) {
 		t.Fatalf("taken twice: %d", len(evs))
 	}
 }
+
+// Continue: a new daemon taking a task over from sequence 3 on sees no
+// gap below it, and what it is sent again is a duplicate, not stored.
+func TestSinkContinue(t *testing.T) {
+	s, _, logs := newSink()
+	s.Continue("t", 3)
+	for _, seq := range []int64{3, 4} {
+		if out, err := s.Put(apiwire.StoredEvent{TaskID: "t", Sequence: seq, Data: []byte(`{}`)}); err != nil || out != Stored {
+			t.Fatalf("Put %d = %v, %v", seq, out, err)
+		}
+	}
+	if m := s.Missing("t"); len(m) != 0 || strings.Contains(logs.String(), "gap") {
+		t.Errorf("missing %v after Continue(3); logs %s", m, logs)
+	}
+	if out, _ := s.Put(apiwire.StoredEvent{TaskID: "t", Sequence: 1, Data: []byte(`{}`)}); out != Duplicate {
+		t.Errorf("an event below the take-over: %v, want Duplicate", out)
+	}
+}

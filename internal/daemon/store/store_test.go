@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
+
+	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 func TestMain(m *testing.M) {
@@ -422,5 +424,39 @@ func TestMarkInterrupted(t *testing.T) {
 	}
 	if n, err := db.MarkInterrupted(); err != nil || n != 0 {
 		t.Errorf("second MarkInterrupted = %d, %v; want 0", n, err)
+	}
+}
+
+// A new daemon takes over the tasks the last one left running: they are
+// listed, skipped when the rest are marked interrupted, and where each
+// one's events go on from is the highest sequence stored.
+func TestRunningBeforeTakenOver(t *testing.T) {
+	t.Parallel()
+	db := openTest(t, filepath.Join(t.TempDir(), "agor.db"))
+	seed(t, db, Queued, "queued")
+	seed(t, db, Running, "kept", "lost")
+	for i := range 3 {
+		if err := db.Append(apiwire.StoredEvent{TaskID: "kept", Sequence: int64(i), Timestamp: 1, Type: "text_delta"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, err := db.RunningBefore(now())
+	if err != nil || len(left) != 2 || left[0].ID != "kept" || left[1].ID != "lost" {
+		t.Fatalf("RunningBefore = %+v, %v; want kept and lost", left, err)
+	}
+	if n, err := db.MarkInterruptedBefore(now(), "kept"); err != nil || n != 2 {
+		t.Fatalf("MarkInterruptedBefore except kept = %d, %v; want 2 (queued, lost)", n, err)
+	}
+	if got, _ := db.GetTask("kept"); got.Status != Running {
+		t.Errorf("kept: %s, want running", got.Status)
+	}
+	if got, _ := db.GetTask("lost"); got.Status != Interrupted {
+		t.Errorf("lost: %s, want interrupted", got.Status)
+	}
+	if n, err := db.LastSequence("kept"); err != nil || n != 2 {
+		t.Errorf("LastSequence(kept) = %d, %v; want 2", n, err)
+	}
+	if n, err := db.LastSequence("lost"); err != nil || n != -1 {
+		t.Errorf("LastSequence(lost) = %d, %v; want -1", n, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -197,16 +198,44 @@ func (db *DB) MarkInterrupted() (int, error) {
 }
 
 // MarkInterruptedBefore is MarkInterrupted for the tasks made at or
-// before t: a daemon that could not mark them at start (a full disk)
+// before t, except those named (a new daemon takes those over from their
+// executors): a daemon that could not mark them at start (a full disk)
 // marks them later without touching its own.
-func (db *DB) MarkInterruptedBefore(t time.Time) (int, error) {
-	res, err := db.exec(`UPDATE tasks SET status = 'interrupted', ended_at = ?
-		WHERE status IN ('queued', 'running') AND created_at <= ?`, nanos(now()), nanos(t))
+func (db *DB) MarkInterruptedBefore(t time.Time, except ...string) (int, error) {
+	q := `UPDATE tasks SET status = 'interrupted', ended_at = ?
+		WHERE status IN ('queued', 'running') AND created_at <= ?`
+	args := []any{nanos(now()), nanos(t)}
+	if len(except) > 0 {
+		q += ` AND id NOT IN (` + strings.TrimSuffix(strings.Repeat("?,", len(except)), ",") + `)`
+		for _, id := range except {
+			args = append(args, id)
+		}
+	}
+	res, err := db.exec(q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("mark tasks interrupted: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// RunningBefore lists the tasks left running that were made at or
+// before t (by the last daemon: its executors may still run them).
+func (db *DB) RunningBefore(t time.Time) ([]Task, error) {
+	rows, err := db.r.Query(`SELECT `+taskCols+` FROM tasks WHERE status = 'running' AND created_at <= ? ORDER BY created_at, id`, nanos(t))
+	if err != nil {
+		return nil, fmt.Errorf("list running tasks: %w", err)
+	}
+	return collect(rows, scanTask)
+}
+
+// LastSequence is the highest sequence stored of task's events (-1: none).
+func (db *DB) LastSequence(task string) (int64, error) {
+	var n int64
+	if err := db.r.QueryRow(`SELECT coalesce(max(sequence), -1) FROM events WHERE task_id = ?`, task).Scan(&n); err != nil {
+		return 0, fmt.Errorf("last sequence of %s: %w", task, err)
+	}
+	return n, nil
 }
 
 // SettleSessions gives every session still "running" or "queued" that

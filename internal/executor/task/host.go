@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -16,14 +17,19 @@ import (
 
 // host is the agent.Host of one task: events go to the daemon as
 // report_message with a gap-free sequence, questions as request_permission.
+// The daemon's connection may change under a running task (resume_task
+// after the daemon restarted): events are kept (keep) to be sent again,
+// and a question whose connection went is asked again on the next.
 type host struct {
-	conn  *rpc.Conn
-	token string
-	task  string
-	log   *slog.Logger
+	task string
+	log  *slog.Logger
 
-	mu  sync.Mutex // one sequence, in send order
-	seq int64
+	mu       sync.Mutex // one sequence, in send order; the connection
+	seq      int64
+	conn     *rpc.Conn // the daemon's now (it may have gone)
+	token    string    // the task's token on conn
+	attached chan struct{}
+	kept     keptEvents
 	// unconfined are the tool calls whose own sandbox could not start
 	// (sandboxFailure), for the task's result.
 	unconfined []string
@@ -67,36 +73,134 @@ func (h *host) warnings() []string {
 	return h.unconfined
 }
 
+func newHost(task string, conn *rpc.Conn, token string, log *slog.Logger) *host {
+	return &host{task: task, log: log, conn: conn, token: token, attached: make(chan struct{})}
+}
+
+// emitLocked numbers ev, keeps it and sends it while a daemon is
+// connected: one that went keeps it for resume_task.
 func (h *host) emitLocked(ev agent.Event) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		h.log.Warn("event not encoded", "task", h.task, "type", ev.Type, "err", err)
 		return
 	}
-	m := protocol.ReportMessage{SessionToken: h.token, TaskID: h.task, Sequence: h.seq, Timestamp: time.Now().UnixMilli(), EventType: ev.Type, EventData: data}
-	if err := h.conn.Notify(protocol.MethodReportMessage, m); err != nil {
-		h.log.Warn("report_message not sent", "task", h.task, "sequence", h.seq, "err", err)
-		return
-	}
+	m := protocol.ReportMessage{TaskID: h.task, Sequence: h.seq, Timestamp: time.Now().UnixMilli(), EventType: ev.Type, EventData: data}
 	h.seq++
+	h.kept.add(m)
+	h.sendLocked(m)
 }
 
+func (h *host) sendLocked(m protocol.ReportMessage) {
+	if gone(h.conn) {
+		return
+	}
+	m.SessionToken = h.token
+	if err := h.conn.Notify(protocol.MethodReportMessage, m); err != nil {
+		h.log.Info("report_message kept for the daemon's return", "task", h.task, "sequence", m.Sequence, "err", err)
+	}
+}
+
+// attach makes conn the daemon's connection for the task from now on:
+// first the kept events past after go out on it, in order, then new ones.
+func (h *host) attach(conn *rpc.Conn, token string, after int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.conn, h.token = conn, token
+	missed := h.kept.after(after)
+	if len(missed) > 0 && missed[0].Sequence > after+1 {
+		h.log.Warn("events of a task no longer kept for the daemon", "task", h.task, "missing_from", after+1, "missing_to", missed[0].Sequence-1)
+	}
+	for _, m := range missed {
+		h.sendLocked(m)
+	}
+	close(h.attached) // a question waiting for a daemon asks again
+	h.attached = make(chan struct{})
+}
+
+// produced is how many events the task numbered (its last sequence + 1).
+func (h *host) produced() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
+}
+
+// current is the daemon's connection, the task's token on it, and what
+// is closed when another is attached.
+func (h *host) current() (*rpc.Conn, string, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conn, h.token, h.attached
+}
+
+func gone(c *rpc.Conn) bool {
+	if c == nil {
+		return true
+	}
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// leavingWait bounds the wait for a connection to close after a call on
+// it was cancelled: a stopping daemon cancels its handlers first.
+const leavingWait = 5 * time.Second
+
+// daemonLeaving says whether a call failed because the daemon went (or
+// is going): its connection closes, so the question is asked again of
+// the next one, never answered by the daemon's absence.
+func daemonLeaving(conn *rpc.Conn, err error) bool {
+	if gone(conn) {
+		return true
+	}
+	if !errors.Is(err, rpc.ErrClosed) && !rpc.IsCode(err, rpc.CodeRequestCancelled) {
+		return false
+	}
+	select {
+	case <-conn.Done():
+		return true
+	case <-time.After(leavingWait):
+		return false
+	}
+}
+
+// Ask asks the daemon, and again on its next connection when the one it
+// was asked on goes first: a question is never answered by a daemon's
+// absence, only by a person, the daemon's timeout or the task's end.
 func (h *host) Ask(ctx context.Context, tool string, input json.RawMessage) agent.Decision {
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	p := protocol.RequestPermissionParams{SessionToken: h.token, TaskID: h.task, ToolName: tool, ToolInput: input}
-	var d protocol.RequestPermissionResult
-	if err := h.conn.Call(ctx, protocol.MethodRequestPermission, p, &d); err != nil {
-		return agent.Decision{Approved: false, Reason: fmt.Sprintf("no decision: %v", err)}
+	for {
+		conn, tok, next := h.current()
+		if !gone(conn) {
+			p := protocol.RequestPermissionParams{SessionToken: tok, TaskID: h.task, ToolName: tool, ToolInput: input}
+			var d protocol.RequestPermissionResult
+			err := conn.Call(ctx, protocol.MethodRequestPermission, p, &d)
+			if err == nil {
+				return agent.Decision{Approved: d.Approved, Reason: d.Reason}
+			}
+			if ctx.Err() != nil || !daemonLeaving(conn, err) {
+				return agent.Decision{Approved: false, Reason: fmt.Sprintf("no decision: %v", err)}
+			}
+			h.log.Info("permission question waits for the daemon's return", "task", h.task, "tool", tool)
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return agent.Decision{Approved: false, Reason: fmt.Sprintf("no decision: %v", context.Cause(ctx))}
+		}
 	}
-	return agent.Decision{Approved: d.Approved, Reason: d.Reason}
 }
 
 // apiKey asks the daemon for the agent's key, just in time.
 func (h *host) apiKey(ctx context.Context, name string) (string, error) {
+	conn, tok, _ := h.current()
 	var res protocol.GetAPIKeyResult
-	err := h.conn.Call(ctx, protocol.MethodGetAPIKey, protocol.GetAPIKeyParams{SessionToken: h.token, CredentialKey: name}, &res)
+	err := conn.Call(ctx, protocol.MethodGetAPIKey, protocol.GetAPIKeyParams{SessionToken: tok, CredentialKey: name}, &res)
 	if err != nil {
 		return "", fmt.Errorf("get_api_key %s: %w", name, err)
 	}

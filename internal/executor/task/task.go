@@ -44,6 +44,7 @@ type Service struct {
 	warm     *warmPool
 	mu       sync.Mutex
 	running  map[string]context.CancelCauseFunc // by task_id
+	owned    map[string]*owned                  // running, or ended and not yet taken (owned.go)
 	sessions map[string]string                  // session_id + tool → the agent's own session id
 	confined map[string]sandbox.Level           // session_id + tool → the level it last ran confined at
 }
@@ -52,6 +53,7 @@ type Service struct {
 func (s *Service) Register(m *rpc.Mux) {
 	m.Register(protocol.MethodExecutePrompt, s.execute)
 	m.Register(protocol.MethodStopTask, rpc.Method(s.stop))
+	m.Register(protocol.MethodResumeTask, s.resumeTask)
 	m.Register(protocol.MethodReleaseWarmAgent, rpc.Method(s.releaseWarm))
 }
 
@@ -71,16 +73,40 @@ func (s *Service) execute(ctx context.Context, r *rpc.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel, err := s.start(ctx, p)
+	// The task runs on when this connection goes (owned.go): its context
+	// keeps the request's values, not its end.
+	tctx, cancel, err := s.start(context.WithoutCancel(ctx), p)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel(nil)
 	s.pool().report.to(r.Conn) // prompts come from the daemon: so do releases
+	release := func() {}
 	if s.Hold != nil {
-		defer s.Hold.Hold()()
+		release = s.Hold.Hold()
 	}
-	return s.run(ctx, r.Conn, p, a, cwd), nil
+	h := newHost(p.TaskID, r.Conn, p.SessionToken, s.log())
+	o := s.own(p.TaskID, h)
+	go func() {
+		defer release()
+		defer cancel(nil)
+		s.ended(p.TaskID, o, s.run(tctx, h, p, a, cwd))
+	}()
+	return o.wait(ctx)
+}
+
+// Interrupt cancels every running task (the executor is stopping and
+// its grace has passed); each ends "cancelled".
+func (s *Service) Interrupt(cause error) {
+	s.mu.Lock()
+	cancels := make([]context.CancelCauseFunc, 0, len(s.running))
+	for _, c := range s.running {
+		cancels = append(cancels, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cancels {
+		c(cause)
+	}
+	s.letResultsGo()
 }
 
 // start registers the task so stop_task can end it, under its time limit.
@@ -110,8 +136,7 @@ func (s *Service) start(ctx context.Context, p protocol.ExecutePromptParams) (co
 	}, nil
 }
 
-func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePromptParams, a agent.Adapter, cwd string) protocol.ExecutePromptResult {
-	h := &host{conn: conn, token: p.SessionToken, task: p.TaskID, log: s.log()}
+func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptParams, a agent.Adapter, cwd string) protocol.ExecutePromptResult {
 	// The key is fetched for a warm turn too: the daemon's answer is its
 	// check of the task's token, and a rotated key restarts the agent. A
 	// warm process keeps the key it was started with in its own
@@ -158,7 +183,7 @@ func (s *Service) run(ctx context.Context, conn *rpc.Conn, p protocol.ExecutePro
 	} else {
 		spec.Cleanup()
 	}
-	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "warm", false)
+	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "events", h.produced(), "warm", false)
 	return out
 }
 
@@ -200,7 +225,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 		out.AgentSessionID = w.agentSession
 	}
 	s.pool().put(w)
-	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "warm", true)
+	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "events", h.produced(), "warm", true)
 	return out, true
 }
 

@@ -59,6 +59,8 @@ var catalog = []message{
 		Sandbox: &protocol.SandboxInfo{Level: protocol.SandboxWorkspace, ABI: 7, Enforced: true}, Warm: true}},
 	{protocol.MethodStopTask, "params", protocol.StopTaskParams{TaskID: "t1", Reason: "stopped through the API"}},
 	{protocol.MethodStopTask, "result", protocol.StopTaskResult{Stopped: true}},
+	{protocol.MethodResumeTask, "params", protocol.ResumeTaskParams{TaskID: "t1", SessionToken: "tok-def", AfterSequence: 41}},
+	{protocol.MethodResumeTask, "result", protocol.ExecutePromptResult{Status: protocol.StatusCompleted, MessageCount: 57}},
 
 	{protocol.MethodExec, "params", protocol.ExecParams{ExecID: "e1", Argv: []string{"git", "status"}, Cwd: "src",
 		Env: map[string]string{"LANG": "C.UTF-8"}, Stdin: []byte("y\n"), TimeoutMS: 10000, Sandbox: protocol.SandboxReadOnly}},
@@ -218,6 +220,9 @@ func TestValidation(t *testing.T) {
 		{protocol.ExecutePromptParams{SessionID: "s", TaskID: "t", Tool: "codex", Prompt: "p"}, "session_token"},
 		{protocol.ExecutePromptParams{SessionToken: "k", SessionID: "s", TaskID: "t", Tool: "codex", Prompt: "p", PermissionMode: "yolo"}, "permission_mode"},
 		{protocol.StopTaskParams{}, "task_id"},
+		{protocol.ResumeTaskParams{SessionToken: "t"}, "task_id"},
+		{protocol.ResumeTaskParams{TaskID: "t1"}, "session_token"},
+		{protocol.ResumeTaskParams{TaskID: "t1", SessionToken: "t", AfterSequence: -2}, "after_sequence"},
 		{protocol.ExecParams{Argv: []string{""}}, "argv"},
 		{protocol.ExecParams{Argv: []string{"ls"}, TimeoutMS: -1}, "timeout_ms"},
 		{protocol.ReadFileParams{Path: "a", Offset: -1}, "offset"},

@@ -7,6 +7,9 @@ const (
 
 	MethodExecutePrompt = "execute_prompt"
 	MethodStopTask      = "stop_task"
+	// MethodResumeTask takes over a running task on a new connection
+	// (the daemon restarted): what it missed, then its result.
+	MethodResumeTask = "resume_task"
 
 	MethodExec = "exec"
 
@@ -48,7 +51,7 @@ const (
 // ExecutorMethods lists what the executor serves, in catalog order.
 var ExecutorMethods = []string{
 	MethodPing, MethodShutdown,
-	MethodExecutePrompt, MethodStopTask,
+	MethodExecutePrompt, MethodStopTask, MethodResumeTask,
 	MethodExec,
 	MethodReadFile, MethodWriteFile, MethodWriteFiles, MethodListFiles, MethodWatch, MethodUnwatch,
 	MethodSpawnTerminal, MethodAttachTerminal, MethodResizeTerminal, MethodTerminateTerminal,

@@ -143,3 +143,30 @@ func (p StopTaskParams) Validate() error {
 type StopTaskResult struct {
 	Stopped bool `json:"stopped"`
 }
+
+// ResumeTaskParams takes over a task the executor runs, on the calling
+// connection, for a daemon that lost the one execute_prompt came on (it
+// restarted, or was killed). The executor sends again every event it
+// keeps with a sequence above AfterSequence (-1: all), in order, before
+// any new one; later events and permission questions come on this
+// connection, under SessionToken, the daemon's new token for the task.
+// The result is execute_prompt's, when the task ends (at once for a task
+// that ended while no daemon was connected).
+type ResumeTaskParams struct {
+	TaskID        string `json:"task_id"`
+	SessionToken  string `json:"session_token"`
+	AfterSequence int64  `json:"after_sequence"`
+}
+
+// Validate checks the fields.
+func (p ResumeTaskParams) Validate() error {
+	switch {
+	case p.TaskID == "":
+		return rpc.InvalidParams("task_id", "required")
+	case p.SessionToken == "":
+		return rpc.InvalidParams("session_token", "required")
+	case p.AfterSequence < -1:
+		return rpc.InvalidParams("after_sequence", "at least -1")
+	}
+	return nil
+}
