@@ -46,6 +46,32 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 	m.HandleFunc("GET /v1/tasks/t1", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"id":"t1","status":"completed","result":{"status":"completed","message_count":2}}`)
 	})
+	// term_2's first stream breaks off (the daemon restarted); the second,
+	// from the offset reached, brings the rest and the exit.
+	attaches := 0
+	m.HandleFunc("GET /v1/executors/alice/terminals/term_2/attach", func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		attaches++
+		fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal-raw\r\n\r\n")
+		if attaches == 1 {
+			_ = rawframe.Write(rw, rawframe.Output, []byte("before\n"))
+			_ = rw.Flush()
+			return
+		}
+		if got := r.URL.Query().Get("offset"); got != "7" {
+			t.Errorf("reattached at offset %q, want 7", got)
+		}
+		_ = rawframe.Write(rw, rawframe.Output, []byte("after\n"))
+		_ = rawframe.Write(rw, rawframe.Exit, []byte(`{"terminal_id":"term_2","exit_code":0}`))
+		_ = rw.Flush()
+		var buf []byte
+		_, _, _ = rawframe.Read(rw, &buf) // the resize
+	})
 	m.HandleFunc("POST /v1/executors/alice/terminals", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
 	})
@@ -110,6 +136,16 @@ func TestPromptResumesAcrossDaemonRestart(t *testing.T) {
 	if r.code != 0 || r.stdout != "hello there and after" || !strings.Contains(r.stderr, "the daemon went away") ||
 		!strings.Contains(r.stderr, "following task t1 from event 1") || !strings.Contains(r.stderr, "completed · 2 messages") {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A terminal whose stream breaks off (the daemon went away) is attached
+// again from where its output had reached: the same shell, each byte once.
+func TestTerminalReattaches(t *testing.T) {
+	d := promptDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--no-tty", "--api", d.socket, "--attach", "term_2", "alice")
+	if r.code != 0 || r.stdout != "before\nafter\n" || !strings.Contains(r.stderr, "reattaching to terminal term_2") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -84,7 +86,8 @@ func runTerminal(ctx context.Context, a *app, c *apiclient.Client, stdin *os.Fil
 		return err
 	}
 	defer t.Close()
-	s := &session{t: t, stdout: a.stdout, stderr: a.stderr, id: id, user: name}
+	s := &session{t: t, stdout: a.stdout, stderr: a.stderr, id: id, user: name, c: c, ctx: ctx}
+	defer func() { s.term().Close() }()
 	return exitWith(s.run(stdin, p.Cols, p.Rows))
 }
 
@@ -114,14 +117,68 @@ func termSize(f *os.File) (int, int) {
 // session is one attached terminal on this terminal: raw mode, keys
 // sent as typed, the window size followed, output copied.
 type session struct {
-	t        *apiclient.Terminal
 	stdout   io.Writer
 	stderr   io.Writer
 	id, user string
+	c        *apiclient.Client
+	ctx      context.Context
+
+	mu   sync.Mutex
+	t    *apiclient.Terminal // the attachment now: another after the daemon went away
+	size [2]int              // the last size sent, sent again on a new attachment
+}
+
+func (s *session) term() *apiclient.Terminal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t
+}
+
+func (s *session) resize(cols, rows int) {
+	s.mu.Lock()
+	s.size = [2]int{cols, rows}
+	t := s.t
+	s.mu.Unlock()
+	_ = t.Send(apiwire.Frame{Resize: &[2]int{cols, rows}})
+}
+
+// reattachRetries bounds the wait for a daemon that went away (a second
+// apart): the shell runs on in the executor meanwhile.
+const reattachRetries = 60
+
+// reattach attaches again after the stream broke off (the daemon
+// restarted), from the output offset reached: the same shell, nothing
+// shown twice or lost within its scrollback.
+func (s *session) reattach(cause error) bool {
+	old := s.term()
+	_ = old.Close()
+	fmt.Fprintf(s.stderr, "\r\n[agorctl: %v; reattaching to terminal %s]\r\n", cause, s.id)
+	for range reattachRetries {
+		t, err := s.c.AttachTerminalFrom(s.ctx, s.user, s.id, old.Offset)
+		if err == nil {
+			s.mu.Lock()
+			s.t = t
+			size := s.size
+			s.mu.Unlock()
+			_ = t.Send(apiwire.Frame{Resize: &size})
+			return true
+		}
+		var e *apiclient.Error
+		if errors.As(err, &e) || s.ctx.Err() != nil { // the daemon answered: the terminal is gone
+			fmt.Fprintf(s.stderr, "agorctl terminal: %v\r\n", err)
+			return false
+		}
+		select {
+		case <-s.ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
+	return false
 }
 
 func (s *session) run(stdin *os.File, cols, rows int) int {
-	_ = s.t.Send(apiwire.Frame{Resize: &[2]int{cols, rows}})
+	s.resize(cols, rows)
 	detached := make(chan struct{})
 	if stdin != nil { // else (in tests) no input: output only
 		if fd := int(stdin.Fd()); term.IsTerminal(fd) {
@@ -134,18 +191,28 @@ func (s *session) run(stdin *os.File, cols, rows int) int {
 		go s.keys(stdin, detached)
 		defer s.forwardResizes(stdin)()
 	}
-	code, err := s.t.Copy(s.stdout)
-	select {
-	case <-detached:
+	code, err := s.term().Copy(s.stdout)
+	for err != nil && !isDetached(detached) && s.reattach(err) {
+		code, err = s.term().Copy(s.stdout)
+	}
+	if isDetached(detached) {
 		fmt.Fprintf(s.stderr, "\r\n[agorctl: detached; reattach with: agorctl terminal --attach %s %s]\r\n", s.id, s.user)
 		return 0
-	default:
 	}
 	if err != nil {
 		fmt.Fprintf(s.stderr, "\r\nagorctl terminal: %v\r\n", err)
 		return 1
 	}
 	return code
+}
+
+func isDetached(detached chan struct{}) bool {
+	select {
+	case <-detached:
+		return true
+	default:
+		return false
+	}
 }
 
 // keys sends what is typed; Ctrl-] detaches.
@@ -156,15 +223,15 @@ func (s *session) keys(stdin io.Reader, detached chan struct{}) {
 		for i := 0; i < n; i++ {
 			if buf[i] == DetachKey {
 				if i > 0 {
-					_ = s.t.Send(apiwire.Frame{Input: buf[:i]})
+					_ = s.term().Send(apiwire.Frame{Input: buf[:i]})
 				}
 				close(detached)
-				_ = s.t.Send(apiwire.Frame{Detach: true})
+				_ = s.term().Send(apiwire.Frame{Detach: true})
 				return
 			}
 		}
-		if n > 0 && s.t.Send(apiwire.Frame{Input: append([]byte(nil), buf[:n]...)}) != nil {
-			return
+		if n > 0 && s.term().Send(apiwire.Frame{Input: append([]byte(nil), buf[:n]...)}) != nil {
+			time.Sleep(100 * time.Millisecond) // reattaching: what is typed meanwhile goes to the next
 		}
 		if err != nil {
 			return // end of input: the shell keeps running until it exits
@@ -181,8 +248,7 @@ func (s *session) forwardResizes(stdin *os.File) func() {
 		for {
 			select {
 			case <-ch:
-				cols, rows := termSize(stdin)
-				_ = s.t.Send(apiwire.Frame{Resize: &[2]int{cols, rows}})
+				s.resize(termSize(stdin))
 			case <-done:
 				return
 			}
