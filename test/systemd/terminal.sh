@@ -46,6 +46,27 @@ terminal_reattach() {
 }
 check "agorctl terminal: Ctrl-] detaches, --attach replays the scrollback into the same shell" terminal_reattach
 
+# The daemon restarts under an attached terminal: the shell lives in the
+# executor, and agorctl terminal attaches again to the same process.
+terminal_daemon_restart() {
+	in_tmux "agorctl terminal alice"
+	wait_pane 'alice@'
+	tmux send-keys -t agorterm 'echo marker-$((6*7)) pid=$$' Enter
+	wait_pane '^marker-42 pid='
+	local pid
+	pid=$(pane | sed -n 's/^marker-42 pid=\([0-9]*\).*/\1/p' | head -n 1)
+	systemctl restart agor-daemon.service
+	wait_pane 'attached again to terminal'
+	tmux send-keys -t agorterm 'echo after-$$' Enter
+	wait_pane "^after-$pid\$"
+	tmux send-keys -t agorterm 'exit 4' Enter
+	wait_pane 'agorctl-exit=4'
+	pane | grep -E 'reattaching|attached again'
+	tmux kill-server
+	echo "systemctl restart agor-daemon under an attached terminal: agorctl terminal attached again, same shell (pid $pid), exit 4 passed through"
+}
+check "agorctl terminal across systemctl restart of the daemon: it attaches again to the same shell" terminal_daemon_restart
+
 # Without a terminal on standard input agorctl terminal refuses at once and
 # starts nothing; --no-tty drives the shell through pipes instead.
 terminal_no_tty() {

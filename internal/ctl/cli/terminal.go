@@ -161,6 +161,7 @@ func (s *session) reattach(cause error) bool {
 			size := s.size
 			s.mu.Unlock()
 			_ = t.Send(apiwire.Frame{Resize: &size})
+			fmt.Fprintf(s.stderr, "[agorctl: attached again to terminal %s]\r\n", s.id)
 			return true
 		}
 		var e *apiclient.Error
@@ -206,6 +207,17 @@ func (s *session) run(stdin *os.File, cols, rows int) int {
 	return code
 }
 
+// send sends what was typed, on the next attachment when this one broke
+// off (reattach), for as long as reattaching may take.
+func (s *session) send(f apiwire.Frame) {
+	for range reattachRetries * 10 {
+		if s.term().Send(f) == nil || s.ctx.Err() != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func isDetached(detached chan struct{}) bool {
 	select {
 	case <-detached:
@@ -230,8 +242,8 @@ func (s *session) keys(stdin io.Reader, detached chan struct{}) {
 				return
 			}
 		}
-		if n > 0 && s.term().Send(apiwire.Frame{Input: append([]byte(nil), buf[:n]...)}) != nil {
-			time.Sleep(100 * time.Millisecond) // reattaching: what is typed meanwhile goes to the next
+		if n > 0 {
+			s.send(apiwire.Frame{Input: append([]byte(nil), buf[:n]...)})
 		}
 		if err != nil {
 			return // end of input: the shell keeps running until it exits
