@@ -1,15 +1,30 @@
 # The package lifecycle: upgrade over itself, remove, purge, lint. Sourced by checks.sh (uses lib.sh).
 
+# The package upgraded with apt under alice's running prompt (an 8 s
+# command): the postinst restarts the daemon, her executor runs on (same
+# pid, its old binary) and the next daemon takes her task over; her
+# agorctl prompt ends completed.
 upgrade() {
-	local before after
+	local before client
+	setup_agents
+	start_model -bash 'sleep 8; echo upgraded-under-me > under-upgrade.txt' -text 'done'
+	rm -f /home/alice/under-upgrade.txt
+	as alice agorctl prompt alice 'work through the upgrade' --mode bypassPermissions >/tmp/upg.out 2>&1 </dev/null &
+	client=$!
+	for _ in $(seq 100); do grep -q 'Bash' /tmp/upg.out && break; sleep 0.2; done
+	grep -q 'Bash' /tmp/upg.out || { echo "the tool call never came"; cat /tmp/upg.out; return 1; }
 	before=$(systemctl show -p MainPID --value agor-executor@alice.service)
-	dpkg -i $T/agor_0.1.1-1_amd64.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	apt-get install -y "$T/agor_0.1.1-1_amd64.deb" >/tmp/apt.log 2>&1 </dev/null || { cat /tmp/apt.log; return 1; }
 	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
 	want "$(systemctl is-active agor-executor@alice.socket)" active
+	want "$(systemctl show -p MainPID --value agor-executor@alice.service)" "$before"
+	wait "$client" || { echo "agorctl prompt did not end completed:"; cat /tmp/upg.out; return 1; }
+	grep '^completed' /tmp/upg.out >/dev/null
+	want "$(cat /home/alice/under-upgrade.txt)" upgraded-under-me
 	ping_as agor alice >/dev/null
-	echo "upgraded to 0.1.1-1; alice's socket kept listening (executor pid before: $before)"
+	echo "apt-get install of 0.1.1-1 under alice's running prompt: her executor (pid $before) ran on, the restarted daemon took the task over, the prompt completed"
 }
-check "upgrade: same package, higher version, over itself" upgrade
+check "upgrade with apt under a running prompt: same package, higher version, over itself; the prompt completes" upgrade
 remove() {
 	dpkg -r agor >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
 	want "$(systemctl is-active agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket | sort -u | tr '\n' ' ')" "inactive "

@@ -122,6 +122,66 @@ survive_daemon() {
 check "systemctl restart of the daemon mid-task: the task runs on in the executor, the next daemon takes it over, the client ends completed, every event stored once in order" survive_daemon restart
 check "kill -9 of the daemon mid-task: the task runs on in the executor, the next daemon takes it over, the client ends completed, every event stored once in order" survive_daemon kill
 
+# open_question: the id of alice's first open permission question, or "".
+open_question() { as alice agorctl permissions list 2>/dev/null | grep -o '"id":"[^"]*"' | head -n 1 | cut -d'"' -f4; }
+
+# survive_question: alice's agent asks to run a command (mode default) and
+# the daemon restarts while the question is open: the question is not
+# answered by the daemon's going, the executor asks the next daemon again,
+# and approving it there runs the command.
+survive_question() {
+	local client id1 id2 _
+	start_model -bash 'echo approved > asked.txt' -text 'done'
+	rm -f /home/alice/asked.txt
+	as alice agorctl prompt alice 'ask me first' --mode default >/tmp/ask.out 2>&1 </dev/null &
+	client=$!
+	for _ in $(seq 150); do id1=$(open_question); [ -n "$id1" ] && break; sleep 0.2; done
+	test -n "$id1" || { echo "no question was asked"; cat /tmp/ask.out; return 1; }
+	systemctl restart agor-daemon.service
+	for _ in $(seq 150); do id2=$(open_question); [ -n "$id2" ] && break; sleep 0.2; done
+	test -n "$id2" || { echo "the next daemon was not asked again"; cat /tmp/ask.out; return 1; }
+	test ! -e /home/alice/asked.txt
+	as alice agorctl permissions approve "$id2" --reason 'asked again'
+	wait "$client" || { echo "agorctl prompt did not end completed:"; cat /tmp/ask.out; return 1; }
+	grep '^completed' /tmp/ask.out >/dev/null
+	want "$(cat /home/alice/asked.txt)" approved
+	echo "question $id1 open when the daemon restarted; asked again of the next daemon as $id2, approved there: the command ran, the prompt completed"
+}
+check "a permission question open across systemctl restart of the daemon is asked again of the next one; approving it there runs the command" survive_question
+
+# chaos_daemon: six turns of alice's, each a 3 s command; at a random
+# moment of each (1 to 5 s in) the daemon is killed (-9) or restarted,
+# alternately. Every turn ends completed, its command ran, and its events
+# are stored once each, in order, as many as the executor numbered.
+chaos_daemon() {
+	local i client task pid seqs n produced t0 delay how kills=""
+	start_model -bash 'sleep 3; echo turn >> chaos.txt' -text 'done' -tools 6
+	rm -f /home/alice/chaos.txt
+	for i in 1 2 3 4 5 6; do
+		t0=$(date +%s)
+		as alice agorctl prompt alice "chaos turn $i" --mode bypassPermissions >/tmp/chaos.out 2>&1 </dev/null &
+		client=$!
+		delay=$(awk -v s="$RANDOM" 'BEGIN { srand(s); printf "%.1f", 1.0 + rand() * 4.0 }')
+		sleep "$delay"
+		pid=$(systemctl show -p MainPID --value agor-daemon.service)
+		if [ $((i % 2)) = 1 ]; then how=kill; kill -9 "$pid"; else how=restart; systemctl restart agor-daemon.service; fi
+		kills="$kills $how@${delay}s"
+		wait "$client" || { echo "turn $i ($how at ${delay}s) did not end completed:"; cat /tmp/chaos.out; return 1; }
+		grep '^completed' /tmp/chaos.out >/dev/null
+		task=$(task_of)
+		seqs=$(as alice agorctl events "$task" | grep -o '"sequence":[0-9]*' | cut -d: -f2)
+		n=$(echo "$seqs" | wc -l)
+		want "$(echo "$seqs" | sort -n | uniq | wc -l)" "$n"
+		want "$(echo "$seqs" | sort -n | tail -n 1)" "$((n - 1))"
+		produced=$(journalctl --no-pager -o json -u agor-executor@alice.service --since "@$t0" MESSAGE='task ended' AGOR_TASK="$task" |
+			grep -o '"AGOR_EVENTS":"[0-9]*"' | tail -n 1 | grep -o '[0-9]*')
+		want "$produced" "$n"
+	done
+	want "$(wc -l </home/alice/chaos.txt)" 6
+	echo "six turns, the daemon gone at:$kills; each completed with its events stored once in order (as the executor numbered them); the command ran six times"
+}
+check "chaos: the daemon killed or restarted at random moments of six turns; every turn completes with each event stored once, in order" chaos_daemon
+
 # timed_prompt ARGS...: runs agorctl prompt --json as alice; prints "FIRST_MS TOTAL_MS" (to the
 # first event, to the end) and leaves the stream in /tmp/timed.out.
 timed_prompt() {

@@ -197,14 +197,25 @@ func (h *host) Ask(ctx context.Context, tool string, input json.RawMessage) agen
 }
 
 // apiKey asks the daemon for the agent's key, just in time.
+// A daemon that goes while it is asked is asked again when the next one
+// takes the task over.
 func (h *host) apiKey(ctx context.Context, name string) (string, error) {
-	conn, tok, _ := h.current()
-	var res protocol.GetAPIKeyResult
-	err := conn.Call(ctx, protocol.MethodGetAPIKey, protocol.GetAPIKeyParams{SessionToken: tok, CredentialKey: name}, &res)
-	if err != nil {
-		return "", fmt.Errorf("get_api_key %s: %w", name, err)
+	for {
+		conn, tok, next := h.current()
+		var res protocol.GetAPIKeyResult
+		err := conn.Call(ctx, protocol.MethodGetAPIKey, protocol.GetAPIKeyParams{SessionToken: tok, CredentialKey: name}, &res)
+		if err == nil {
+			return res.APIKey, nil
+		}
+		if ctx.Err() != nil || !daemonLeaving(conn, err) {
+			return "", fmt.Errorf("get_api_key %s: %w", name, err)
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return "", fmt.Errorf("get_api_key %s: %w", name, context.Cause(ctx))
+		}
 	}
-	return res.APIKey, nil
 }
 
 // sandboxFailures are what an agent CLI's own sandbox prints when it

@@ -18,8 +18,8 @@ import (
 // (the newest are kept): minutes of an agent's output.
 const keptBytes = 8 << 20
 
-// keepEnded is how long an ended task's result waits for a daemon that
-// did not take it.
+// keepEnded is how long an ended task's result and events are kept for
+// a daemon that may not have stored them (it may die as they are sent).
 const keepEnded = 10 * time.Minute
 
 // keptEvents are a task's newest events, in sequence order.
@@ -79,7 +79,9 @@ func (s *Service) ended(id string, o *owned, out protocol.ExecutePromptResult) {
 	o.result = out
 	close(o.done)
 	if conn, _, _ := o.h.current(); !gone(conn) {
-		s.forgetSoon(id, o, time.Second) // the reply is going out on conn
+		// The reply is going out on conn; the daemon may still die before
+		// it stores it, and its successor asks again: kept, not held up.
+		s.forgetSoon(id, o, keepEnded)
 		return
 	}
 	if s.Hold != nil {
