@@ -95,10 +95,16 @@ survive_daemon() {
 	grep -q 'Bash' /tmp/long.out || { echo "the tool call never came"; cat /tmp/long.out; return 1; }
 	task=$(task_of)
 	pid=$(systemctl show -p MainPID --value agor-daemon.service)
+	local k0 blind
+	k0=$(date +%s%N)
 	case $how in
 	restart) systemctl restart agor-daemon.service ;;
 	kill) kill -9 "$pid" ;;
 	esac
+	# How long a following client is blind: from the daemon's going to the
+	# first answer about the task (the socket queues connections meanwhile).
+	for _ in $(seq 300); do as alice agorctl events "$task" --timeout 2s >/dev/null 2>&1 && break; sleep 0.02; done
+	blind=$((($(date +%s%N) - k0) / 1000000))
 	for _ in $(seq 100); do
 		[ "$(systemctl show -p MainPID --value agor-daemon.service)" != "$pid" ] && [ "$(systemctl is-active agor-daemon.service)" = active ] && break
 		sleep 0.1
@@ -117,7 +123,7 @@ survive_daemon() {
 	produced=$(journalctl --no-pager -o json -u agor-executor@alice.service --since "@$t0" MESSAGE='task ended' AGOR_TASK="$task" |
 		grep -o '"AGOR_EVENTS":"[0-9]*"' | tail -n 1 | grep -o '[0-9]*')
 	want "$produced" "$n"
-	echo "$how of agor-daemon (pid $pid) mid-task: the executor ran the task on, the next daemon took it over; completed, $n events stored once each in order, the executor numbered $produced"
+	echo "$how of agor-daemon (pid $pid) mid-task: the executor ran the task on, the next daemon took it over; completed, $n events stored once each in order, the executor numbered $produced; a following client was blind $blind ms"
 }
 check "systemctl restart of the daemon mid-task: the task runs on in the executor, the next daemon takes it over, the client ends completed, every event stored once in order" survive_daemon restart
 check "kill -9 of the daemon mid-task: the task runs on in the executor, the next daemon takes it over, the client ends completed, every event stored once in order" survive_daemon kill
