@@ -310,10 +310,28 @@ eg_turn_failed() {
 	tail -n +"$(($1 + 1))" /tmp/eg-model.log | tail -n 20
 	echo "the egress service's records:"
 	eg_audit AGOR_USER=alice | tail -n 10
-	echo "the daemon's warnings:"
-	journalctl --no-pager -q --since "@$eg_since" -u agor-daemon.service -p warning | tail -n 10
+	echo "the egress path's journal, with its fields:"
+	eg_detail
 	echo "alice's executor:"
 	journalctl --no-pager -q --since "@$eg_since" -u agor-executor@alice.service | tail -n 20
+}
+
+# eg_detail: the daemon's and alice's executor's egress lines since
+# eg_since with their fields (which end cut a response off, and how).
+eg_detail() {
+	journalctl --no-pager -o json --since "@$eg_since" -u agor-daemon.service -u agor-executor@alice.service | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    m = e.get("MESSAGE") or ""
+    if not isinstance(m, str) or not any(k in m for k in ("egress", "relay", "ReverseProxy", "cut off")) or m.startswith("audit "):
+        continue
+    f = " ".join("%s=%s" % (k[5:].lower(), v) for k, v in sorted(e.items()) if k.startswith("AGOR_") and isinstance(v, str))
+    print((e.get("_SYSTEMD_UNIT", "?") + ": " + m + " " + f)[:3000])
+' | tail -n 12
 }
 
 eg_prompt() {
@@ -435,8 +453,7 @@ YAML
 			log=/tmp/eg-model.log
 			case $tool in codex) log=/tmp/eg-openai-responses.log ;; gemini) log=/tmp/eg-gemini.log ;; opencode) log=/tmp/eg-openai-chat.log ;; esac
 			tail -n 8 "$log" 2>/dev/null | sed "s/^/  its stand-in: /"
-			journalctl -u agor-daemon -u agor-executor@alice.service --since "@$eg_since" -o cat --no-pager |
-				grep -E 'cut off|relay|egress' | tail -n 8 | cut -c1-400 | sed "s/^/  journal: /"
+			eg_detail | sed "s/^/  journal: /"
 		fi
 	done
 	return $bad

@@ -90,11 +90,18 @@ func newWorld(t testing.TB, set config.NetworkSet, max int) *world {
 			c.Close()
 			return
 		}
-		if r.URL.Path == "/stream" { // a model's event stream: parts, flushed, apart
+		if r.URL.Path == "/stream" || r.URL.Path == "/read-then-stream" { // a model's event stream: parts, flushed, apart
+			if r.URL.Path == "/read-then-stream" { // as a model does: the whole request first
+				_, _ = io.Copy(io.Discard, r.Body)
+			}
+			gap := 20 * time.Millisecond
+			if r.URL.Path == "/read-then-stream" {
+				gap = 100 * time.Millisecond // longer, in all, than slowAfterWrite's pause
+			}
 			for i := range 5 {
 				fmt.Fprintf(rw, "event %d\n", i)
 				rw.(http.Flusher).Flush()
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(gap)
 			}
 			return
 		}
@@ -343,6 +350,56 @@ func TestPlainHTTPClientHalfClose(t *testing.T) {
 	}
 	if rec := w.rec.last(t); rec.Decision != "allowed" {
 		t.Errorf("audited %+v", rec)
+	}
+}
+
+// slowAfterWrite is a destination connection whose writer is slow to come
+// back after each large write, as a busy machine's scheduler may leave the
+// transport's request writer after the body's last bytes went out.
+type slowAfterWrite struct{ net.Conn }
+
+func (c slowAfterWrite) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if len(b) >= 8<<10 {
+		time.Sleep(150 * time.Millisecond)
+	}
+	return n, err
+}
+
+// TestPlainHTTPAnswerBeforeRequestWritten: a destination that has read
+// the whole request answers while the transport's writer is still to
+// finish the request (its check that the body ended, then its close).
+// Go's server, writing the answer's header, consumed and closed the
+// client's request body unless the response is full duplex; the writer's
+// last read then failed ("invalid Read on closed Body"), the transport
+// closed the destination's connection, and the streamed answer was cut
+// after its first bytes ("use of closed network connection"). That was
+// the suite's flake: Claude Code's request bodies are ~88 KB.
+func TestPlainHTTPAnswerBeforeRequestWritten(t *testing.T) {
+	w := newWorld(t, allowModel(), 0)
+	dial := w.svc.Dial
+	w.svc.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return slowAfterWrite{c}, nil
+	}
+	c, err := net.Dial("unix", w.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := strings.Repeat("x", 88<<10)
+	go fmt.Fprintf(c, "POST http://model.test/read-then-stream HTTP/1.1\r\nHost: model.test\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	want := "event 0\nevent 1\nevent 2\nevent 3\nevent 4\n"
+	if resp.StatusCode != 200 || string(got) != want {
+		t.Fatalf("%s %q (%v), want the whole stream %q", resp.Status, got, err, want)
 	}
 }
 

@@ -233,6 +233,16 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 			http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
 		},
 	}
+	// Full duplex: the destination may answer before the transport has
+	// finished writing the request (after the body's last bytes it reads
+	// once more for the end, then closes). Go's server, writing the
+	// answer's header, otherwise consumed and closed the request body
+	// first; that last read then failed, the transport closed the
+	// destination, and a streamed answer was cut after its first bytes
+	// (TestPlainHTTPAnswerBeforeRequestWritten; the suite's flake).
+	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+		h.s.Log.Warn("egress: full duplex not available", "err", err)
+	}
 	ww := &watchedWriter{ResponseWriter: w}
 	whole := false
 	// Recorded however it ends: ReverseProxy aborts the handler (panics
