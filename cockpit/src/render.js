@@ -171,6 +171,14 @@ export function applySSE(t, msg) {
 	return applyEvent(t, ev);
 }
 
+// resumable says whether a prompt's stream ended before its task did (the
+// daemon went away: a restart, an upgrade): the task runs on in its
+// executor and the next daemon takes it over, so the page follows it from
+// the last event shown.
+export function resumable(t) {
+	return Boolean(t.task) && !t.status && !t.error;
+}
+
 // metrics reads the Prometheus text of /v1/metrics into
 // {user: {series: value}} for the executor usage series.
 export function usageFromMetrics(text) {

@@ -3,7 +3,7 @@
 // person's open permission questions.
 import { h, fill, button, card, alert, label, table, field, select } from "./dom.js";
 import { call, get, stream, esc } from "./api.js";
-import { newTranscript, applyLine, applySSE, Lines, SSE } from "./render.js";
+import { newTranscript, applyLine, applySSE, Lines, SSE, resumable } from "./render.js";
 
 const _ = cockpit.gettext;
 
@@ -125,8 +125,32 @@ export function sessionsView(me) {
 			draw(t);
 		});
 		state.follow = req;
-		req.then(() => draw(t), (e) => { t.error = e.message; t.status = t.status || "failed"; draw(t); })
+		req.then(() => resumable(t) ? followOn(t) : draw(t),
+			(e) => { if (resumable(t)) return followOn(t); t.error = e.message; t.status = t.status || "failed"; draw(t); })
 			.finally(() => { send.disabled = false; prompt.value = ""; refreshSessions(); refreshTasks(); refreshQuestions(); });
+	}
+
+	// followOn follows a prompt's task after its stream broke off (the
+	// daemon went away): from the last event shown, a second apart while
+	// no daemon answers, for up to a minute, as agorctl prompt does.
+	async function followOn(t) {
+		t.blocks.push({ kind: "warning", message: _("The daemon went away; following the task on.") });
+		draw(t);
+		for (let i = 0; i < 60 && state.task === t.task && !t.status; i++) {
+			const sse = new SSE();
+			const req = stream("GET", `/v1/tasks/${esc(t.task)}/events?follow=1&after=${t.last}`, undefined, (chunk) => {
+				for (const m of sse.push(chunk)) applySSE(t, m);
+				draw(t);
+			});
+			state.follow = req;
+			try {
+				await req;
+			} catch (e) {
+				if (e.status) { t.error = e.message; break; } // the daemon answered: no such task for this page
+			}
+			if (!t.status) await new Promise(resolve => window.setTimeout(resolve, 1000));
+		}
+		draw(t);
 	}
 
 	function draw(t) {

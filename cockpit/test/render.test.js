@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { newTranscript, applyLine, applySSE, Lines, SSE, clip, usageFromMetrics } from "../src/render.js";
+import { newTranscript, applyLine, applySSE, Lines, SSE, clip, usageFromMetrics, resumable } from "../src/render.js";
 
 const ev = (seq, type, data) => ({ event: { task_id: "t1", sequence: seq, timestamp: 0, event_type: type, event_data: { type, data } } });
 
@@ -126,4 +126,21 @@ test("events of any shape never throw (random inputs)", () => {
 		const sse = new SSE();
 		assert.doesNotThrow(() => { for (const m of sse.push(`event: ${pick(types)}\ndata: ${String(pick(values))}\n\n`)) applySSE(t, m); });
 	}
+});
+
+test("a stream that ends before its result is followed on; one with a result or the daemon's error is not", () => {
+	const t = newTranscript();
+	for (const l of turn.slice(0, 3)) applyLine(t, l);
+	assert.equal(resumable(t), true);
+	const last = t.last;
+	applySSE(t, { event: "message", id: String(last), data: JSON.stringify(turn[2].event) }); // the follow's replay overlaps
+	assert.equal(t.last, last);
+	const done = newTranscript();
+	for (const l of turn) applyLine(done, l);
+	assert.equal(resumable(done), false);
+	const failed = newTranscript();
+	applyLine(failed, { task_id: "t1", session_id: "s1" });
+	applyLine(failed, { error: wire("error") });
+	assert.equal(resumable(failed), false);
+	assert.equal(resumable(newTranscript()), false);
 });
