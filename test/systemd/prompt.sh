@@ -162,7 +162,7 @@ check "a permission question open across systemctl restart of the daemon is aske
 # are stored once each, in order, as many as the executor numbered.
 chaos_daemon() {
 	local i client task pid seqs n produced t0 delay how kills=""
-	start_model -bash 'sleep 3; echo turn >> chaos.txt' -text 'done' -tools 6
+	start_model -bash 'sleep 3; echo turn >> chaos.txt' -text 'done' -tools 12 -log
 	rm -f /home/alice/chaos.txt
 	for i in 1 2 3 4 5 6; do
 		t0=$(date +%s)
@@ -173,7 +173,11 @@ chaos_daemon() {
 		pid=$(systemctl show -p MainPID --value agor-daemon.service)
 		if [ $((i % 2)) = 1 ]; then how=kill; kill -9 "$pid"; else how=restart; systemctl restart agor-daemon.service; fi
 		kills="$kills $how@${delay}s"
-		wait "$client" || { echo "turn $i ($how at ${delay}s) did not end completed:"; cat /tmp/chaos.out; return 1; }
+		wait "$client" || {
+			echo "turn $i ($how at ${delay}s) did not end completed:"; cat /tmp/chaos.out
+			echo "the command ran $(wc -l </home/alice/chaos.txt) times; the stand-in's requests:"; tail -n 16 /tmp/model.log
+			return 1
+		}
 		grep '^completed' /tmp/chaos.out >/dev/null
 		task=$(task_of)
 		seqs=$(as alice agorctl events "$task" | grep -o '"sequence":[0-9]*' | cut -d: -f2)

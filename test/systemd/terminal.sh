@@ -56,16 +56,20 @@ terminal_daemon_restart() {
 	local pid
 	pid=$(pane | sed -n 's/^marker-42 pid=\([0-9]*\).*/\1/p' | head -n 1)
 	systemctl restart agor-daemon.service
-	wait_pane 'attached again to terminal'
+	want "$(systemctl is-active agor-daemon.service)" active
+	# The raw stream may be handed to the executor (then the client never
+	# sees the daemon go), or carried by the daemon (then agorctl attaches
+	# again): either way the same shell answers.
 	tmux send-keys -t agorterm 'echo after-$$' Enter
 	wait_pane "^after-$pid\$"
 	tmux send-keys -t agorterm 'exit 4' Enter
 	wait_pane 'agorctl-exit=4'
-	pane | grep -E 'reattaching|attached again'
+	local how="its stream did not go through the daemon"
+	if pane | grep -q 'attached again'; then how="agorctl attached again"; fi
 	tmux kill-server
-	echo "systemctl restart agor-daemon under an attached terminal: agorctl terminal attached again, same shell (pid $pid), exit 4 passed through"
+	echo "systemctl restart agor-daemon under an attached terminal: $how; same shell (pid $pid) answered after, exit 4 passed through"
 }
-check "agorctl terminal across systemctl restart of the daemon: it attaches again to the same shell" terminal_daemon_restart
+check "agorctl terminal across systemctl restart of the daemon: the same shell answers after it" terminal_daemon_restart
 
 # Without a terminal on standard input agorctl terminal refuses at once and
 # starts nothing; --no-tty drives the shell through pipes instead.
