@@ -64,6 +64,7 @@ bench: build
 	$(GO) test -run '^$$' -bench Usage100 -benchtime 11x ./internal/daemon/lifecycle
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
 	$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon/e2e
+	$(GO) test -run '^$$' -bench BlindAcrossRestart -benchtime 11x ./internal/daemon/e2e
 	$(GO) test -run '^$$' -bench . ./internal/daemon/broker ./internal/daemon/store
 	test/agents.sh
 	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/executor/task

@@ -170,7 +170,7 @@ func (h *harness) raw(t testing.TB, method, path string, body io.Reader, hdr map
 
 // restart stops the daemon and starts another on the same state,
 // configuration (changed by tune) and socket.
-func (h *harness) restart(t *testing.T, tune func(*daemon.Options)) *harness {
+func (h *harness) restart(t testing.TB, tune func(*daemon.Options)) *harness {
 	t.Helper()
 	h.stop()
 	o := h.opts
