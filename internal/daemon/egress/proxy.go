@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agor-sh/agor/internal/netpolicy"
 )
@@ -209,37 +210,16 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 	if !ok {
 		return
 	}
-	var counted atomic.Pointer[countingConn]
-	var failure error
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(*httputil.ProxyRequest) {}, // the URL is absolute already; hop-by-hop headers are dropped
-		Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				c, err := h.s.dial(ctx, t)
-				if err != nil {
-					return nil, err
-				}
-				cc := &countingConn{Conn: c, live: h.s.countsOf(p.Name)}
-				counted.Store(cc)
-				return cc, nil
-			},
-			DisableKeepAlives:      true,
-			MaxResponseHeaderBytes: 1 << 20,
-		},
-		FlushInterval: -1, // event streams from models arrive as they are sent
-		ErrorLog:      slog.NewLogLogger(h.s.Log.Handler(), slog.LevelWarn),
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			failure = err
-			http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
-		},
-	}
+	f := &forwarding{h: h, p: p, t: t}
 	// Full duplex: the destination may answer before the transport has
 	// finished writing the request (after the body's last bytes it reads
 	// once more for the end, then closes). Go's server, writing the
 	// answer's header, otherwise consumed and closed the request body
 	// first; that last read then failed, the transport closed the
 	// destination, and a streamed answer was cut after its first bytes
-	// (TestPlainHTTPAnswerBeforeRequestWritten; the suite's flake).
+	// (TestPlainHTTPAnswerBeforeRequestWritten; the suite's flake). The
+	// handler then must not return before the transport is done with the
+	// body (f.sentBody): a read after it races the server's next request.
 	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
 		h.s.Log.Warn("egress: full duplex not available", "err", err)
 	}
@@ -248,20 +228,104 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request, p Person) {
 	// Recorded however it ends: ReverseProxy aborts the handler (panics
 	// with http.ErrAbortHandler) when a streamed body breaks off.
 	defer func() {
-		var up, down int64
-		if cc := counted.Load(); cc != nil {
-			up, down = cc.written.Load(), cc.read.Load()
-		}
+		f.sentBody()
+		up, down := f.bytes()
 		if !whole {
 			h.cut(p, t, ww, down, ctx.Err())
 		}
-		if errors.Is(failure, context.Canceled) {
-			failure = nil // the service is shutting down
-		}
-		h.s.record(p, task, t, up, down, failure)
+		h.s.record(p, task, t, up, down, f.failed())
 	}()
-	rp.ServeHTTP(ww, r)
+	f.proxy().ServeHTTP(ww, r)
 	whole = ww.failed() == nil // a destination that failed before answering is audited as failed, not cut
+}
+
+// forwarding is one forwarded request's reverse proxy and what it saw.
+type forwarding struct {
+	h       *handler
+	p       Person
+	t       target
+	counted atomic.Pointer[countingConn]
+	failure error
+	sent    *sentBody // the request's body as the transport reads it; nil: none
+}
+
+func (f *forwarding) proxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		// The URL is absolute already; hop-by-hop headers are dropped.
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			if pr.Out.Body != nil {
+				f.sent = &sentBody{ReadCloser: pr.Out.Body, done: make(chan struct{})}
+				pr.Out.Body = f.sent
+			}
+		},
+		Transport: &http.Transport{
+			DialContext:            f.dial,
+			DisableKeepAlives:      true,
+			MaxResponseHeaderBytes: 1 << 20,
+		},
+		FlushInterval: -1, // event streams from models arrive as they are sent
+		ErrorLog:      slog.NewLogLogger(f.h.s.Log.Handler(), slog.LevelWarn),
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			f.failure = err
+			http.Error(w, "agor egress: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+}
+
+func (f *forwarding) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	c, err := f.h.s.dial(ctx, f.t)
+	if err != nil {
+		return nil, err
+	}
+	cc := &countingConn{Conn: c, live: f.h.s.countsOf(f.p.Name)}
+	f.counted.Store(cc)
+	return cc, nil
+}
+
+// bytes are what went to the destination and came back.
+func (f *forwarding) bytes() (up, down int64) {
+	if cc := f.counted.Load(); cc != nil {
+		return cc.written.Load(), cc.read.Load()
+	}
+	return 0, 0
+}
+
+// failed is the failure to record: none when the service shut it down.
+func (f *forwarding) failed() error {
+	if errors.Is(f.failure, context.Canceled) {
+		return nil
+	}
+	return f.failure
+}
+
+// sentBodyWait bounds the wait for the transport to let go of a request
+// body: it does once the request is written or its connection closed.
+const sentBodyWait = 30 * time.Second
+
+// sentBody waits until the transport is done with the request's body.
+func (f *forwarding) sentBody() {
+	if f.sent == nil {
+		return
+	}
+	select {
+	case <-f.sent.done:
+	case <-time.After(sentBodyWait):
+		f.h.s.Log.Warn("egress: a forwarded request's body was still held after its answer", "user", f.p.Name, "host", f.t.dst.Host, "waited", sentBodyWait.String())
+	}
+}
+
+// sentBody is a request body that says when the transport closed it,
+// which it does when done with it (written, or failed).
+type sentBody struct {
+	io.ReadCloser
+	once sync.Once
+	done chan struct{}
+}
+
+func (b *sentBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(func() { close(b.done) })
+	return err
 }
 
 // cut logs a forwarded response that did not reach its client whole:
