@@ -156,52 +156,6 @@ survive_question() {
 }
 check "a permission question open across systemctl restart of the daemon is asked again of the next one; approving it there runs the command" survive_question
 
-# together HOW: the acceptance's scene at once: alice's prompt in an 8 s
-# command, bob's terminal attached, carol's permission question open;
-# then the daemon goes (HOW: restart, kill). Alice's prompt completes,
-# bob's shell is the same process, carol's question is asked again and
-# approving it runs her command.
-together() {
-	local how=$1 a c bpid id _ pid
-	start_model -bash 'sleep 8; echo "$(id -un)" > together.txt' -text 'done' -tools 8
-	rm -f /home/alice/together.txt /home/carol/together.txt
-	as alice agorctl prompt alice 'together' --mode bypassPermissions >/tmp/tog-a.out 2>&1 </dev/null &
-	a=$!
-	in_tmux "agorctl terminal bob"
-	wait_pane 'bob@'
-	tmux send-keys -t agorterm 'echo marker-$((6*7)) pid=$$' Enter
-	wait_pane '^marker-42 pid='
-	bpid=$(pane | sed -n 's/^marker-42 pid=\([0-9]*\).*/\1/p' | head -n 1)
-	as carol agorctl prompt carol 'together' --mode default >/tmp/tog-c.out 2>&1 </dev/null &
-	c=$!
-	for _ in $(seq 150); do id=$({ as carol agorctl permissions list 2>/dev/null || true; } | { grep -o '"id":"[^"]*"' || true; } | head -n 1 | cut -d'"' -f4); [ -n "$id" ] && break; sleep 0.2; done
-	test -n "$id" || { echo "carol was not asked"; cat /tmp/tog-c.out; return 1; }
-	grep -q Bash /tmp/tog-a.out || sleep 1
-	pid=$(systemctl show -p MainPID --value agor-daemon.service)
-	case $how in restart) systemctl restart agor-daemon.service ;; kill) kill -9 "$pid" ;; esac
-	for _ in $(seq 150); do id=$({ as carol agorctl permissions list 2>/dev/null || true; } | { grep -o '"id":"[^"]*"' || true; } | head -n 1 | cut -d'"' -f4); [ -n "$id" ] && break; sleep 0.2; done
-	test -n "$id" || { echo "carol's question was not asked again"; cat /tmp/tog-c.out; return 1; }
-	as carol agorctl permissions approve "$id" --reason together
-	wait "$a" || { echo "alice:"; cat /tmp/tog-a.out; return 1; }
-	wait "$c" || { echo "carol:"; cat /tmp/tog-c.out; return 1; }
-	want "$(cat /home/alice/together.txt)" alice
-	want "$(cat /home/carol/together.txt)" carol
-	tmux send-keys -t agorterm 'echo after-$$' Enter
-	wait_pane "^after-$bpid\$"
-	tmux send-keys -t agorterm 'exit' Enter
-	tmux kill-server
-	echo "$how with alice streaming, bob's terminal (pid $bpid) and carol's question open: both prompts completed, carol's approval (asked again) ran her command, bob's shell the same"
-}
-# together_as_allowed HOW: together with carol allowed for its length
-# (the daemon's checks keep her out of agorusers), put back however it ends.
-together_as_allowed() {
-	usermod -aG agorusers carol
-	trap 'gpasswd -d carol agorusers >/dev/null 2>&1' EXIT # the check's subshell ends either way
-	together "$1"
-}
-check "together, restart: alice's prompt, bob's terminal, carol's question across systemctl restart" together_as_allowed restart
-check "together, kill -9: alice's prompt, bob's terminal, carol's question across kill -9" together_as_allowed kill
-
 # chaos_daemon: six turns of alice's, each a 3 s command; at a random
 # moment of each (1 to 5 s in) the daemon is killed (-9) or restarted,
 # alternately. Every turn ends completed, its command ran, and its events
