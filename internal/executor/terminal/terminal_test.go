@@ -29,6 +29,7 @@ type peer struct {
 	mu    sync.Mutex
 	outs  map[string]*bytes.Buffer
 	seqs  map[string]int64 // next expected seq per terminal
+	first map[string]int64 // the first seq received per terminal
 	exits map[string]protocol.TerminalExit
 	bad   []string // protocol problems seen
 	wake  chan struct{}
@@ -66,7 +67,7 @@ func (f *fixture) connect(t testing.TB) *peer { return f.connectWith(t, nil) }
 func (f *fixture) connectWith(t testing.TB, h rpc.Handler) *peer {
 	t.Helper()
 	x, y := rpctest.Socketpair(t)
-	p := &peer{outs: map[string]*bytes.Buffer{}, seqs: map[string]int64{}, exits: map[string]protocol.TerminalExit{}, wake: make(chan struct{}, 1)}
+	p := &peer{outs: map[string]*bytes.Buffer{}, seqs: map[string]int64{}, first: map[string]int64{}, exits: map[string]protocol.TerminalExit{}, wake: make(chan struct{}, 1)}
 	if h == nil {
 		cm := rpc.NewMux()
 		cm.Register(protocol.MethodTerminalOutput, p.onOutput)
@@ -95,6 +96,9 @@ func (p *peer) onOutput(_ context.Context, r *rpc.Request) (any, error) {
 		p.bad = append(p.bad, "seq "+strconv.FormatInt(o.Seq, 10)+" want "+strconv.FormatInt(want, 10))
 	}
 	p.seqs[o.TerminalID] = o.Seq + 1
+	if _, ok := p.first[o.TerminalID]; !ok {
+		p.first[o.TerminalID] = o.Seq
+	}
 	if p.outs[o.TerminalID] == nil {
 		p.outs[o.TerminalID] = &bytes.Buffer{}
 	}
