@@ -174,46 +174,45 @@ func (h *host) Ask(ctx context.Context, tool string, input json.RawMessage) agen
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	for {
-		conn, tok, next := h.current()
-		if !gone(conn) {
-			p := protocol.RequestPermissionParams{SessionToken: tok, TaskID: h.task, ToolName: tool, ToolInput: input}
-			var d protocol.RequestPermissionResult
-			err := conn.Call(ctx, protocol.MethodRequestPermission, p, &d)
-			if err == nil {
-				return agent.Decision{Approved: d.Approved, Reason: d.Reason}
-			}
-			if ctx.Err() != nil || !daemonLeaving(conn, err) {
-				return agent.Decision{Approved: false, Reason: fmt.Sprintf("no decision: %v", err)}
-			}
-			h.log.Info("permission question waits for the daemon's return", "task", h.task, "tool", tool)
-		}
-		select {
-		case <-next:
-		case <-ctx.Done():
-			return agent.Decision{Approved: false, Reason: fmt.Sprintf("no decision: %v", context.Cause(ctx))}
-		}
+	var d protocol.RequestPermissionResult
+	err := h.call(ctx, protocol.MethodRequestPermission, func(tok string) any {
+		return protocol.RequestPermissionParams{SessionToken: tok, TaskID: h.task, ToolName: tool, ToolInput: input}
+	}, &d)
+	if err != nil {
+		return agent.Decision{Approved: false, Reason: fmt.Sprintf("no decision: %v", err)}
 	}
+	return agent.Decision{Approved: d.Approved, Reason: d.Reason}
 }
 
 // apiKey asks the daemon for the agent's key, just in time.
-// A daemon that goes while it is asked is asked again when the next one
-// takes the task over.
 func (h *host) apiKey(ctx context.Context, name string) (string, error) {
+	var res protocol.GetAPIKeyResult
+	err := h.call(ctx, protocol.MethodGetAPIKey, func(tok string) any {
+		return protocol.GetAPIKeyParams{SessionToken: tok, CredentialKey: name}
+	}, &res)
+	if err != nil {
+		return "", fmt.Errorf("get_api_key %s: %w", name, err)
+	}
+	return res.APIKey, nil
+}
+
+// call calls the daemon with the params made for the task's token on its
+// connection now; a daemon that goes while it is asked is asked again
+// when the next one takes the task over (resume_task).
+func (h *host) call(ctx context.Context, method string, params func(tok string) any, result any) error {
 	for {
 		conn, tok, next := h.current()
-		var res protocol.GetAPIKeyResult
-		err := conn.Call(ctx, protocol.MethodGetAPIKey, protocol.GetAPIKeyParams{SessionToken: tok, CredentialKey: name}, &res)
-		if err == nil {
-			return res.APIKey, nil
-		}
-		if ctx.Err() != nil || !daemonLeaving(conn, err) {
-			return "", fmt.Errorf("get_api_key %s: %w", name, err)
+		if !gone(conn) {
+			err := conn.Call(ctx, method, params(tok), result)
+			if err == nil || ctx.Err() != nil || !daemonLeaving(conn, err) {
+				return err
+			}
+			h.log.Info(method+" waits for the daemon's return", "task", h.task)
 		}
 		select {
 		case <-next:
 		case <-ctx.Done():
-			return "", fmt.Errorf("get_api_key %s: %w", name, context.Cause(ctx))
+			return context.Cause(ctx)
 		}
 	}
 }
