@@ -179,12 +179,18 @@ func (s *Server) runTask(ctx context.Context, t started) apiwire.PromptLine {
 		// denied (EndTask would): they are asked again of that daemon.
 		return last
 	}
-	lost := s.Events.Lost(t.id)
-	last.Missing = s.Broker.EndTask(t.id)
+	return s.end(t.id, t.sess, last)
+}
+
+// end closes the task's broker side and records its end; last gains
+// what the store could not keep and the status the daemon recorded.
+func (s *Server) end(task string, sess store.Session, last apiwire.PromptLine) apiwire.PromptLine {
+	lost := s.Events.Lost(task)
+	last.Missing = s.Broker.EndTask(task)
 	if lost.Events > 0 { // told before the result: what was shown is not all that was kept
 		last.DroppedEvents, last.Warning = lost.Events, s.lostWarning(lost)
 	}
-	last.Status = s.finish(t.id, t.sess, last)
+	last.Status = s.finish(task, sess, last)
 	return last
 }
 

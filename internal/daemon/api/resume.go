@@ -42,13 +42,7 @@ func (s *Server) resumeTask(ctx context.Context, t store.Task) {
 		s.interrupted(t, sess, err)
 		return
 	}
-	last := apiwire.PromptLine{Result: res}
-	lost := s.Events.Lost(t.ID)
-	last.Missing = s.Broker.EndTask(t.ID)
-	if lost.Events > 0 {
-		last.DroppedEvents, last.Warning = lost.Events, s.lostWarning(lost)
-	}
-	s.finish(t.ID, sess, last)
+	s.end(t.ID, sess, apiwire.PromptLine{Result: res})
 	s.log().Info("task taken over from its executor ended", "task", t.ID, "user", t.UnixUser, "after_sequence", after)
 }
 
