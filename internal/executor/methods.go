@@ -33,7 +33,7 @@ func (s *Server) socketHolders(_ context.Context, p protocol.SocketHoldersParams
 	return protocol.SocketHoldersResult{Holders: n, Confined: confined}, nil
 }
 
-func (s *Server) ping(context.Context, struct{}) (protocol.PingResult, error) {
+func (s *Server) ping(context.Context, protocol.PingParams) (protocol.PingResult, error) {
 	now := time.Now()
 	return protocol.PingResult{
 		Pong:      true,
@@ -47,6 +47,7 @@ func (s *Server) ping(context.Context, struct{}) (protocol.PingResult, error) {
 		// wants is the kernel's answer to this process now.
 		LandlockABI: sandbox.ABI(),
 		SandboxView: sandboxView(),
+		Protocol:    protocol.Revision,
 	}, nil
 }
 

@@ -32,8 +32,11 @@ func (s *Server) resumeTask(ctx context.Context, t store.Task) {
 	}
 	executor := s.executorOf(t.UnixUser)
 	var res json.RawMessage
-	p := protocol.ResumeTaskParams{TaskID: t.ID, SessionToken: tok, AfterSequence: after}
-	err = s.Pool.Call(ctx, executor, protocol.MethodResumeTask, p, &res)
+	err = s.resumable(ctx, executor)
+	if err == nil {
+		p := protocol.ResumeTaskParams{TaskID: t.ID, SessionToken: tok, AfterSequence: after}
+		err = s.Pool.Call(ctx, executor, protocol.MethodResumeTask, p, &res)
+	}
 	if ctx.Err() != nil { // this daemon is stopping too: the next one takes it over
 		return
 	}
@@ -44,6 +47,21 @@ func (s *Server) resumeTask(ctx context.Context, t store.Task) {
 	}
 	s.end(t.ID, sess, apiwire.PromptLine{Result: res})
 	s.log().Info("task taken over from its executor ended", "task", t.ID, "user", t.UnixUser, "after_sequence", after)
+}
+
+// resumable says why executor cannot hand a task over, if it cannot: it
+// runs a build from before executors owned their tasks (an upgrade left
+// it on its old binary), which ended them with the last daemon.
+func (s *Server) resumable(ctx context.Context, executor string) error {
+	_, ping, err := s.Pool.Get(ctx, executor)
+	if err != nil {
+		return err
+	}
+	if ping.Protocol < protocol.RevisionResume {
+		return fmt.Errorf("the executor of %s runs %s (protocol revision %d), which ends its tasks with the daemon; "+
+			"taking one over needs revision %d, which its next start has", executor, ping.Version, ping.Protocol, protocol.RevisionResume)
+	}
+	return nil
 }
 
 // takeOver issues a new token for a task the last daemon ran and says

@@ -142,7 +142,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 		return nil, protocol.PingResult{}, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonConnectFailed, "executor of %s: %v", user, err)
 	}
 	var ping protocol.PingResult
-	if err := c.Call(ctx, protocol.MethodPing, nil, &ping); err != nil {
+	if err := c.Call(ctx, protocol.MethodPing, protocol.PingParams{Protocol: protocol.Revision}, &ping); err != nil {
 		c.Close()
 		return nil, protocol.PingResult{}, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonPingFailed, "executor of %s: %v", user, err)
 	}

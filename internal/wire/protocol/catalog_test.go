@@ -42,7 +42,8 @@ var catalog = []message{
 	{protocol.MethodSubmitJob, "result", protocol.SubmitJobResult{JobID: "4242"}},
 	{protocol.MethodCancelJob, "params", protocol.CancelJobParams{JobID: "4242", Signal: "TERM"}},
 	{protocol.MethodCancelJob, "result", protocol.CancelJobResult{}},
-	{protocol.MethodPing, "result", protocol.PingResult{Pong: true, Timestamp: 1763900000000, PID: 4242, UID: 1001, User: "alice", Version: "0.1.0", UptimeMS: 1500}},
+	{protocol.MethodPing, "params", protocol.PingParams{Protocol: 1}},
+	{protocol.MethodPing, "result", protocol.PingResult{Pong: true, Timestamp: 1763900000000, PID: 4242, UID: 1001, User: "alice", Version: "0.1.0", UptimeMS: 1500, Protocol: 1}},
 	{protocol.MethodSocketHolders, "params", protocol.SocketHoldersParams{Inode: 4242}},
 	{protocol.MethodSocketHolders, "result", protocol.SocketHoldersResult{Holders: 1, Confined: true}},
 	{protocol.MethodShutdown, "params", protocol.ShutdownParams{Reason: "idle", TimeoutMS: 5000}},
@@ -166,7 +167,7 @@ func TestCatalogComplete(t *testing.T) {
 		have[m.method+"."+m.kind] = true
 	}
 	notifications := []string{protocol.MethodTerminalInput, protocol.MethodReportMessage, protocol.MethodWarmAgents}
-	noParams := []string{protocol.MethodPing, protocol.MethodListTerminals}
+	noParams := []string{protocol.MethodListTerminals}
 	for _, method := range slices.Concat(protocol.ExecutorMethods, protocol.DaemonMethods) {
 		if !slices.Contains(noParams, method) && !have[method+".params"] {
 			t.Errorf("%s: no params in the catalog", method)

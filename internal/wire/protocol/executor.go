@@ -19,6 +19,8 @@ type PingResult struct {
 	// can be built here (user, mount and PID namespaces), otherwise why
 	// not: what the sandbox's guarantees then rest on (Landlock alone).
 	SandboxView string `json:"sandbox_view,omitempty"`
+	// Protocol is the executor's Revision (0 from executors before it).
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // ShutdownParams asks the executor to stop, letting in-flight work finish

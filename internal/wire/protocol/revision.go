@@ -1,0 +1,19 @@
+package protocol
+
+// Revision is this build's protocol revision, carried in ping both ways
+// (PingParams from the daemon, PingResult from the executor). Builds from
+// before revisions were numbered carry none: revision 0. Each end uses a
+// feature only when the other's revision has it too.
+const Revision = RevisionResume
+
+// RevisionResume is the first revision whose executor owns its tasks: it
+// runs them on while no daemon is connected, and serves resume_task to
+// the next one. An executor below it ends its tasks with the connection
+// that started them, so a restarted daemon cannot take them over.
+const RevisionResume = 1
+
+// PingParams is what the daemon says of itself on connecting.
+type PingParams struct {
+	// Protocol is the daemon's Revision (0 from daemons before it).
+	Protocol int `json:"protocol,omitempty"`
+}
