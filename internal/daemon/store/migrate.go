@@ -126,6 +126,31 @@ var migrations = []string{
 	CREATE INDEX tasks_live ON tasks (status) WHERE status IN ('queued', 'running');
 	CREATE INDEX tasks_by_owner ON tasks (unix_user, unix_uid);
 	CREATE INDEX tasks_by_ended ON tasks (ended_at, id) WHERE ended_at > 0;`,
+
+	// 7: the model gateway's ledger: one row per model request, from the
+	// provider's own usage fields. No foreign keys: what was spent is kept
+	// after retention takes the task and its session.
+	`CREATE TABLE ledger (
+		id                 INTEGER PRIMARY KEY,
+		at                 INTEGER NOT NULL,
+		unix_user          TEXT NOT NULL,
+		unix_uid           INTEGER,
+		session_id         TEXT NOT NULL DEFAULT '',
+		task_id            TEXT NOT NULL DEFAULT '',
+		agent              TEXT NOT NULL DEFAULT '',
+		api                TEXT NOT NULL,
+		model              TEXT NOT NULL DEFAULT '',
+		input_tokens       INTEGER NOT NULL DEFAULT 0,
+		output_tokens      INTEGER NOT NULL DEFAULT 0,
+		cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+		cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+		cost_micros        INTEGER NOT NULL DEFAULT 0,
+		status             INTEGER NOT NULL DEFAULT 0,
+		streamed           INTEGER NOT NULL DEFAULT 0,
+		error              TEXT NOT NULL DEFAULT ''
+	) STRICT;
+	CREATE INDEX ledger_by_user ON ledger (unix_user, at);
+	CREATE INDEX ledger_by_task ON ledger (task_id) WHERE task_id != '';`,
 }
 
 // migrate applies the migrations the database has not seen yet.
