@@ -30,6 +30,7 @@ type Config struct {
 	Store     Store     `yaml:"store"`     // the store's filesystem (quotas.go)
 	Agents    Agents    `yaml:"agents"`    // warm agents, read by the executor (agents.go)
 	Network   Network   `yaml:"network"`   // each person's network egress (network.go)
+	Gateway   Gateway   `yaml:"gateway"`   // the model gateway's prices and budgets (gateway.go)
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -121,7 +122,7 @@ func Default() Config {
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
 		Slurm:   DefaultSlurm(),
 		Quotas:  DefaultQuotas(), Retention: DefaultRetention(), Store: DefaultStore(),
-		Agents: DefaultAgents(), Network: DefaultNetwork()}
+		Agents: DefaultAgents(), Network: DefaultNetwork(), Gateway: DefaultGateway()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

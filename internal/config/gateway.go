@@ -1,0 +1,181 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Gateway is the model gateway: agents' model requests go through the
+// daemon, which puts the key on them and writes each one's usage to its
+// ledger. Prices turn tokens into cost; budgets bound a person's spend.
+type Gateway struct {
+	// Currency names the unit of Prices and of the cost budgets.
+	Currency string `yaml:"currency"`
+	// Prices per million tokens, by model: an exact name, or a prefix
+	// ending in "*" (the longest match wins); "default" prices the rest.
+	Prices  map[string]Price `yaml:"prices"`
+	Budgets Budgets          `yaml:"budgets"`
+}
+
+// Price is what a million tokens of each kind cost.
+type Price struct {
+	Input      float64 `yaml:"input"`
+	Output     float64 `yaml:"output"`
+	CacheRead  float64 `yaml:"cache_read"`
+	CacheWrite float64 `yaml:"cache_write"`
+}
+
+// Budgets bound each person's spend: a default, then each group override
+// the person is in (file order), then her own, each key set at a later
+// level replacing the earlier (as limits do).
+type Budgets struct {
+	Default BudgetSet            `yaml:"default"`
+	Groups  []GroupBudget        `yaml:"groups"`
+	Users   map[string]BudgetSet `yaml:"users"`
+}
+
+// GroupBudget is an override for the members of Group.
+type GroupBudget struct {
+	Group     string `yaml:"group"`
+	BudgetSet `yaml:",inline"`
+}
+
+// BudgetSet bounds spend per calendar day and month (in the daemon's
+// local time): cost in the gateway's currency, tokens of every kind
+// together. 0 leaves the key to the level below; nothing set anywhere is
+// no bound.
+type BudgetSet struct {
+	DayCost     float64 `yaml:"day_cost"`
+	MonthCost   float64 `yaml:"month_cost"`
+	DayTokens   int64   `yaml:"day_tokens"`
+	MonthTokens int64   `yaml:"month_tokens"`
+}
+
+// DefaultGateway: list prices as the providers published them in 2025
+// for the models the four CLIs use by default (per million tokens, USD),
+// and for any other model the dearest of them, so that an unknown model
+// never spends a cost budget slower than a known one. No budgets.
+func DefaultGateway() Gateway {
+	return Gateway{Currency: "USD", Prices: map[string]Price{
+		"claude-opus-*":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+		"claude-sonnet-*":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+		"claude-haiku-*":    {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
+		"gpt-5*":            {Input: 1.25, Output: 10, CacheRead: 0.125},
+		"gemini-2.5-pro*":   {Input: 1.25, Output: 10, CacheRead: 0.31},
+		"gemini-2.5-flash*": {Input: 0.3, Output: 2.5, CacheRead: 0.075},
+		"default":           {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	}}
+}
+
+// PriceOf is model's price: its exact entry, else the longest prefix
+// entry, else "default", else nothing (free).
+func (g Gateway) PriceOf(model string) Price {
+	if p, ok := g.Prices[model]; ok {
+		return p
+	}
+	best, found := "", false
+	for k := range g.Prices {
+		prefix, ok := strings.CutSuffix(k, "*")
+		if ok && strings.HasPrefix(model, prefix) && (!found || len(prefix) > len(best)) {
+			best, found = prefix, true
+		}
+	}
+	if found {
+		return g.Prices[best+"*"]
+	}
+	return g.Prices["default"]
+}
+
+// CostMicros is what the tokens cost, in millionths of the currency.
+func (p Price) CostMicros(input, output, cacheRead, cacheWrite int64) int64 {
+	c := float64(input)*p.Input + float64(output)*p.Output + float64(cacheRead)*p.CacheRead + float64(cacheWrite)*p.CacheWrite
+	return int64(math.Round(c))
+}
+
+// For is user's effective budget, as Limits.For is her limits.
+func (b Budgets) For(user string, inGroup func(group string) (bool, error)) (BudgetSet, error) {
+	eff := b.Default
+	for _, g := range b.Groups {
+		in, err := inGroup(g.Group)
+		if err != nil {
+			return BudgetSet{}, fmt.Errorf("budgets for %s: group %s: %w", user, g.Group, err)
+		}
+		if in {
+			eff = g.BudgetSet.over(eff)
+		}
+	}
+	if u, ok := b.Users[user]; ok {
+		eff = u.over(eff)
+	}
+	return eff, nil
+}
+
+// over is s with what it leaves unset taken from base.
+func (s BudgetSet) over(base BudgetSet) BudgetSet {
+	if s.DayCost != 0 {
+		base.DayCost = s.DayCost
+	}
+	if s.MonthCost != 0 {
+		base.MonthCost = s.MonthCost
+	}
+	if s.DayTokens != 0 {
+		base.DayTokens = s.DayTokens
+	}
+	if s.MonthTokens != 0 {
+		base.MonthTokens = s.MonthTokens
+	}
+	return base
+}
+
+// Bounded reports whether any bound is set.
+func (s BudgetSet) Bounded() bool {
+	return s.DayCost > 0 || s.MonthCost > 0 || s.DayTokens > 0 || s.MonthTokens > 0
+}
+
+// DayStart and MonthStart are the periods' beginnings in t's location;
+// the next period begins at DayStart(t).AddDate(0, 0, 1) and
+// MonthStart(t).AddDate(0, 1, 0).
+func DayStart(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, t.Location())
+}
+
+// MonthStart: see DayStart.
+func MonthStart(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, t.Location())
+}
+
+func (g Gateway) validate() error {
+	for model, p := range g.Prices {
+		for _, v := range []float64{p.Input, p.Output, p.CacheRead, p.CacheWrite} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("gateway.prices.%s: prices are per million tokens, 0 or more", model)
+			}
+		}
+	}
+	check := func(key string, s BudgetSet) error {
+		if s.DayCost < 0 || s.MonthCost < 0 || s.DayTokens < 0 || s.MonthTokens < 0 ||
+			math.IsNaN(s.DayCost) || math.IsNaN(s.MonthCost) || math.IsInf(s.DayCost, 0) || math.IsInf(s.MonthCost, 0) {
+			return fmt.Errorf("%s: budgets are 0 (not set here) or positive", key)
+		}
+		return nil
+	}
+	if err := check("gateway.budgets.default", g.Budgets.Default); err != nil {
+		return err
+	}
+	for i, gr := range g.Budgets.Groups {
+		if gr.Group == "" {
+			return fmt.Errorf("gateway.budgets.groups[%d]: group is required", i)
+		}
+		if err := check(fmt.Sprintf("gateway.budgets.groups[%d]", i), gr.BudgetSet); err != nil {
+			return err
+		}
+	}
+	for u, s := range g.Budgets.Users {
+		if err := check("gateway.budgets.users."+u, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
