@@ -134,7 +134,7 @@ export function sessionsView(me) {
 	// daemon went away): from the last event shown, a second apart while
 	// no daemon answers, for up to a minute, as agorctl prompt does.
 	async function followOn(t) {
-		t.blocks.push({ kind: "warning", message: _("The daemon went away; following the task on.") });
+		t.blocks.push({ kind: "warning", message: _("The daemon went away; following the task on."), agor: "daemon-away" });
 		draw(t);
 		for (let i = 0; i < 60 && state.task === t.task && !t.status; i++) {
 			const sse = new SSE();
@@ -163,7 +163,7 @@ export function sessionsView(me) {
 			case "ask": return h("div.agor-ask", { "data-agor": "asked" }, "? ", cockpit.format(_("$0 wants permission: $1"), b.name, b.input));
 			case "decided": return h("div.agor-decided", { "data-agor": "decided", "data-approved": String(b.approved) }, `[${b.approved ? _("allowed") : _("denied")} ${b.reason}]`);
 			case "error": return alert("danger", b.message);
-			case "warning": return alert("warning", b.message);
+			case "warning": return alert("warning", b.message, b.agor ? { "data-agor": b.agor } : {});
 			}
 			return null;
 		}));

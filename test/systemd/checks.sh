@@ -6,6 +6,8 @@ set -uo pipefail
 T=/opt/tests
 # shellcheck source=lib.sh
 . "$T/lib.sh"
+# shellcheck source=scenes.sh
+. "$T/scenes.sh"
 concerns="install readme socket polkit backend daemon limits prompt modes egress terminal cockpit files sandbox escapes identity accounts doctor quotas fulldisk bench package upgrade"
 # AGOR_SUITE_ONLY="install daemon prompt sandbox" make test-systemd runs those
 # (in this order; later files may need what earlier ones set up).

@@ -4,6 +4,7 @@
 // Each step leaves a screenshot in OUT; the run prints what it saw, and
 // exits non-zero at the first step that does not show what it must.
 // Usage: node cockpit-browser.mjs OUT (env: ALICE_PW, BOB_PW, ROOT_PW).
+import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
 const out = process.argv[2];
@@ -118,6 +119,29 @@ async function alice() {
 	await ctx.close();
 }
 
+// resume: alice's prompt is in an 8 s command when the daemon restarts
+// (cockpit.sh restarts it once this step writes OUT/resume-ready): the
+// page says the daemon went away, follows the task on, and shows the
+// command's output once and "completed".
+async function resume() {
+	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW);
+	await frame.locator("#agor-sessions").waitFor();
+	await frame.locator('select[name="agent"]').selectOption("claude-code");
+	await frame.locator('select[name="mode"]').selectOption("bypassPermissions");
+	await frame.locator('textarea[name="prompt"]').fill("take your time across a restart");
+	await frame.locator("#agor-send").click();
+	await frame.locator('[data-agor="tool"]').first().waitFor();
+	await step(page, "alice-resume-running", "alice's agent runs an 8 s command; the daemon restarts now");
+	writeFileSync(`${out}/resume-ready`, "");
+	await frame.locator('[data-agor="daemon-away"]').waitFor();
+	await frame.locator('[data-agor="task-status"][data-status="completed"]').waitFor();
+	const results = await frame.locator('[data-agor="tool-result"]').allInnerTexts();
+	console.log(`after the restart the page shows ${results.length} tool result(s): ${results.join(" | ").replace(/\s+/g, " ")}`);
+	if (results.length !== 1 || !/resumed/.test(results[0])) throw new Error(`want the command's output once, got ${JSON.stringify(results)}`);
+	await step(page, "alice-resumed", "the page said the daemon went away, followed the task on, and shows its output once and completed");
+	await ctx.close();
+}
+
 async function waitRows(screen, re) {
 	for (let i = 0; i < 150; i++) {
 		if (re.test(await screen.innerText())) return;
@@ -210,7 +234,7 @@ async function carol() {
 }
 
 try {
-	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol }[who]();
+	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol, resume }[who]();
 } catch (e) {
 	if (current) {
 		await current.screenshot({ path: `${out}/failed.png`, fullPage: true }).catch(() => {});

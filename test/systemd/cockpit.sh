@@ -93,6 +93,32 @@ cockpit_browser() {
 }
 check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor; carol (api.admin_group) is an operator too (screenshots)" cockpit_browser
 
+# cockpit_resume: the page's half of "clients carry on": alice's prompt,
+# sent from the page, is in an 8 s command when the daemon restarts; the
+# page follows the task on to completed (cockpit-browser.mjs resume), the
+# command ran, and every event is stored once.
+cockpit_resume() {
+	cockpit_accounts
+	groupdel agor-admins # as the other concerns know the host
+	start_model -bash 'sleep 8; echo resumed | tee cockpit-resumed.txt' -text 'slept'
+	rm -f /home/alice/cockpit-resumed.txt "$cockpit_shots/resume-ready"
+	local t0 rc=0 node pid n
+	t0=$(date +%s)
+	ALICE_PW=alice-Cockpit-1 STEPS=resume timeout 300 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser-resume.out 2>&1 &
+	node=$!
+	for _ in $(seq 600); do [ -e "$cockpit_shots/resume-ready" ] && break; kill -0 $node 2>/dev/null || break; sleep 0.2; done
+	[ -e "$cockpit_shots/resume-ready" ] || { wait $node || true; cat /tmp/browser-resume.out; return 1; }
+	pid=$(systemctl show -p MainPID --value agor-daemon.service)
+	systemctl restart agor-daemon.service
+	wait $node || rc=$?
+	grep -v "console\] verbose" /tmp/browser-resume.out
+	[ "$rc" = 0 ] || { echo "browser exit $rc"; return 1; }
+	want "$(cat /home/alice/cockpit-resumed.txt)" resumed
+	n=$(stored_once "$(task_of)" "$t0")
+	echo "daemon (pid $pid) restarted under a prompt sent from the page: the page followed the task to completed; $n events stored once each in order"
+}
+check "Cockpit in headless Chromium: the daemon restarts under alice's prompt sent from the page; the page says so, follows the task on and shows its output once and completed" cockpit_resume
+
 cockpit_lint() {
 	cat $T/lint-cockpit.txt
 	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint-cockpit.txt

@@ -14,11 +14,6 @@ YAML
 	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read agents.yaml afresh
 }
-task_of() { # newest task of alice's newest session
-	local s
-	s=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
-	as alice agorctl tasks "$s" --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4
-}
 prompt_alice() {
 	setup_agents
 	start_model -bash 'id -un > whoami.txt; pwd' -text 'I wrote whoami.txt.'
@@ -85,7 +80,7 @@ check "authorisation: bob cannot see or act on alice's sessions, tasks, executor
 # the executor numbered is stored once, in order (its own count, from its
 # journal, against the store's).
 survive_daemon() {
-	local how=$1 client task pid st seqs n produced t0
+	local how=$1 client task pid st n t0
 	start_model -bash 'sleep 8; echo survived > survived.txt' -text 'slept'
 	rm -f /home/alice/survived.txt
 	t0=$(date +%s)
@@ -116,14 +111,8 @@ survive_daemon() {
 	st=$(as alice agorctl tasks "$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)" --json | grep -o '"status":"[a-z]*"' | tail -n 1)
 	want "$st" '"status":"completed"'
 	want "$(cat /home/alice/survived.txt)" survived
-	seqs=$(as alice agorctl events "$task" | grep -o '"sequence":[0-9]*' | cut -d: -f2)
-	n=$(echo "$seqs" | wc -l)
-	want "$(echo "$seqs" | sort -n | uniq | wc -l)" "$n"      # none twice
-	want "$(echo "$seqs" | sort -n | tail -n 1)" "$((n - 1))" # none missing: 0..n-1
-	produced=$(journalctl --no-pager -o json -u agor-executor@alice.service --since "@$t0" MESSAGE='task ended' AGOR_TASK="$task" |
-		grep -o '"AGOR_EVENTS":"[0-9]*"' | tail -n 1 | grep -o '[0-9]*')
-	want "$produced" "$n"
-	echo "$how of agor-daemon (pid $pid) mid-task: the executor ran the task on, the next daemon took it over; completed, $n events stored once each in order, the executor numbered $produced; a following client was blind $blind ms"
+	n=$(stored_once "$task" "$t0")
+	echo "$how of agor-daemon (pid $pid) mid-task: the executor ran the task on, the next daemon took it over; completed, $n events stored once each in order, as many as the executor numbered; a following client was blind $blind ms"
 }
 check "systemctl restart of the daemon mid-task: the task runs on in the executor, the next daemon takes it over, the client ends completed, every event stored once in order" survive_daemon restart
 check "kill -9 of the daemon mid-task: the task runs on in the executor, the next daemon takes it over, the client ends completed, every event stored once in order" survive_daemon kill
@@ -155,6 +144,9 @@ survive_question() {
 	echo "question $id1 open when the daemon restarted; asked again of the next daemon as $id2, approved there: the command ran, the prompt completed"
 }
 check "a permission question open across systemctl restart of the daemon is asked again of the next one; approving it there runs the command" survive_question
+
+check "together, restart: alice's prompt, bob's terminal, carol's question across systemctl restart" together_as_allowed restart
+check "together, kill -9: alice's prompt, bob's terminal, carol's question across kill -9" together_as_allowed kill
 
 # chaos_daemon: six turns of alice's, each a 3 s command; at a random
 # moment of each (1 to 5 s in) the daemon is killed (-9) or restarted,
