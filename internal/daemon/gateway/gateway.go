@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Grant is what a token stands for: whose call it is, and where and with
+// which key to make it.
+type Grant struct {
+	Person, Task, Session, Agent string
+	// API is the API Key is for; it must be the API asked about (the
+	// gateway refuses a grant for another, so a key never goes to a
+	// provider it is not for).
+	API      API
+	Key      string
+	Upstream *url.URL // the provider's base URL; its path is kept as a prefix
+}
+
+// Authorizer checks a presented token for a call to api. A *Refusal
+// error is shown to the client as it says; any other error is a 401 with
+// a generic message.
+type Authorizer interface {
+	Authorize(ctx context.Context, api API, token string) (Grant, error)
+}
+
+// Entry is the record of one forwarded request.
+type Entry struct {
+	Person, Task, Session, Agent string
+	API                          API
+	Model                        string // from the body's model field, or the Gemini path
+	Usage                        Usage  // from the provider's response
+	Streamed                     bool   // a stream: SSE, or Gemini's streamGenerateContent
+	// Status is the HTTP status the client was sent: the provider's, or
+	// the gateway's own 502; 0 when the client left before any.
+	Status         int
+	Started, Ended time.Time
+	// Err says why the exchange did not end whole (the provider
+	// unreachable, the client gone, the stream cut); the Usage is then
+	// what was seen. "" when whole.
+	Err string
+}
+
+// Recorder takes the Entry of each forwarded request, once the response
+// has ended. It is called on the request's goroutine: it should not
+// block for long.
+type Recorder interface {
+	Record(Entry)
+}
+
+// Options tune New. The zero value is ready to use.
+type Options struct {
+	// Transport makes the upstream requests (one RoundTrip each: a
+	// redirect is passed to the client, not followed with the key); nil:
+	// a clone of http.DefaultTransport, which asks for and undoes gzip.
+	Transport http.RoundTripper
+	Log       *slog.Logger // nil: discard
+	// MaxBody bounds a request body; 0: 32 MiB (Anthropic's own limit).
+	MaxBody int64
+}
+
+// DefaultMaxBody is the request body bound when Options.MaxBody is 0.
+const DefaultMaxBody = 32 << 20
+
+// New returns the gateway's handler.
+func New(auth Authorizer, rec Recorder, opts Options) http.Handler {
+	g := &gateway{auth: auth, rec: rec, transport: opts.Transport, log: opts.Log, maxBody: opts.MaxBody}
+	if g.transport == nil {
+		g.transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.maxBody <= 0 {
+		g.maxBody = DefaultMaxBody
+	}
+	return g
+}
+
+type gateway struct {
+	auth      Authorizer
+	rec       Recorder
+	transport http.RoundTripper
+	log       *slog.Logger
+	maxBody   int64
+}

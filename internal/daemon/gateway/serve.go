@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	started := time.Now()
+	rt, ok := routeOf(r.Method, r.URL.Path)
+	if !ok {
+		writeError(w, "", http.StatusNotFound, "", fmt.Sprintf("agor gateway: no model API at %s %s", r.Method, r.URL.Path))
+		return
+	}
+	grant, ok := g.authorize(w, r, rt.api)
+	if !ok {
+		return
+	}
+	body, err := g.readBody(w, r)
+	if err != nil {
+		g.badBody(w, rt.api, grant, err)
+		return
+	}
+	e := Entry{
+		Person: grant.Person, Task: grant.Task, Session: grant.Session, Agent: grant.Agent,
+		API: rt.api, Model: rt.model, Started: started,
+	}
+	if e.Model == "" {
+		e.Model = modelOf(body)
+	}
+	g.forward(w, r, grant, body, rt, &e)
+	e.Ended = time.Now()
+	g.rec.Record(e)
+}
+
+// authorize checks the presented token and answers the client when it
+// is refused.
+func (g *gateway) authorize(w http.ResponseWriter, r *http.Request, api API) (Grant, bool) {
+	token := presented(api, r)
+	if token == "" {
+		writeError(w, api, http.StatusUnauthorized, "", msgUnauthorized)
+		return Grant{}, false
+	}
+	grant, err := g.auth.Authorize(r.Context(), api, token)
+	var no *Refusal
+	switch {
+	case errors.As(err, &no):
+		g.log.Info("gateway: refused", "api", api, "status", no.Status, "reason", no.Message)
+		writeError(w, api, no.Status, no.Type, no.Message)
+		return Grant{}, false
+	case err != nil:
+		g.log.Info("gateway: token not accepted", "api", api, "remote", r.RemoteAddr, "err", err)
+		writeError(w, api, http.StatusUnauthorized, "", msgUnauthorized)
+		return Grant{}, false
+	case grant.API != api || grant.Key == "" || grant.Upstream == nil:
+		g.log.Error("gateway: grant unusable", "api", api, "grant_api", grant.API, "person", grant.Person,
+			"task", grant.Task, "has_key", grant.Key != "", "has_upstream", grant.Upstream != nil)
+		writeError(w, api, http.StatusInternalServerError, "", msgMisgranted)
+		return Grant{}, false
+	}
+	return grant, true
+}
+
+// readBody reads the request body whole, refusing one over maxBody
+// before reading it when its length is declared.
+func (g *gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > g.maxBody {
+		return nil, &http.MaxBytesError{Limit: g.maxBody}
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, g.maxBody))
+}
+
+func (g *gateway) badBody(w http.ResponseWriter, api API, grant Grant, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		g.log.Info("gateway: request body too large", "api", api, "person", grant.Person, "task", grant.Task, "limit", tooLarge.Limit)
+		writeError(w, api, http.StatusRequestEntityTooLarge, "", msgTooLarge)
+		return
+	}
+	// The client went away or sent a broken body: nobody to answer.
+	g.log.Info("gateway: request body unread", "api", api, "person", grant.Person, "err", err)
+	writeError(w, api, http.StatusBadRequest, "", "agor gateway: request body unreadable")
+}
+
+// modelOf is the model a request body names, "" if none.
+func modelOf(body []byte) string {
+	var b struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(body, &b)
+	return b.Model
+}
