@@ -13,7 +13,7 @@ CMDS     := agor-executor agorctl agor-daemon
 FUZZTIME ?= 100000x
 # Every package with a fuzz target, named: internal/archtest's TestFuzzListed
 # parses the tree and fails when one is left out or one named has none.
-FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
+FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/daemon/gateway ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
 
 export CGO_ENABLED ?= 0
 

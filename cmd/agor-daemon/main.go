@@ -147,58 +147,83 @@ func serve(ctx context.Context, o *options, cfg config.Config, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	ln, eg, err := listeners(o.listen, cfg, log)
+	ls, err := listeners(o.listen, cfg, log)
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(daemon.Options{Config: cfg, ConfigPath: o.config, Executor: o.executor, Root: o.executorRoot, Agents: o.executorAgents, MasterKey: key, Listener: ln, Egress: eg, Log: log})
+	d, err := daemon.New(daemon.Options{Config: cfg, ConfigPath: o.config, Executor: o.executor, Root: o.executorRoot, Agents: o.executorAgents,
+		MasterKey: key, Listener: ls.api, Egress: ls.egress, Gateway: ls.gateway, Log: log})
 	if err != nil {
-		ln.Close()
-		if eg != nil {
-			eg.Close()
-		}
+		ls.close()
 		return err
 	}
 	return d.Run(ctx)
 }
 
-// listeners are the API's socket and the egress service's. systemd passes
-// both from agor-daemon.socket (FileDescriptorName=api); the egress one is
-// told apart by its path, network.socket_path. Off systemd the daemon
+// sockets are the daemon's listeners: the API's, and (nil when not
+// served) the egress service's and the model gateway's.
+type sockets struct{ api, egress, gateway net.Listener }
+
+func (s sockets) close() {
+	for _, l := range []net.Listener{s.api, s.egress, s.gateway} {
+		if l != nil {
+			l.Close()
+		}
+	}
+}
+
+// listeners are the API's socket, the egress service's and the model
+// gateway's. systemd passes all from agor-daemon.socket
+// (FileDescriptorName=api); the others are told apart by their paths,
+// network.socket_path and gateway.socket_path. Off systemd the daemon
 // listens itself: the API on --listen or api.socket_path, the egress
-// service only when someone may be under network mode proxy (nil when
-// it cannot: nobody under proxy then gets out).
-func listeners(flagPath string, cfg config.Config, log *slog.Logger) (api, eg net.Listener, err error) {
+// service only when someone may be under network mode proxy, the gateway
+// when it is enabled (nil when one cannot be: nobody under proxy then
+// gets out; no task reaches a model).
+func listeners(flagPath string, cfg config.Config, log *slog.Logger) (ls sockets, err error) {
 	var activated []net.Listener
 	if flagPath == "" {
 		byName, err := activation.ListenersWithNames()
 		if err != nil {
-			return nil, nil, fmt.Errorf("activated sockets: %w", err)
+			return ls, fmt.Errorf("activated sockets: %w", err)
 		}
 		activated = byName["api"]
 	}
 	for _, l := range activated {
-		if l.Addr().String() == cfg.Network.SocketPath {
-			eg = l
-		} else if api == nil {
-			api = l
+		switch {
+		case l.Addr().String() == cfg.Network.SocketPath:
+			ls.egress = l
+		case l.Addr().String() == cfg.Gateway.SocketPath:
+			ls.gateway = l
+		case ls.api == nil:
+			ls.api = l
 		}
 	}
-	if api == nil {
+	if ls.api == nil {
 		if flagPath == "" {
 			flagPath = cfg.API.SocketPath
 		}
-		if api, err = listenPublic(flagPath); err != nil {
-			return nil, nil, err
+		if ls.api, err = listenPublic(flagPath); err != nil {
+			return ls, err
 		}
 	}
-	if eg == nil && mayProxy(cfg.Network) {
-		if eg, err = listenPublic(cfg.Network.SocketPath); err != nil {
-			log.Warn("the egress service is not served: nobody under network mode proxy gets out", "err", err)
-			eg = nil
-		}
+	ls.egress = listenIf(ls.egress, mayProxy(cfg.Network), cfg.Network.SocketPath, "the egress service is not served: nobody under network mode proxy gets out", log)
+	ls.gateway = listenIf(ls.gateway, cfg.Gateway.Enabled, cfg.Gateway.SocketPath, "the model gateway is not served: no task reaches a model", log)
+	return ls, nil
+}
+
+// listenIf is l, or when it is nil and wanted, a listener of its own on
+// path (nil, with warning logged, if that fails).
+func listenIf(l net.Listener, wanted bool, path, warning string, log *slog.Logger) net.Listener {
+	if l != nil || !wanted {
+		return l
 	}
-	return api, eg, nil
+	l, err := listenPublic(path)
+	if err != nil {
+		log.Warn(warning, "err", err)
+		return nil
+	}
+	return l
 }
 
 func mayProxy(n config.Network) bool {

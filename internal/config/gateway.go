@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -11,6 +12,18 @@ import (
 // daemon, which puts the key on them and writes each one's usage to its
 // ledger. Prices turn tokens into cost; budgets bound a person's spend.
 type Gateway struct {
+	// Enabled routes agents' model requests through the gateway: each
+	// agent is given a session token and a loopback address in place of
+	// the key and the provider's URL. Off: keys are handed to agents just
+	// in time, as before.
+	Enabled bool `yaml:"enabled"`
+	// SocketPath is where executors reach the gateway (used when the
+	// socket is not handed over by agor-daemon.socket).
+	SocketPath string `yaml:"socket_path"`
+	// Upstreams are the providers' base URLs, by API family: anthropic,
+	// openai, gemini. The daemon's, never an agent's, decide where a key
+	// is sent.
+	Upstreams map[string]string `yaml:"upstreams"`
 	// Currency names the unit of Prices and of the cost budgets.
 	Currency string `yaml:"currency"`
 	// Prices per million tokens, by model: an exact name, or a prefix
@@ -58,7 +71,9 @@ type BudgetSet struct {
 // and for any other model the dearest of them, so that an unknown model
 // never spends a cost budget slower than a known one. No budgets.
 func DefaultGateway() Gateway {
-	return Gateway{Currency: "USD", Prices: map[string]Price{
+	return Gateway{SocketPath: "/run/agor/gateway.sock", Upstreams: map[string]string{
+		"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com", "gemini": "https://generativelanguage.googleapis.com",
+	}, Currency: "USD", Prices: map[string]Price{
 		"claude-opus-*":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
 		"claude-sonnet-*":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
 		"claude-haiku-*":    {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
@@ -147,6 +162,15 @@ func MonthStart(t time.Time) time.Time {
 }
 
 func (g Gateway) validate() error {
+	for name, u := range g.Upstreams {
+		if name != "anthropic" && name != "openai" && name != "gemini" {
+			return fmt.Errorf("gateway.upstreams.%s: not an API family (anthropic, openai, gemini)", name)
+		}
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || p.RawQuery != "" {
+			return fmt.Errorf("gateway.upstreams.%s: %q is not an http(s) base URL", name, u)
+		}
+	}
 	for model, p := range g.Prices {
 		for _, v := range []float64{p.Input, p.Output, p.CacheRead, p.CacheWrite} {
 			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {

@@ -27,6 +27,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/egress"
 	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/daemon/meter"
 	"github.com/agor-sh/agor/internal/daemon/pool"
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/daemon/token"
@@ -51,7 +52,10 @@ type Options struct {
 	// Egress is the egress service's socket (network.socket_path); nil
 	// when not served (then nobody under network mode proxy gets out).
 	Egress net.Listener
-	Log    *slog.Logger
+	// Gateway is the model gateway's socket (gateway.socket_path); nil
+	// when not served.
+	Gateway net.Listener
+	Log     *slog.Logger
 }
 
 // Daemon holds the running pieces.
@@ -77,6 +81,10 @@ type Daemon struct {
 	network *networkSource
 	egress  *egress.Service
 	egressL net.Listener
+	// The model gateway (gateway.go), when gateway.enabled.
+	meter    *meter.Meter
+	gatewayS *http.Server
+	gatewayL net.Listener
 }
 
 // New builds the daemon; nothing runs until Run.
@@ -87,8 +95,8 @@ func New(o Options) (d *Daemon, err error) {
 	if err := o.Config.Validate(); err != nil {
 		return nil, err
 	}
-	d = &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener, egressL: o.Egress}
-	d.network = newNetworkSource(o.ConfigPath, o.Config.Network, o.Log)
+	d = &Daemon{cfg: o.Config, log: o.Log, ln: o.Listener, egressL: o.Egress, gatewayL: o.Gateway}
+	d.network = newNetworkSource(o.ConfigPath, o.Config, o.Log)
 	var undo []func()
 	defer func() { // on failure, release what was opened, newest first
 		for i := len(undo) - 1; err != nil && i >= 0; i-- {
@@ -123,6 +131,7 @@ func New(o Options) (d *Daemon, err error) {
 	d.left = d.leftRunning(o.Config.Execution.Backend)
 	d.settled = d.settle(d.started)
 	d.build(creds)
+	d.buildGateway(o.MasterKey, creds)
 	return d, nil
 }
 
@@ -162,12 +171,17 @@ func (d *Daemon) build(creds *credstore.Store) {
 	e, dc := d.cfg.Execution, d.cfg.Daemon
 	d.tokens = token.New(ms(e.SessionTokenExpirationMS), e.SessionTokenMaxUses)
 	sink := events.NewSink(d.store, d.log)
+	var withheld []string
+	if d.cfg.Gateway.Enabled {
+		withheld = meter.KeyNames()
+	}
 	d.broker = broker.New(broker.Config{
-		Tokens: d.tokens,
-		Keys:   creds,
-		Sink:   sink,
-		Audit:  d.audit,
-		Log:    d.log,
+		Withheld: withheld,
+		Tokens:   d.tokens,
+		Keys:     creds,
+		Sink:     sink,
+		Audit:    d.audit,
+		Log:      d.log,
 		Limits: broker.Limits{
 			Rate:              rate.Limit(dc.ExecutorRequestRate),
 			Burst:             dc.ExecutorRequestBurst,
@@ -255,6 +269,9 @@ func newBackend(o Options, network lifecycle.NetworkFunc) (lifecycle.Backend, fu
 			o.Log.Warn("limits: the direct backend does not apply them (they are systemd unit properties)")
 		}
 		dr := &lifecycle.Direct{Policy: pol, Network: network, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
+		if o.Gateway != nil {
+			dr.Gateway = o.Config.Gateway.SocketPath
+		}
 		return dr, dr.Close, nil
 	case "slurm":
 		return newSlurm(o, pol, network)
@@ -284,6 +301,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.Go(func() error { return d.egress.Serve(ctx, d.egressL) })
 		d.log.Info("serving the egress service", "socket", d.egressL.Addr().String())
 	}
+	g.Go(func() error { return d.serveGateway(ctx) })
 	g.Go(func() error { d.pool.Reap(ctx); return nil })
 	g.Go(func() error { d.sweepTokens(ctx); return nil })
 	g.Go(func() error { d.sweep(ctx); return nil })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"time"
@@ -16,16 +17,18 @@ import (
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
-// networkSource is the configuration's network section, read again when
-// the file changes: allow and deny lists take effect at each person's
-// next connection, without a restart. A file that no longer parses
-// leaves the last good section in force, and says so.
+// networkSource is the configuration's network and gateway sections,
+// read again when the file changes: allow and deny lists take effect at
+// each person's next connection, prices and budgets at the next model
+// request, without a restart. A file that no longer parses leaves the
+// last good sections in force, and says so.
 type networkSource struct {
 	path string
 	log  *slog.Logger
 
 	mu      sync.Mutex
 	current config.Network
+	gateway config.Gateway
 	stamp   fileStamp
 }
 
@@ -34,8 +37,8 @@ type fileStamp struct {
 	size int64
 }
 
-func newNetworkSource(path string, initial config.Network, log *slog.Logger) *networkSource {
-	n := &networkSource{path: path, log: log, current: initial}
+func newNetworkSource(path string, initial config.Config, log *slog.Logger) *networkSource {
+	n := &networkSource{path: path, log: log, current: initial.Network, gateway: initial.Gateway}
 	n.stamp, _ = stampOf(path)
 	return n
 }
@@ -48,26 +51,47 @@ func stampOf(path string) (fileStamp, error) {
 	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
 }
 
-// Get is the section now.
+// Get is the network section now.
 func (n *networkSource) Get() config.Network {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.reload()
+	return n.current
+}
+
+// Gateway is the gateway section now. Where requests go (socket_path,
+// upstreams) and whether it is on stay as the daemon started: a change
+// there needs a restart, and is said.
+func (n *networkSource) Gateway() config.Gateway {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.reload()
+	return n.gateway
+}
+
+// reload reads the file again when it changed (n.mu held).
+func (n *networkSource) reload() {
 	if n.path == "" {
-		return n.current
+		return
 	}
 	st, err := stampOf(n.path)
 	if err != nil || st == n.stamp {
-		return n.current
+		return
 	}
 	n.stamp = st
 	c, err := config.Load(n.path)
 	if err != nil {
-		n.log.Error("network policy not reloaded: the configuration does not parse; the last good one stays in force", "err", err)
-		return n.current
+		n.log.Error("network policy and gateway budgets not reloaded: the configuration does not parse; the last good ones stay in force", "err", err)
+		return
 	}
 	n.current = c.Network
-	n.log.Info("network policy reloaded", "config", n.path)
-	return n.current
+	g := c.Gateway
+	if g.Enabled != n.gateway.Enabled || g.SocketPath != n.gateway.SocketPath || !maps.Equal(g.Upstreams, n.gateway.Upstreams) {
+		n.log.Warn("gateway.enabled, socket_path and upstreams take effect at the daemon's next start; prices and budgets are in force now")
+		g.Enabled, g.SocketPath, g.Upstreams = n.gateway.Enabled, n.gateway.SocketPath, n.gateway.Upstreams
+	}
+	n.gateway = g
+	n.log.Info("network policy and gateway prices and budgets reloaded", "config", n.path)
 }
 
 // networkFor is a person's effective network set now.

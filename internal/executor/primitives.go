@@ -18,7 +18,7 @@ import (
 
 // registerPrimitives adds the environment primitives (exec, files,
 // watching, terminals) to srv; the returned func releases what they hold.
-func registerPrimitives(srv *Server, root *fsroot.Root, agents *task.AgentsFile, box *sandbox.Policy, warm task.WarmLimits, log *slog.Logger) (closeAll func()) {
+func registerPrimitives(srv *Server, root *fsroot.Root, agents *task.AgentsFile, box *sandbox.Policy, warm task.WarmLimits, gateway string, log *slog.Logger) (closeAll func()) {
 	if root == nil {
 		for _, m := range protocol.ExecutorMethods {
 			if m != protocol.MethodPing && m != protocol.MethodShutdown { // the server's own
@@ -35,7 +35,7 @@ func registerPrimitives(srv *Server, root *fsroot.Root, agents *task.AgentsFile,
 	terms := terminal.New(terminal.Config{Root: root, Hold: srv, Sandbox: box})
 	terms.Register(srv.Mux())
 	srv.HandleRaw(protocol.MethodAttachTerminalRaw, terms.ServeRaw)
-	tasks := &task.Service{Root: root, Hold: srv, AgentsFile: agents, Log: log, Sandbox: box, Warm: warm}
+	tasks := &task.Service{Root: root, Hold: srv, AgentsFile: agents, Log: log, Sandbox: box, Warm: warm, GatewaySocket: gateway}
 	tasks.Register(srv.Mux())
 	srv.OnStop(tasks.Close) // idle warm agents are no work to wait for
 	srv.OnForce(func() { tasks.Interrupt(errors.New("the executor is stopping")) })

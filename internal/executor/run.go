@@ -51,6 +51,7 @@ type Options struct {
 	DaemonUser  string // the one non-root account served
 	Config      string // the daemon's configuration file (the execution policy)
 	Egress      string // the daemon's egress socket, under network mode proxy
+	Gateway     string // the daemon's model gateway socket
 	EgressPort  int
 	IdleTimeout time.Duration
 	StopTimeout time.Duration
@@ -120,7 +121,7 @@ func runServer(ctx context.Context, o *Options, cfg Config, policy config.Config
 	}
 	stopRelay := startEgress(ctx, o, log)
 	defer stopRelay()
-	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), task.WarmLimitsOf(policy.Agents), ln, log)
+	return serve(ctx, cfg, root, agents, sandboxPolicy(policy, log), task.WarmLimitsOf(policy.Agents), o.Gateway, ln, log)
 }
 
 func openRoot(dir string) (*fsroot.Root, error) {
@@ -189,9 +190,9 @@ func listenerFor(o *Options) (Listener, error) {
 	return Activated(o.SocketName)
 }
 
-func serve(ctx context.Context, cfg Config, root *fsroot.Root, agents *task.AgentsFile, box *sandbox.Policy, warm task.WarmLimits, ln Listener, log *slog.Logger) int {
+func serve(ctx context.Context, cfg Config, root *fsroot.Root, agents *task.AgentsFile, box *sandbox.Policy, warm task.WarmLimits, gateway string, ln Listener, log *slog.Logger) int {
 	srv := NewServer(cfg)
-	closePrimitives := registerPrimitives(srv, root, agents, box, warm, log)
+	closePrimitives := registerPrimitives(srv, root, agents, box, warm, gateway, log)
 	registerJobs(srv) // after: submissions need no root directory
 	defer closePrimitives()
 	ctx, cancel := context.WithCancel(ctx)

@@ -126,6 +126,9 @@ func (s *Server) readPrompt(w http.ResponseWriter, r *http.Request) (started, er
 	if err == nil {
 		err = s.Store.RoomForWork() // reads go on; new work waits for space
 	}
+	if err == nil {
+		err = s.budgetLeft(t.Person) // before any agent starts
+	}
 	return t, err
 }
 
@@ -256,7 +259,11 @@ func (s *Server) runPrompt(ctx context.Context, executor, task, tok string, b ap
 		Sandbox: b.Sandbox,
 	}
 	var res json.RawMessage
-	if err := s.Pool.Call(ctx, executor, protocol.MethodExecutePrompt, params, &res); err != nil {
+	var err error
+	if params.GatewayToken, err = s.gatewayToken(ctx, executor, sess); err == nil {
+		err = s.Pool.Call(ctx, executor, protocol.MethodExecutePrompt, params, &res)
+	}
+	if err != nil {
 		_, body := errorBody(err)
 		return apiwire.PromptLine{Error: body}
 	}

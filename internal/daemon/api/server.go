@@ -46,6 +46,7 @@ type Server struct {
 	Store        Store            // sessions, tasks, events; nil: prompts are not served
 	AdminGroup   string
 	Accounts     *identity.Resolver // who callers are; nil: identity.Default()
+	Gateway      Gateway            // the model gateway; nil: keys are fetched just in time
 	// SharedAccount, when set (run_as_unix_user: false), is the one
 	// account whose executor runs everyone's work; sessions, tasks, keys,
 	// permission questions and the audit trail still name the person.
@@ -119,6 +120,15 @@ func (s *Server) log() *slog.Logger {
 		return s.Log
 	}
 	return slog.Default()
+}
+
+// Gateway is the model gateway as the API uses it (meter.Meter): a
+// token per session in place of a key, and a person's budget checked
+// before her prompt starts any agent.
+type Gateway interface {
+	Token(session string, uid uint32) string
+	// Admit is nil while person may spend, else the refusal to show.
+	Admit(person string) error
 }
 
 // errorBody is err as the API shows it, and its HTTP status; an error

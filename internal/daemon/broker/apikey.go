@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
@@ -36,6 +37,12 @@ func (c *conn) getAPIKey(_ context.Context, p apiKeyParams) (protocol.GetAPIKeyR
 		return protocol.GetAPIKeyResult{}, rerr
 	}
 	rec.User, rec.UID, rec.Session, rec.Task = bind.Who(), audit.UIDOf(bind.UID), bind.Session, bind.Task
+	if slices.Contains(c.b.withheld, p.CredentialKey) {
+		rec.Reason = protocol.ReasonWithheld
+		c.b.audit.Log(rec)
+		return protocol.GetAPIKeyResult{}, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonWithheld,
+			"credential %q is put on model requests by the daemon's gateway, never handed out", p.CredentialKey)
+	}
 	key, err := c.b.keys.Get(credstore.User(bind.Who(), bind.UID), p.CredentialKey)
 	c.staleKeys(rec, key.Stale)
 	if err != nil {

@@ -93,6 +93,9 @@ type Config struct {
 	Audit  *audit.Logger
 	Limits Limits
 	Log    *slog.Logger
+	// Withheld are the credentials the model gateway puts on requests
+	// itself: never handed to an executor (get_api_key refuses them).
+	Withheld []string
 }
 
 // ErrUnknownMode is returned by StartTask for a mode not in the catalog.
@@ -107,8 +110,10 @@ type Broker struct {
 	audit  *audit.Logger
 	limits Limits
 	log    *slog.Logger
-	queue  *queue
-	stats  counters
+	// withheld: Config.Withheld
+	withheld []string
+	queue    *queue
+	stats    counters
 
 	mu    sync.Mutex
 	tasks map[string]Mode // live tasks, by task id
@@ -122,7 +127,7 @@ func New(cfg Config) *Broker {
 	}
 	b := &Broker{
 		tokens: cfg.Tokens, keys: cfg.Keys, sink: cfg.Sink, audit: cfg.Audit,
-		limits: cfg.Limits.withDefaults(), log: log, tasks: map[string]Mode{},
+		limits: cfg.Limits.withDefaults(), log: log, tasks: map[string]Mode{}, withheld: cfg.Withheld,
 	}
 	b.queue = newQueue(b.limits.MaxPending)
 	return b

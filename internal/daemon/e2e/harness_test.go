@@ -81,6 +81,7 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 	cfg.Execution.MinUID = 1
 	cfg.Execution.SocketPathTemplate = filepath.Join(dir, "x", "{user}.sock")
 	cfg.Daemon.StateDir = filepath.Join(dir, "state")
+	cfg.Gateway.SocketPath = filepath.Join(dir, "gateway.sock")
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -107,6 +108,9 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 		t.Fatalf("config: %v", err)
 	}
 	o := daemon.Options{Config: cfg, ConfigPath: cfgPath, Executor: binary, Root: work, MasterKey: key, Listener: ln, Log: log}
+	if cfg.Gateway.Enabled {
+		o.Gateway = listenPublic(t, cfg.Gateway.SocketPath)
+	}
 	if agents != nil {
 		o.Agents = filepath.Join(dir, "agents.yaml")
 		if err := os.WriteFile(o.Agents, []byte(agents(work)), 0o644); err != nil {
@@ -126,6 +130,20 @@ func startWith(t testing.TB, agents func(work string) string, tune func(*config.
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
 	return h
+}
+
+// listenPublic listens on a Unix socket anyone may connect to (the
+// executor runs as another account), as agor-daemon.socket's are.
+func listenPublic(t testing.TB, path string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }
 
 func (h *harness) stop() {

@@ -34,6 +34,7 @@ type Direct struct {
 	Root        string        // passed as --root; "" leaves executors on the user's home
 	Agents      string        // passed as --agents; "" leaves the executor's default
 	Config      string        // passed as --config (the daemon's own file); "" leaves the executor's default
+	Gateway     string        // passed as --gateway-socket; "" leaves the executor's default
 	Log         *slog.Logger
 
 	mu       sync.Mutex
@@ -171,6 +172,9 @@ func (d *Direct) spawn(ctx context.Context, e *directExec, name string) error {
 	}
 	if d.Config != "" {
 		args = append(args, "--config", d.Config)
+	}
+	if d.Gateway != "" {
+		args = append(args, "--gateway-socket", d.Gateway)
 	}
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Env = append(env, "LISTEN_FDS=1", "LISTEN_FDNAMES=executor")

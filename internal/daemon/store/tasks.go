@@ -229,6 +229,18 @@ func (db *DB) RunningBefore(t time.Time) ([]Task, error) {
 	return collect(rows, scanTask)
 }
 
+// RunningTaskOf is the session's running task (its newest, should there
+// be more); ErrNotFound when none runs.
+func (db *DB) RunningTaskOf(session string) (Task, error) {
+	row := db.r.QueryRow(`SELECT `+taskCols+` FROM tasks WHERE session_id = ? AND status = 'running'
+		ORDER BY created_at DESC, id DESC LIMIT 1`, session)
+	t, err := scanTask(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("running task of session %s: %w", session, ErrNotFound)
+	}
+	return t, err
+}
+
 // LastSequence is the highest sequence stored of task's events (-1: none).
 func (db *DB) LastSequence(task string) (int64, error) {
 	var n int64

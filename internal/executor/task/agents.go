@@ -68,7 +68,7 @@ func LoadAgents(path string) (Agents, error) {
 }
 
 // command is the tool's binary and whole environment with key in it.
-func (a Agents) command(tool, keyName, key, session string) (string, []string) {
+func (a Agents) command(tool, keyName, key, session string, more map[string]string) (string, []string) {
 	ag := a[tool]
 	bin := ag.Binary
 	if bin == "" {
@@ -85,6 +85,9 @@ func (a Agents) command(tool, keyName, key, session string) (string, []string) {
 	}
 	if key != "" {
 		extra[keyName] = key
+	}
+	for k, v := range more {
+		extra[k] = v
 	}
 	return bin, childenv.Configured(os.Environ(), extra, ag.Env)
 }

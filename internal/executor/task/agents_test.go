@@ -36,7 +36,7 @@ func TestLoadAgents(t *testing.T) {
 func TestAgentsCommandEnv(t *testing.T) {
 	t.Setenv("AGOR_EXECUTOR_ROOT", "/x")
 	a := Agents{"codex": {Binary: "/opt/codex", Env: map[string]string{"AGOR_CODEX_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "from-config"}}}
-	bin, env := a.command("codex", "OPENAI_API_KEY", "sk-jit", "s1")
+	bin, env := a.command("codex", "OPENAI_API_KEY", "sk-jit", "s1", nil)
 	joined := strings.Join(env, "\n")
 	if bin != "/opt/codex" || !strings.Contains(joined, "AGOR_CODEX_BASE_URL=http://127.0.0.1:9/v1") ||
 		!strings.Contains(joined, "OPENAI_API_KEY=sk-jit") || strings.Contains(joined, "from-config") || strings.Contains(joined, "AGOR_EXECUTOR_ROOT") {

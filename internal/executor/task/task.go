@@ -39,6 +39,10 @@ type Service struct {
 	// Warm bounds the agent processes kept for their session's next
 	// prompt (zero: none is kept, every prompt starts its agent).
 	Warm WarmLimits
+	// GatewaySocket is the daemon's model gateway, relayed from a
+	// loopback port for tasks that carry a gateway token.
+	GatewaySocket string
+	gw            gatewayRelay
 
 	warmOnce sync.Once
 	warm     *warmPool
@@ -141,7 +145,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	// check of the task's token, and a rotated key restarts the agent. A
 	// warm process keeps the key it was started with in its own
 	// environment, as it would for a long turn: never in the executor's.
-	key, err := h.apiKey(ctx, a.CredentialKey())
+	key, more, err := s.credentials(ctx, h, p, a)
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
 	}
@@ -156,7 +160,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	if err != nil {
 		return failed(protocol.TaskAgentMissing, err.Error())
 	}
-	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID)
+	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID, more)
 	floor := s.floor(p)
 	want := settingsOf(p, req, floor)
 	if w := s.pool().take(warmKey(p), want); w != nil {
@@ -236,7 +240,7 @@ func (s *Service) pool() *warmPool {
 }
 
 // Close stops the warm agents (the executor is exiting).
-func (s *Service) Close() { s.pool().close() }
+func (s *Service) Close() { s.pool().close(); s.gw.close() }
 
 // result adds timeout and cancellation to the adapter's outcome.
 func (s *Service) result(ctx context.Context, res agent.Result, err error) protocol.ExecutePromptResult {

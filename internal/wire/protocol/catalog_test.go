@@ -52,7 +52,7 @@ var catalog = []message{
 	{protocol.MethodExecutePrompt, "params", protocol.ExecutePromptParams{
 		SessionToken: "tok-abc", SessionID: "s1", TaskID: "t1", Tool: protocol.ToolClaudeCode, Prompt: "explain this repo",
 		Cwd: "src/app", Tools: []string{"Read", "Edit"}, PermissionMode: protocol.ModeAcceptEdits, TimeoutMS: 600000,
-		Model: "claude-sonnet", AgentSessionID: "agent-7", Sandbox: protocol.SandboxWorkspace}},
+		Model: "claude-sonnet", AgentSessionID: "agent-7", Sandbox: protocol.SandboxWorkspace, GatewayToken: "agor-gw1.s1.1001.mac"}},
 	{protocol.MethodExecutePrompt, "result", protocol.ExecutePromptResult{
 		Status: protocol.StatusFailed, MessageCount: 3, AgentSessionID: "agent-7",
 		Usage:   protocol.TokenUsage{InputTokens: 120, OutputTokens: 40, CacheReadTokens: 10, CacheWriteTokens: 5},

@@ -26,6 +26,8 @@ const (
 	ReasonUnknownCaller = "unknown_caller"
 	ReasonNotYourself   = "not_yourself"
 	ReasonAdminOnly     = "admin_only"
+	ReasonBudgetReached = "budget_reached" // the person's model budget is spent (gateway.budgets)
+	ReasonWithheld      = "withheld"       // a key the model gateway keeps to itself
 
 	// CodeLimitReached (rpc's own: too_many_requests, message_too_large)
 	ReasonTooManyRequests    = "too_many_requests"

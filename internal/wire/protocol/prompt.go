@@ -38,6 +38,10 @@ type ExecutePromptParams struct {
 	AgentSessionID string `json:"agent_session_id,omitempty"`
 	// Sandbox confines the agent and what it runs (SandboxOff...).
 	Sandbox string `json:"sandbox,omitempty"`
+	// GatewayToken, when set, is the agent's key: the executor points the
+	// agent at its loopback relay to the daemon's model gateway instead of
+	// the provider, and asks for no key (revision 2).
+	GatewayToken string `json:"gateway_token,omitempty"`
 }
 
 // Validate checks the fields, naming the first bad one.

@@ -4,13 +4,18 @@ package protocol
 // (PingParams from the daemon, PingResult from the executor). Builds from
 // before revisions were numbered carry none: revision 0. Each end uses a
 // feature only when the other's revision has it too.
-const Revision = RevisionResume
+const Revision = RevisionGateway
 
 // RevisionResume is the first revision whose executor owns its tasks: it
 // runs them on while no daemon is connected, and serves resume_task to
 // the next one. An executor below it ends its tasks with the connection
 // that started them, so a restarted daemon cannot take them over.
 const RevisionResume = 1
+
+// RevisionGateway is the first revision whose executor can point an
+// agent at the daemon's model gateway (ExecutePromptParams.GatewayToken).
+// An executor below it would ask for the key itself.
+const RevisionGateway = 2
 
 // PingParams is what the daemon says of itself on connecting.
 type PingParams struct {

@@ -1,0 +1,96 @@
+package meter
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/gateway"
+	"github.com/agor-sh/agor/internal/daemon/store"
+)
+
+// Standing is a person's spend against her budget in one period.
+type Standing struct {
+	Period   string // "day" or "month"
+	Kind     string // "cost" or "tokens"
+	Spent    float64
+	Bound    float64
+	ResetsAt time.Time
+}
+
+// Reached reports whether the bound is spent.
+func (s Standing) Reached() bool { return s.Bound > 0 && s.Spent >= s.Bound }
+
+// Fraction is how much of the bound is spent (0 with no bound).
+func (s Standing) Fraction() float64 {
+	if s.Bound <= 0 {
+		return 0
+	}
+	return s.Spent / s.Bound
+}
+
+// Standings are user's spend against each bound her budget sets.
+func (m *Meter) Standings(user string) ([]Standing, error) {
+	cfg := m.Config()
+	b, err := cfg.Budgets.For(user, func(g string) (bool, error) { return m.InGroup(user, g) })
+	if err != nil || !b.Bounded() {
+		return nil, err
+	}
+	now := m.now()
+	var out []Standing
+	for _, p := range []struct {
+		name         string
+		start, next  time.Time
+		cost, tokens float64
+	}{
+		{"day", config.DayStart(now), config.DayStart(now).AddDate(0, 0, 1), b.DayCost, float64(b.DayTokens)},
+		{"month", config.MonthStart(now), config.MonthStart(now).AddDate(0, 1, 0), b.MonthCost, float64(b.MonthTokens)},
+	} {
+		if p.cost <= 0 && p.tokens <= 0 {
+			continue
+		}
+		totals, err := m.Store.SpendTotals(store.SpendFilter{User: user, Since: p.start})
+		if err != nil {
+			return nil, err
+		}
+		var micros, tokens int64
+		for _, t := range totals {
+			micros, tokens = micros+t.CostMicros, tokens+t.Tokens()
+		}
+		if p.cost > 0 {
+			out = append(out, Standing{Period: p.name, Kind: "cost", Spent: float64(micros) / 1e6, Bound: p.cost, ResetsAt: p.next})
+		}
+		if p.tokens > 0 {
+			out = append(out, Standing{Period: p.name, Kind: "tokens", Spent: float64(tokens), Bound: p.tokens, ResetsAt: p.next})
+		}
+	}
+	return out, nil
+}
+
+// overBudget is the refusal for a person whose budget is spent, or nil.
+// A ledger that cannot be read refuses too: a bound that cannot be
+// checked is not waived.
+func (m *Meter) overBudget(user string) *gateway.Refusal {
+	st, err := m.Standings(user)
+	if err != nil {
+		m.log().Error("gateway: budget not checked", "user", user, "err", err)
+		return &gateway.Refusal{Status: 503, Message: "agor: the budget could not be checked; try again"}
+	}
+	for _, s := range st {
+		if s.Reached() {
+			return &gateway.Refusal{Status: 403, Message: BudgetMessage(s, m.Config().Currency)}
+		}
+	}
+	return nil
+}
+
+// BudgetMessage is what a person is told when s is reached, e.g.
+// "agor: monthly budget of 20.00 USD reached, resets 2026-12-01".
+func BudgetMessage(s Standing, currency string) string {
+	period := map[string]string{"day": "daily", "month": "monthly"}[s.Period]
+	bound := fmt.Sprintf("%.2f %s", s.Bound, currency)
+	if s.Kind == "tokens" {
+		bound = fmt.Sprintf("%.0f tokens", s.Bound)
+	}
+	return fmt.Sprintf("agor: %s budget of %s reached, resets %s", period, bound, s.ResetsAt.Format(time.DateOnly))
+}

@@ -1,0 +1,153 @@
+// Package meter is the daemon's half of the model gateway: it says who a
+// gateway token stands for and with which key and where a request goes
+// (Authorize), refuses a person past her budget, and writes each
+// request's usage to the ledger (Record). The gateway package does the
+// HTTP; this one decides.
+package meter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/credstore"
+	"github.com/agor-sh/agor/internal/daemon/gateway"
+	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/peer"
+)
+
+// Keys is where a person's key, else the daemon's, comes from.
+type Keys interface {
+	Get(owner credstore.Owner, name string) (credstore.Key, error)
+}
+
+// Meter decides for the gateway.
+type Meter struct {
+	Signer  *Signer
+	Store   *store.DB
+	Keys    Keys
+	Config  func() config.Gateway
+	InGroup func(user, group string) (bool, error)
+	Log     *slog.Logger
+	Now     func() time.Time // nil: time.Now
+}
+
+// KeyName is the credential each API family's key is stored under (as
+// agorctl creds set names it, and as the CLIs read it).
+func KeyName(api gateway.API) string {
+	switch api {
+	case gateway.Anthropic:
+		return "ANTHROPIC_API_KEY"
+	case gateway.Gemini:
+		return "GEMINI_API_KEY"
+	}
+	return "OPENAI_API_KEY"
+}
+
+// KeyNames are the credentials the gateway puts on requests itself.
+func KeyNames() []string { return []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"} }
+
+// family is the upstreams' name of api.
+func family(api gateway.API) string {
+	switch api {
+	case gateway.Anthropic:
+		return "anthropic"
+	case gateway.Gemini:
+		return "gemini"
+	}
+	return "openai"
+}
+
+var errToken = errors.New("not a live gateway token of this caller")
+
+// Authorize implements gateway.Authorizer: the token must be one this
+// daemon signed, for the uid of the executor that relayed it (the
+// gateway socket's SO_PEERCRED), with a task of its session running; the
+// person must be under her budget; the key is hers, else the daemon's.
+func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gateway.Grant, error) {
+	session, uid, ok := m.Signer.Read(tok)
+	cred, known := peer.FromContext(ctx)
+	if !ok || !known || cred.UID != uid {
+		return gateway.Grant{}, errToken
+	}
+	// The signature binds session and uid, and the peer is that uid's
+	// executor; the session must have a task running now, of that uid.
+	task, err := m.Store.RunningTaskOf(session)
+	if err != nil || task.UID != int64(uid) {
+		return gateway.Grant{}, errToken
+	}
+	sess, err := m.Store.GetSession(session)
+	if err != nil {
+		return gateway.Grant{}, errToken
+	}
+	if r := m.overBudget(task.UnixUser); r != nil {
+		return gateway.Grant{}, r
+	}
+	key, err := m.Keys.Get(credstore.User(task.UnixUser, uid), KeyName(api))
+	if err != nil {
+		m.log().Warn("gateway: no key for a task's request", "user", task.UnixUser, "credential", KeyName(api), "err", err)
+		return gateway.Grant{}, &gateway.Refusal{Status: 403, Message: fmt.Sprintf("agor: no %s is set for %s nor daemon-wide (agorctl creds set)", KeyName(api), task.UnixUser)}
+	}
+	up, err := m.upstream(api)
+	if err != nil {
+		return gateway.Grant{}, &gateway.Refusal{Status: 502, Message: "agor: " + err.Error()}
+	}
+	return gateway.Grant{Person: task.UnixUser, Task: task.ID, Session: session, Agent: sess.AgenticTool,
+		API: api, Key: key.Value, Upstream: up}, nil
+}
+
+func (m *Meter) upstream(api gateway.API) (*url.URL, error) {
+	raw := m.Config().Upstreams[family(api)]
+	if raw == "" {
+		return nil, fmt.Errorf("no gateway.upstreams.%s is configured", family(api))
+	}
+	return url.Parse(raw)
+}
+
+// Record implements gateway.Recorder: one ledger row, priced.
+func (m *Meter) Record(e gateway.Entry) {
+	task, err := m.Store.GetTask(e.Task)
+	uid := store.NoUID
+	if err == nil {
+		uid = task.UID
+	}
+	u := e.Usage
+	cost := m.Config().PriceOf(e.Model).CostMicros(u.Input, u.Output, u.CacheRead, u.CacheWrite)
+	s := store.Spend{At: e.Ended, User: e.Person, UID: uid, Session: e.Session, Task: e.Task, Agent: e.Agent,
+		API: string(e.API), Model: e.Model, Input: u.Input, Output: u.Output, CacheRead: u.CacheRead,
+		CacheWrite: u.CacheWrite, CostMicros: cost, Status: e.Status, Streamed: e.Streamed, Error: e.Err}
+	if err := m.Store.AddSpend(s); err != nil {
+		m.log().Error("gateway: a request's usage could not be written to the ledger", "user", e.Person, "task", e.Task, "err", err)
+	}
+}
+
+func (m *Meter) log() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
+}
+
+func (m *Meter) now() time.Time {
+	if m.Now == nil {
+		return time.Now()
+	}
+	return m.Now()
+}
+
+// Token is the token the agents of session, run by the executor of uid,
+// present to the gateway.
+func (m *Meter) Token(session string, uid uint32) string { return m.Signer.Token(session, uid) }
+
+// Admit is nil while person may spend, else why not (her budget is
+// reached): checked before her prompt starts any agent.
+func (m *Meter) Admit(person string) error {
+	if r := m.overBudget(person); r != nil {
+		return errors.New(r.Message)
+	}
+	return nil
+}

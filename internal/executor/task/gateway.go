@@ -1,0 +1,88 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"github.com/agor-sh/agor/internal/executor/agent"
+	"github.com/agor-sh/agor/internal/executor/egress"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+)
+
+// gatewayRelay is this executor's loopback port to the daemon's model
+// gateway: bytes relayed untouched to its Unix socket, where the daemon
+// knows this executor's person by SO_PEERCRED and the task by the token
+// the agent presents. Started with the first task that uses it.
+type gatewayRelay struct {
+	once sync.Once
+	base string // http://127.0.0.1:PORT
+	err  error
+	stop func()
+}
+
+func (g *gatewayRelay) start(socket string, log *slog.Logger) (string, error) {
+	g.once.Do(func() {
+		if socket == "" {
+			g.err = fmt.Errorf("this executor was started without --gateway-socket")
+			return
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			g.err = err
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := (&egress.Relay{Socket: socket, Log: log}).Serve(ctx, ln); err != nil {
+				log.Error("gateway relay stopped", "err", err)
+			}
+		}()
+		g.base, g.stop = "http://"+ln.Addr().String(), func() { cancel(); <-done }
+		log.Info("gateway relay served", "address", ln.Addr().String(), "gateway_socket", socket)
+	})
+	return g.base, g.err
+}
+
+func (g *gatewayRelay) close() {
+	g.once.Do(func() {}) // none starts after this
+	if g.stop != nil {
+		g.stop()
+	}
+}
+
+// credentials are what the agent authenticates with: under the gateway
+// its session's token and the relay's address in place of the provider's
+// (variables set over agents.yaml's), and no key is asked for; otherwise
+// the key, fetched just in time.
+func (s *Service) credentials(ctx context.Context, h *host, p protocol.ExecutePromptParams, a agent.Adapter) (string, map[string]string, error) {
+	if p.GatewayToken == "" {
+		key, err := h.apiKey(ctx, a.CredentialKey())
+		return key, nil, err
+	}
+	base, err := s.gw.start(s.GatewaySocket, s.log())
+	if err != nil {
+		return "", nil, fmt.Errorf("the model gateway: %w", err)
+	}
+	return p.GatewayToken, gatewayEnv(p.Tool, base), nil
+}
+
+// gatewayEnv points tool's CLI at base: each at the path its requests
+// expect below it (the OpenAI clients' base includes /v1).
+func gatewayEnv(tool, base string) map[string]string {
+	switch tool {
+	case protocol.ToolClaudeCode:
+		return map[string]string{"ANTHROPIC_BASE_URL": base}
+	case protocol.ToolCodex:
+		return map[string]string{agent.CodexBaseURLEnv: base + "/v1"}
+	case protocol.ToolGemini:
+		return map[string]string{"GOOGLE_GEMINI_BASE_URL": base}
+	case protocol.ToolOpenCode:
+		return map[string]string{agent.OpencodeBaseURLEnv: base + "/v1"}
+	}
+	return nil
+}
