@@ -75,6 +75,9 @@ export function applyEvent(t, stored) {
 	case "sandbox":
 		if (d.warning) t.blocks.push({ kind: "warning", message: `sandbox ${d.level} not enforced: ${d.warning}` });
 		break;
+	case "notice": // the daemon's word during the turn: a budget nearly spent
+		t.blocks.push({ kind: "warning", message: String(d.message ?? ""), agor: "notice" });
+		break;
 	}
 	return t;
 }

@@ -144,3 +144,10 @@ test("a stream that ends before its result is followed on; one with a result or 
 	assert.equal(resumable(failed), false);
 	assert.equal(resumable(newTranscript()), false);
 });
+
+test("a notice from the daemon (a budget nearly spent) shows as a warning, worded as sent", () => {
+	const t = newTranscript();
+	const message = "agor: 80% of the monthly budget of 20.00 USD is spent (16.10 USD), resets 2026-12-01";
+	applyLine(t, { event: { sequence: 3, event_type: "notice", event_data: { type: "notice", data: { code: "budget", message } } } });
+	assert.deepEqual(t.blocks.map(b => [b.kind, b.message, b.agor]), [["warning", message, "notice"]]);
+});

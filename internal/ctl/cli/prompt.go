@@ -311,6 +311,8 @@ func (r *renderer) event(ctx context.Context, stored *apiwire.StoredEvent) error
 		r.print(r.out, "  [%s %v]\n", map[bool]string{true: "allowed", false: "denied"}[d["approved"] == true], d["reason"])
 	case "error":
 		r.print(r.errw, "\nagent error: %v\n", d["message"])
+	case "notice":
+		r.print(r.errw, "\n%v\n", d["message"])
 	case "sandbox":
 		if w, _ := d["warning"].(string); w != "" {
 			r.print(r.errw, "warning: sandbox %v not enforced: %s\n", d["level"], w)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"time"
 
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -37,4 +38,16 @@ func (s *Server) gatewayToken(ctx context.Context, executor string, sess store.S
 			executor, ping.Version, ping.Protocol, executor)
 	}
 	return s.Gateway.Token(sess.ID, uint32(ping.UID)), nil
+}
+
+// TaskNotice has person's running task emit a notice event (task_notice):
+// the gateway's word that her budget is nearly spent.
+func (s *Server) TaskNotice(person, task, message string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var res protocol.TaskNoticeResult
+	p := protocol.TaskNoticeParams{TaskID: task, Code: protocol.NoticeBudget, Message: message}
+	if err := s.Pool.Call(ctx, s.executorOf(person), protocol.MethodTaskNotice, p, &res); err != nil {
+		s.log().Warn("a task's notice was not delivered", "task", task, "user", person, "err", err)
+	}
 }

@@ -48,6 +48,9 @@ const (
 	// Decision allowed, denied or failed, Reason the rule that decided,
 	// BytesUp and BytesDown what went each way.
 	Egress Action = "egress"
+	// BudgetReached: the model gateway refused a request, or the API a
+	// prompt, because the person's budget is spent (Reason says which).
+	BudgetReached Action = "budget_reached"
 )
 
 // Record is one entry of the trail. It names a credential, never its

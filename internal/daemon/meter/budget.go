@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/store"
 )
@@ -67,21 +68,63 @@ func (m *Meter) Standings(user string) ([]Standing, error) {
 	return out, nil
 }
 
-// overBudget is the refusal for a person whose budget is spent, or nil.
-// A ledger that cannot be read refuses too: a bound that cannot be
-// checked is not waived.
-func (m *Meter) overBudget(user string) *gateway.Refusal {
+// overBudget is the refusal for a person whose budget is spent, or nil;
+// with her standings. A ledger that cannot be read refuses too: a bound
+// that cannot be checked is not waived.
+func (m *Meter) overBudget(user string) ([]Standing, *gateway.Refusal) {
 	st, err := m.Standings(user)
 	if err != nil {
 		m.log().Error("gateway: budget not checked", "user", user, "err", err)
-		return &gateway.Refusal{Status: 503, Message: "agor: the budget could not be checked; try again"}
+		return nil, &gateway.Refusal{Status: 503, Message: "agor: the budget could not be checked; try again"}
 	}
 	for _, s := range st {
 		if s.Reached() {
-			return &gateway.Refusal{Status: 403, Message: BudgetMessage(s, m.Config().Currency)}
+			msg := BudgetMessage(s, m.Config().Currency)
+			if m.Audit != nil { // one record per person and bound, counted
+				m.Audit.Aggregate(audit.Record{Action: audit.BudgetReached, User: user, Reason: msg})
+			}
+			return st, &gateway.Refusal{Status: 403, Message: msg}
 		}
 	}
-	return nil
+	return st, nil
+}
+
+// WarnAt is the fraction of a bound past which a task is told.
+const WarnAt = 0.8
+
+// warnNearly tells task's person, once per task, period and kind, that
+// a budget is WarnAt spent (through Notice: a notice event in the turn).
+func (m *Meter) warnNearly(user, task string, st []Standing) {
+	if m.Notice == nil {
+		return
+	}
+	for _, s := range st {
+		if s.Fraction() < WarnAt {
+			continue
+		}
+		key := task + "\x00" + s.Period + "\x00" + s.Kind
+		m.mu.Lock()
+		if m.warned == nil || len(m.warned) > 10_000 { // a bound: a second notice is no harm
+			m.warned = map[string]bool{}
+		}
+		seen := m.warned[key]
+		m.warned[key] = true
+		m.mu.Unlock()
+		if !seen {
+			go m.Notice(user, task, NearlyMessage(s, m.Config().Currency))
+		}
+	}
+}
+
+// NearlyMessage is the notice at WarnAt, e.g. "agor: 80% of the monthly
+// budget of 20.00 USD is spent (16.10 USD), resets 2026-12-01".
+func NearlyMessage(s Standing, currency string) string {
+	period := map[string]string{"day": "daily", "month": "monthly"}[s.Period]
+	bound, spent := fmt.Sprintf("%.2f %s", s.Bound, currency), fmt.Sprintf("%.2f %s", s.Spent, currency)
+	if s.Kind == "tokens" {
+		bound, spent = fmt.Sprintf("%.0f tokens", s.Bound), fmt.Sprintf("%.0f", s.Spent)
+	}
+	return fmt.Sprintf("agor: %.0f%% of the %s budget of %s is spent (%s), resets %s", s.Fraction()*100, period, bound, spent, s.ResetsAt.Format(time.DateOnly))
 }
 
 // BudgetMessage is what a person is told when s is reached, e.g.

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/store"
@@ -33,7 +35,14 @@ type Meter struct {
 	Config  func() config.Gateway
 	InGroup func(user, group string) (bool, error)
 	Log     *slog.Logger
+	Audit   *audit.Logger    // budget refusals; nil: none recorded
 	Now     func() time.Time // nil: time.Now
+	// Notice tells a running task's person something (a budget nearly
+	// spent); nil: nobody is told.
+	Notice func(person, task, message string)
+
+	mu     sync.Mutex
+	warned map[string]bool // task, period, kind: told once
 }
 
 // KeyName is the credential each API family's key is stored under (as
@@ -84,9 +93,11 @@ func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gat
 	if err != nil {
 		return gateway.Grant{}, errToken
 	}
-	if r := m.overBudget(task.UnixUser); r != nil {
+	st, r := m.overBudget(task.UnixUser)
+	if r != nil {
 		return gateway.Grant{}, r
 	}
+	m.warnNearly(task.UnixUser, task.ID, st)
 	key, err := m.Keys.Get(credstore.User(task.UnixUser, uid), KeyName(api))
 	if err != nil {
 		m.log().Warn("gateway: no key for a task's request", "user", task.UnixUser, "credential", KeyName(api), "err", err)
@@ -146,7 +157,7 @@ func (m *Meter) Token(session string, uid uint32) string { return m.Signer.Token
 // Admit is nil while person may spend, else why not (her budget is
 // reached): checked before her prompt starts any agent.
 func (m *Meter) Admit(person string) error {
-	if r := m.overBudget(person); r != nil {
+	if _, r := m.overBudget(person); r != nil {
 		return errors.New(r.Message)
 	}
 	return nil

@@ -141,3 +141,34 @@ func TestRecordLedger(t *testing.T) {
 		t.Fatalf("row %+v", r)
 	}
 }
+
+// At 80% of a bound the task's person is told once (per task, period
+// and kind), in words that say how much and when it resets.
+func TestBudgetNearlyNotice(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.Budgets.Users = map[string]config.BudgetSet{"alice": {MonthCost: 20}}
+	told := make(chan string, 4)
+	w.m.Notice = func(person, task, msg string) { told <- person + " " + task + ": " + msg }
+	w.m.Record(gateway.Entry{Person: "alice", Task: "t-s-alice", Session: "s-alice", API: gateway.Anthropic, Model: "stand-in",
+		Usage: gateway.Usage{Input: 16_100_000}, Status: 200, Ended: w.m.now()}) // 16.10 of 20.00
+	tok := w.m.Signer.Token("s-alice", alice)
+	for range 2 {
+		if _, err := w.m.Authorize(from(alice), gateway.Anthropic, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "alice t-s-alice: agor: 80% of the monthly budget of 20.00 USD is spent (16.10 USD), resets 2026-12-01"
+	select {
+	case got := <-told:
+		if got != want {
+			t.Fatalf("told %q, want %q", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nobody was told")
+	}
+	select {
+	case got := <-told:
+		t.Fatalf("told twice: %q", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -59,6 +59,7 @@ func (s *Service) Register(m *rpc.Mux) {
 	m.Register(protocol.MethodStopTask, rpc.Method(s.stop))
 	m.Register(protocol.MethodResumeTask, s.resumeTask)
 	m.Register(protocol.MethodReleaseWarmAgent, rpc.Method(s.releaseWarm))
+	m.Register(protocol.MethodTaskNotice, rpc.Method(s.notice))
 }
 
 // errStopped is the cause of a task ended by stop_task.

@@ -59,6 +59,8 @@ var catalog = []message{
 		Error:   &protocol.TaskError{Code: protocol.TaskModelAPI, Message: "the model refused"},
 		Sandbox: &protocol.SandboxInfo{Level: protocol.SandboxWorkspace, ABI: 7, Enforced: true}, Warm: true}},
 	{protocol.MethodStopTask, "params", protocol.StopTaskParams{TaskID: "t1", Reason: "stopped through the API"}},
+	{protocol.MethodTaskNotice, "params", protocol.TaskNoticeParams{TaskID: "t1", Code: protocol.NoticeBudget, Message: "agor: 80% of the monthly budget of 20.00 USD is spent (16.10 USD), resets 2026-12-01"}},
+	{protocol.MethodTaskNotice, "result", protocol.TaskNoticeResult{Emitted: true}},
 	{protocol.MethodStopTask, "result", protocol.StopTaskResult{Stopped: true}},
 	{protocol.MethodResumeTask, "params", protocol.ResumeTaskParams{TaskID: "t1", SessionToken: "tok-def", AfterSequence: 41}},
 	{protocol.MethodResumeTask, "result", protocol.ExecutePromptResult{Status: protocol.StatusCompleted, MessageCount: 57}},

@@ -26,7 +26,7 @@ const (
 var EventTypes = []string{
 	EventMessageStart, EventMessageStop, EventTextDelta, EventThinkingDelta,
 	EventToolCall, EventToolResult, EventPermissionAsked, EventPermissionDecided,
-	EventUsage, EventError, EventSandbox,
+	EventUsage, EventError, EventSandbox, EventNotice,
 }
 
 // KnownEventType reports whether t is in the vocabulary.

@@ -59,6 +59,7 @@ var ExecutorMethods = []string{
 	MethodSubmitJob, MethodCancelJob,
 	MethodReleaseWarmAgent,
 	MethodSocketHolders,
+	MethodTaskNotice,
 }
 
 // DaemonMethods lists what the daemon serves on an executor connection.
