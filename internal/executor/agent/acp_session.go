@@ -3,10 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
-
-	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // ACP messages this client sends and reads.
@@ -73,8 +72,10 @@ func (c *acpClient) prompt(ctx context.Context, sid string, req Request, host Ho
 // session starts a new session or continues req.Resume: session/resume
 // when the agent offers it (no history replay), else session/load (whose
 // history replay is not reported: no turn is set until it is over). An agent
-// with neither cannot resume, and the turn fails saying so rather than
-// silently starting without the earlier conversation.
+// with neither cannot resume, and one that answers it has no such session
+// (gemini: "No previous sessions found for this project."), fails the turn
+// saying so (resumeFailed) rather than silently starting without the
+// earlier conversation.
 func (c *acpClient) session(ctx context.Context, req Request, init acpInitResult) (string, error) {
 	params := acpSessionParams{Cwd: req.Cwd, MCPServers: []any{}}
 	if req.Resume == "" {
@@ -93,9 +94,13 @@ func (c *acpClient) session(ctx context.Context, req Request, init acpInitResult
 	case caps.SessionCapabilities.Resume != nil:
 		method = "session/resume"
 	case !caps.LoadSession:
-		return "", &Error{Code: protocol.TaskAgentCrashed, Message: "this agent cannot resume a session (no loadSession capability); start a new session"}
+		return "", resumeFailed(req.Resume, "this agent cannot resume a session (no loadSession capability); start a new session")
 	}
 	if err := call(ctx, c.conn, method, params, nil); err != nil {
+		var refused *callError
+		if errors.As(err, &refused) { // the agent's answer: no such session here
+			return "", resumeFailed(req.Resume, refused.said())
+		}
 		return "", fmt.Errorf("resume agent session %q: %w", req.Resume, err)
 	}
 	if method == "session/load" {

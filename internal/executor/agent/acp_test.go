@@ -441,32 +441,37 @@ func testACPBypass(t *testing.T, c acpCase) {
 	}
 }
 
-// testACPResume: a second turn continues the first one's agent session;
-// the model sees the first prompt again and the history is not reported
-// as new events.
+// testACPResume: each later turn, on a process of its own, continues the
+// first one's agent session; the model sees every earlier prompt again
+// and the history is not reported as new events. Twice: gemini-cli 0.61's
+// session cleanup deleted the session when its second resume started.
 func testACPResume(t *testing.T, c acpCase) {
 	req, model := c.request(t, "The first prompt.")
 	first, err := c.run(t, t.Context(), req, &acpHost{})
 	if err != nil || first.AgentSession == "" {
 		t.Fatalf("first turn: %v, session %q", err, first.AgentSession)
 	}
-	req.Prompt, req.Resume = "The second prompt.", first.AgentSession
-	h := &acpHost{}
-	res, err := c.run(t, t.Context(), req, h)
-	if err != nil || res.Status != "completed" {
-		t.Fatalf("resumed turn: status %q, err %v", res.Status, err)
-	}
-	if res.AgentSession != first.AgentSession {
-		t.Errorf("agent session %q, want %q", res.AgentSession, first.AgentSession)
-	}
-	if got := h.text(); got != c.text {
-		t.Errorf("resumed turn's text %q, want only %q (no replayed history)", got, c.text)
-	}
-	bodies := model.bodies()
-	last := bodies[len(bodies)-1]
-	for _, want := range []string{"The first prompt.", "The second prompt."} {
-		if !strings.Contains(last, want) {
-			t.Errorf("the model's last request lacks %q: ...%s", want, acpTail(last, 400))
+	prompts := []string{"The first prompt."}
+	for _, prompt := range []string{"The second prompt.", "The third prompt."} {
+		req.Prompt, req.Resume = prompt, first.AgentSession
+		prompts = append(prompts, prompt)
+		h := &acpHost{}
+		res, err := c.run(t, t.Context(), req, h)
+		if err != nil || res.Status != "completed" {
+			t.Fatalf("resumed turn %q: status %q, err %v", prompt, res.Status, err)
+		}
+		if res.AgentSession != first.AgentSession {
+			t.Errorf("agent session %q, want %q", res.AgentSession, first.AgentSession)
+		}
+		if got := h.text(); got != c.text {
+			t.Errorf("resumed turn's text %q, want only %q (no replayed history)", got, c.text)
+		}
+		bodies := model.bodies()
+		last := bodies[len(bodies)-1]
+		for _, want := range prompts {
+			if !strings.Contains(last, want) {
+				t.Errorf("the model's last request lacks %q: ...%s", want, acpTail(last, 400))
+			}
 		}
 	}
 }

@@ -109,6 +109,14 @@ func Lookup(name string) (Adapter, error) {
 	return nil, fmt.Errorf("unknown agentic_tool %q (known: %v)", name, names)
 }
 
+// resumeFailed is the error of a turn whose agent said it could not
+// continue its session id (the record is gone, or is not where this run
+// of the CLI looks): the turn fails saying so, before anything reaches
+// the model, and never goes on in a new conversation nobody asked for.
+func resumeFailed(id, why string) *Error {
+	return &Error{Code: protocol.TaskAgentCrashed, Message: fmt.Sprintf("could not continue agent session %s: %s", id, why)}
+}
+
 // planRefuses answers what an agent asks to do in plan mode, the same for
 // every agent: plan changes nothing, so each command, edit or fetch it
 // asks for is refused without asking anyone. What runs without asking is

@@ -111,6 +111,11 @@ type claudeTurn struct {
 	redact func([]byte) []byte
 	init   bool   // send initialize first (the process's first turn)
 	mode   string // the turn's permission mode
+	// resume is the session the process was started to continue (its
+	// first turn only); began says Claude Code's init line came, which it
+	// sends once the session is loaded.
+	resume string
+	began  bool
 	res    Result
 	done   bool // the result line came
 }
@@ -230,6 +235,9 @@ func (t *claudeTurn) handle(raw []byte) error {
 	}
 	switch l.Type {
 	case "system":
+		if l.Subtype == "init" {
+			t.began = true
+		}
 		if l.Subtype == "init" && l.SessionID != "" {
 			t.res.AgentSession = l.SessionID
 		}
@@ -353,6 +361,9 @@ func (t *claudeTurn) result(l claudeLine, raw []byte) {
 	}
 	t.res.Status = "failed"
 	t.res.Err = claudeResultError(l)
+	if t.resume != "" && !t.began { // "No conversation found with session ID: ..."
+		t.res.Err = resumeFailed(t.resume, t.res.Err.Message)
+	}
 	t.emit(protocol.EventError, map[string]any{"code": t.res.Err.Code, "message": t.res.Err.Message}, raw)
 }
 

@@ -85,6 +85,9 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 	}
 	ch := &counting{Host: host}
 	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun, mode: req.PermissionMode}
+	if !l.begun {
+		t.resume = req.Resume
+	}
 	l.begun = true
 	l.setActive(true)
 	stop := context.AfterFunc(ctx, l.interrupt)

@@ -292,6 +292,8 @@ func (t *codexTurn) finish(cause, waitErr error, stderr string) Result {
 			code = protocol.TaskTimeout
 		}
 		t.res.Err = &Error{Code: code, Message: "codex stopped: " + t.ctx.Err().Error()}
+	case errors.As(cause, &callErr) && callErr.Method == "thread/resume":
+		t.res.Err = resumeFailed(t.req.Resume, string(t.redact([]byte(callErr.said()))))
 	case errors.As(cause, &callErr):
 		t.res.Err = &Error{Code: protocol.TaskAgentCrashed, Message: "codex " + string(t.redact([]byte(callErr.Error())))}
 	case cause != nil && !errors.Is(cause, rpc.ErrClosed):

@@ -27,8 +27,9 @@ func init() { Register("gemini", NewGemini(nil)) }
 // settings file is the user's and is left alone.
 //
 // Resume uses session/load; gemini keeps sessions under
-// ~/.gemini/tmp/PROJECT/chats, and geminiSetAsideSession works around
-// its reset of a session begun in the same minute.
+// ~/.gemini/tmp/PROJECT/chats, and geminiSetAsideSession keeps a resumed
+// session's record where neither its reset of a session begun in the same
+// minute nor its session cleanup reaches it.
 func NewGemini(general map[string]any) *ACP {
 	return &ACP{
 		Key:     "GEMINI_API_KEY",
@@ -82,24 +83,37 @@ func geminiSettings(path string, extra map[string]any) error {
 	return acpWriteFile(path, data)
 }
 
-// geminiSessionFile is the name gemini-cli 0.61 gives a new session's
-// record: session-YYYY-MM-DDTHH-MM-ID8.jsonl, the minute it began and the
-// first 8 characters of the session id.
-var geminiSessionFile = regexp.MustCompile(`^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-[A-Za-z0-9]{8}\.jsonl$`)
+// geminiSessionFile matches the names a session's record may have when
+// it is to be set aside: the one gemini-cli 0.61 gives a new session's
+// record, session-YYYY-MM-DDTHH-MM-ID8.jsonl (the minute it began and the
+// first 8 characters of the session id), and session-STAMP-rN-ID8.jsonl,
+// what an earlier agor moved records to. Its groups are STAMP and ID8.
+var geminiSessionFile = regexp.MustCompile(`^session-(\d{4}-\d{2}-\d{2}T\d{2}-\d{2})-(?:r\d+-)?([A-Za-z0-9]{8})\.jsonl$`)
 
 // geminiShortID is the start of an id gemini makes: 8 letters or digits,
 // so that it is safe in a glob and a file name.
 var geminiShortID = regexp.MustCompile(`^[A-Za-z0-9]{8}`)
 
 // geminiSetAsideSession renames the records of session id under tmp
-// (~/.gemini/tmp) so that gemini-cli 0.61 can load it. Its session/load
-// first sets up recording as for a new session with that id, appending a
-// context-only reset to session-NOW-ID8.jsonl; when NOW is the minute the
-// session began, that is the file holding the conversation, the reset
-// hides every message, and the load answers "No previous sessions found
-// for this project." (a follow-up within the minute always failed).
-// The new name, session-YYYY-MM-DDTHH-MM-rN-ID8.jsonl, is one gemini never
-// creates but still lists, loads by content and deletes by its short id.
+// (~/.gemini/tmp) to session-STAMP-ID8-rN.jsonl, so that gemini-cli 0.61
+// can load it, now and on every later resume:
+//
+//   - its session/load first sets up recording as for a new session with
+//     that id, appending a context-only reset to session-NOW-ID8.jsonl;
+//     when NOW is the minute the session began, that is the file holding
+//     the conversation, and the reset hides every message;
+//   - that reset left in a file of its own has no conversation, and the
+//     session cleanup every gemini start runs (general.sessionRetention,
+//     on by default) deletes each such record together with every other
+//     file whose name ends in the same -ID8.jsonl: the next start of gemini
+//     in the project deleted the conversation, so a session's second
+//     resume always failed with "No previous sessions found for this
+//     project." (as would any gemini started there meanwhile).
+//
+// The new name is one gemini never creates and whose end is no short id,
+// so nothing is ever deleted with it; gemini still lists it and loads it
+// by its content, goes on recording the session in it, and ages it out
+// under the user's retention settings like any other.
 func geminiSetAsideSession(tmp, id string) error {
 	if !geminiShortID.MatchString(id) {
 		return nil // not one of gemini's ids; session/load will say so
@@ -110,23 +124,22 @@ func geminiSetAsideSession(tmp, id string) error {
 		return err
 	}
 	for _, f := range files {
-		if !geminiSessionFile.MatchString(filepath.Base(f)) {
-			continue // already moved aside, or not gemini's name
+		m := geminiSessionFile.FindStringSubmatch(filepath.Base(f))
+		if m == nil || m[2] != short {
+			continue // not gemini's name, nor the earlier one
 		}
-		if err := renameAside(f, short); err != nil {
+		if err := renameAside(f, "session-"+m[1]+"-"+short); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// renameAside moves session-STAMP-ID8.jsonl to the first free
-// session-STAMP-rN-ID8.jsonl, never replacing a file.
-func renameAside(path, short string) error {
-	dir, base := filepath.Split(path)
-	stamp := base[:len(base)-len(short)-len(".jsonl")] // "session-STAMP-"
+// renameAside moves path to the first free PREFIX-rN.jsonl beside it,
+// never replacing a file.
+func renameAside(path, prefix string) error {
 	for n := 1; n <= 100; n++ {
-		to := filepath.Join(dir, fmt.Sprintf("%sr%d-%s.jsonl", stamp, n, short))
+		to := filepath.Join(filepath.Dir(path), fmt.Sprintf("%s-r%d.jsonl", prefix, n))
 		err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
 		if !errors.Is(err, unix.EEXIST) {
 			return err

@@ -22,18 +22,20 @@ const geminiRecordLine = 16 << 20
 // was told: gemini-cli 0.61 sends a shell call's tool_call_update with
 // "content": [] (its display form is not text), but records the call's
 // functionResponse in the session's record
-// (~/.gemini/tmp/PROJECT/chats/session-STAMP-ID8.jsonl) right after. ""
-// when the record does not have it within geminiRecordWait.
+// (~/.gemini/tmp/PROJECT/chats/session-STAMP-ID8.jsonl, or
+// session-STAMP-ID8-rN.jsonl once resumed: geminiSetAsideSession) right
+// after. "" when the record does not have it within geminiRecordWait.
 func geminiToolOutput(ctx context.Context, env []string, sessionID, toolCallID string) string {
 	home := geminiHome(env)
 	if len(sessionID) < 8 || home == "" {
 		return ""
 	}
-	pattern := filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+sessionID[:8]+".jsonl")
+	chats := filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+sessionID[:8])
 	deadline := time.Now().Add(geminiRecordWait)
 	for {
-		files, _ := filepath.Glob(pattern)
-		for _, f := range files {
+		files, _ := filepath.Glob(chats + ".jsonl")
+		aside, _ := filepath.Glob(chats + "-r*.jsonl")
+		for _, f := range append(files, aside...) {
 			if out, ok := geminiRecordedOutput(f, toolCallID); ok {
 				return out
 			}

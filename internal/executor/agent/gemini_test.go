@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 )
 
-// Only the files gemini-cli would reset on load move aside, to names it
-// never creates but still finds by the short id, and nothing is replaced.
+// The session's records move aside, gemini's name and the earlier
+// set-aside one alike, to names that end in no short id (gemini's session
+// cleanup deletes every file ending in the short id of a record without a
+// conversation), and nothing is replaced.
 func TestGeminiSetAsideSession(t *testing.T) {
 	tmp := t.TempDir()
 	chats := filepath.Join(tmp, "work", "chats")
@@ -17,7 +20,8 @@ func TestGeminiSetAsideSession(t *testing.T) {
 	}
 	files := map[string]string{
 		"session-2026-11-23T09-42-9e1a3c57.jsonl":    "session",
-		"session-2026-11-23T09-42-r1-9e1a3c57.jsonl": "moved earlier",
+		"session-2026-11-23T09-42-9e1a3c57-r1.jsonl": "moved earlier",
+		"session-2026-11-23T09-44-r1-9e1a3c57.jsonl": "moved by an older agor",
 		"session-2026-11-23T09-43-9e1a3c57.json":     "legacy, never reset",
 		"session-2026-11-23T09-42-ba4cbebf.jsonl":    "another session",
 		"notes-2026-11-23T09-42-9e1a3c57.jsonl":      "not a session",
@@ -30,7 +34,28 @@ func TestGeminiSetAsideSession(t *testing.T) {
 	if err := geminiSetAsideSession(tmp, "9e1a3c57-5681-49e2-87d3-b568db1a5bf6"); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(chats)
+	want := map[string]string{
+		"notes-2026-11-23T09-42-9e1a3c57.jsonl":      "not a session",
+		"session-2026-11-23T09-42-ba4cbebf.jsonl":    "another session",
+		"session-2026-11-23T09-42-9e1a3c57-r1.jsonl": "moved earlier",
+		"session-2026-11-23T09-42-9e1a3c57-r2.jsonl": "session",
+		"session-2026-11-23T09-44-9e1a3c57-r1.jsonl": "moved by an older agor",
+		"session-2026-11-23T09-43-9e1a3c57.json":     "legacy, never reset",
+	}
+	checkDir(t, chats, want)
+	// Ids gemini never makes, or with path characters, touch nothing.
+	for _, id := range []string{"", "short", "../../x/yz"} {
+		if err := geminiSetAsideSession(tmp, id); err != nil {
+			t.Errorf("id %q: %v", id, err)
+		}
+	}
+	checkDir(t, chats, want)
+}
+
+// checkDir wants exactly the files of want, with their contents, in dir.
+func checkDir(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,28 +63,13 @@ func TestGeminiSetAsideSession(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.Name())
 	}
-	want := []string{
-		"notes-2026-11-23T09-42-9e1a3c57.jsonl",
-		"session-2026-11-23T09-42-ba4cbebf.jsonl",
-		"session-2026-11-23T09-42-r1-9e1a3c57.jsonl",
-		"session-2026-11-23T09-42-r2-9e1a3c57.jsonl",
-		"session-2026-11-23T09-43-9e1a3c57.json",
+	names := slices.Sorted(maps.Keys(want))
+	if !slices.Equal(got, names) {
+		t.Fatalf("files %q, want %q", got, names)
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("files %q, want %q", got, want)
-	}
-	for name, body := range map[string]string{
-		"session-2026-11-23T09-42-r1-9e1a3c57.jsonl": "moved earlier",
-		"session-2026-11-23T09-42-r2-9e1a3c57.jsonl": "session",
-	} {
-		if b, _ := os.ReadFile(filepath.Join(chats, name)); string(b) != body {
+	for name, body := range want {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != body {
 			t.Errorf("%s holds %q, want %q", name, b, body)
-		}
-	}
-	// Ids gemini never makes, or with path characters, touch nothing.
-	for _, id := range []string{"", "short", "../../x/yz"} {
-		if err := geminiSetAsideSession(tmp, id); err != nil {
-			t.Errorf("id %q: %v", id, err)
 		}
 	}
 }
@@ -85,5 +95,13 @@ not json "call_1"
 	}
 	if got := geminiToolOutput(t.Context(), []string{"HOME=" + home}, "ffffffff-0000", "call_1"); got != "" {
 		t.Errorf("another session's record was read: %q", got)
+	}
+	// A resumed session's record, set aside.
+	aside := filepath.Join(chats, "session-2026-11-25T10-00-4186670a-r1.jsonl")
+	if err := os.Rename(filepath.Join(chats, "session-2026-11-25T10-00-4186670a.jsonl"), aside); err != nil {
+		t.Fatal(err)
+	}
+	if got := geminiToolOutput(t.Context(), []string{"HOME=" + home}, "4186670a-dd2b", "call_1"); got != "Output: printed\nProcess Group PGID: 7" {
+		t.Errorf("call_1 in the record set aside: %q", got)
 	}
 }

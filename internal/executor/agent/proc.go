@@ -291,6 +291,19 @@ func (e *callError) Error() string {
 
 func (e *callError) Unwrap() error { return e.Err }
 
+// said is the agent's own words in its error response: the details
+// gemini-cli puts in the data, else the message and any data.
+func (e *callError) said() string {
+	if d, ok := e.Err.Data["details"].(string); ok && d != "" {
+		return d
+	}
+	if len(e.Err.Data) == 0 {
+		return e.Err.Message
+	}
+	d, _ := json.Marshal(e.Err.Data)
+	return e.Err.Message + " " + string(d)
+}
+
 // call is c.Call with the agent's error response as a *callError.
 func call(ctx context.Context, c *rpc.Conn, method string, params, result any) error {
 	err := c.Call(ctx, method, params, result)

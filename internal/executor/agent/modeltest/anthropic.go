@@ -23,8 +23,10 @@ type AnthUsage struct {
 }
 
 // AnthTurn is one user turn of a scripted conversation. With Bash empty
-// the model answers Text at once; otherwise it first asks for the Bash
-// tool with that command and answers Text once the tool_result is back.
+// the model answers Text at once (or, when the turn's prompt holds
+// RecallMarker, the earlier user messages: recall); otherwise it first
+// asks for the Bash tool with that command and answers Text once the
+// tool_result is back.
 type AnthTurn struct {
 	Text  string
 	Bash  string
@@ -194,7 +196,11 @@ func (a *Anthropic) reply(conversation bool, msgs []json.RawMessage) ([]anthCont
 	turn := a.script[a.next]
 	a.next++
 	if turn.Bash == "" {
-		return []anthContent{{text: turn.Text}}, anthUsageOf(turn), true
+		text := turn.Text
+		if said, ok := recall(userTexts(msgs, anthRole)); ok {
+			text = said
+		}
+		return []anthContent{{text: text}}, anthUsageOf(turn), true
 	}
 	id := fmt.Sprintf("toolu_standin%02d", a.next)
 	a.tool = id
@@ -206,6 +212,13 @@ func anthUsageOf(t AnthTurn) AnthUsage {
 		return AnthDefaultUsage
 	}
 	return t.Usage
+}
+
+// anthRole is a message's role and content (userTexts' view of it).
+func anthRole(raw json.RawMessage) (string, json.RawMessage) {
+	var m anthMessage
+	_ = json.Unmarshal(raw, &m)
+	return m.Role, m.Content
 }
 
 // anthAfterToolResult says whether the last user message carries a

@@ -27,7 +27,9 @@ const (
 // a plain turn answers GeminiText; a turn whose last user message holds
 // GeminiCommandMarker calls the agent's shell tool (found by name in the
 // request's tools) and, once the functionResponse comes back, answers
-// GeminiDone. Every request and the API key it carried are recorded.
+// GeminiDone; one holding RecallMarker answers with the earlier user
+// messages (recall). Every request and the API key it carried are
+// recorded.
 type Gemini struct {
 	Arrivals
 	URL string
@@ -131,7 +133,10 @@ func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 func (g *Gemini) stream(w http.ResponseWriter, b gemBody) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	last := gemLast(b.Contents)
+	said, recalled := recall(gemUserTexts(b.Contents))
 	switch cmd, ok := gemCommand(last); {
+	case recalled:
+		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: said}}}, true)
 	case gemResponse(last) != "":
 		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: GeminiDone}}}, false)
 		gemSend(w, gemContent{Role: "model", Parts: []gemPart{{Text: " Tool said: " + gemResponse(last)}}}, true)
@@ -150,6 +155,25 @@ func gemLast(cs []gemContent) gemContent {
 		return gemContent{}
 	}
 	return cs[len(cs)-1]
+}
+
+// gemUserTexts are the text parts of the user's contents, in order, and
+// where the last user content's begin.
+func gemUserTexts(cs []gemContent) ([]string, int) {
+	var texts []string
+	latest := 0
+	for _, c := range cs {
+		if c.Role != "user" {
+			continue
+		}
+		latest = len(texts)
+		for _, p := range c.Parts {
+			if p.Text != "" {
+				texts = append(texts, p.Text)
+			}
+		}
+	}
+	return texts, latest
 }
 
 // gemResponse is the content's first functionResponse, as JSON.

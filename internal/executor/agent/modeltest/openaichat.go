@@ -28,7 +28,8 @@ const (
 // OpenAIChatText; a turn whose last user message holds
 // OpenAIChatCommandMarker calls the agent's shell tool (bash, shell, ...
 // found in the request's tools) and, after the tool message, answers
-// OpenAIChatDone, " Tool said: " and the tool message; a request
+// OpenAIChatDone, " Tool said: " and the tool message; one holding
+// RecallMarker answers with the earlier user messages (recall); a request
 // without tools (a title request) gets OpenAIChatTitle. Streams end with finish_reason, a usage chunk and
 // [DONE]. Every request and the API key it carried are recorded.
 type OpenAIChat struct {
@@ -131,6 +132,7 @@ func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
 	s := oaicStream{w: w, model: b.Model}
 	last := oaicLast(b.Messages)
 	cmd, isCmd := oaicCommand(last)
+	said, recalled := recall(userTexts(b.Messages, func(m oaicMessage) (string, json.RawMessage) { return m.Role, m.Content }))
 	switch {
 	case len(b.Tools) == 0:
 		s.text(OpenAIChatTitle)
@@ -138,6 +140,9 @@ func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
 	case last.Role == "tool":
 		s.text(OpenAIChatDone)
 		s.text(" Tool said: " + oaicText(last.Content))
+		s.finish("stop")
+	case recalled:
+		s.text(said)
 		s.finish("stop")
 	case isCmd:
 		s.toolCall(oaicShellTool(b), cmd)

@@ -24,7 +24,9 @@ type OpenAIUsage struct {
 // empty every request gets the message Text. With Command set, a request
 // whose input has no function_call_output after its last user message
 // gets a function_call of the shell tool the request declares running
-// Command; once the output is in the input, it gets the message Text.
+// Command; once the output is in the input, it gets the message Text. A
+// request whose last user message holds RecallMarker gets the earlier
+// user messages instead (recall), whatever the script.
 type OpenAIResponsesScript struct {
 	Text    string
 	Command string
@@ -46,6 +48,9 @@ type OpenAIRequest struct {
 	// last user message.
 	ToolOutputs        []string
 	PreviousResponseID string
+
+	userParts  []string // the user messages' text parts, for recall
+	latestUser int      // where the last user message's begin
 }
 
 // OpenAIResponses is a running stand-in. URL ends in /v1 (a provider's
@@ -130,7 +135,12 @@ func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
 // answer is the list of events for one response.
 func (s *OpenAIResponses) answer(id string, req OpenAIRequest, params map[string]json.RawMessage) []map[string]any {
 	var item map[string]any
-	if s.script.Command != "" && req.ShellTool != "" && len(req.ToolOutputs) == 0 {
+	text := s.script.Text
+	said, recalled := recall(req.userParts, req.latestUser)
+	if recalled {
+		text = said
+	}
+	if !recalled && s.script.Command != "" && req.ShellTool != "" && len(req.ToolOutputs) == 0 {
 		args, _ := json.Marshal(oairShellArgs(params, s.script.Command))
 		item = map[string]any{
 			"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id,
@@ -139,7 +149,7 @@ func (s *OpenAIResponses) answer(id string, req OpenAIRequest, params map[string
 	} else {
 		item = map[string]any{
 			"type": "message", "id": "msg_" + id, "role": "assistant", "status": "completed",
-			"content": []map[string]any{{"type": "output_text", "text": s.script.Text, "annotations": []any{}}},
+			"content": []map[string]any{{"type": "output_text", "text": text, "annotations": []any{}}},
 		}
 	}
 	added := map[string]any{}
@@ -158,7 +168,7 @@ func (s *OpenAIResponses) answer(id string, req OpenAIRequest, params map[string
 	if item["type"] == "message" {
 		events = append(events, map[string]any{
 			"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
-			"item_id": item["id"], "delta": s.script.Text,
+			"item_id": item["id"], "delta": text,
 		})
 	}
 	return append(events,
@@ -243,6 +253,8 @@ func (b *oairBody) summary(raw []byte, auth string) OpenAIRequest {
 		switch {
 		case it.Type == "message" && it.Role == "user":
 			req.UserTexts = append(req.UserTexts, oairText(it.Content))
+			req.latestUser = len(req.userParts)
+			req.userParts = append(req.userParts, contentParts(it.Content)...)
 			req.ToolOutputs = nil
 		case it.Type == "message" && it.Role == "assistant":
 			req.AssistantText = append(req.AssistantText, oairText(it.Content))
