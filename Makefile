@@ -55,6 +55,7 @@ lint: vet
 bench: build
 	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
 	$(GO) run ./test/bench/egressbench
+	$(GO) run ./test/bench/gatewaybench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/executor/files
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/executor/procexec
 	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e
