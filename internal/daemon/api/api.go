@@ -42,6 +42,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Audit != nil {
 		m.HandleFunc("GET /v1/audit", s.queryAudit)
 	}
+	if s.ledger() != nil {
+		m.HandleFunc("GET /v1/usage", s.queryUsage) // modelusage.go
+	}
 	if s.Broker != nil && s.Events != nil && s.Store != nil {
 		m.HandleFunc("POST /v1/executors/{user}/prompt", s.forUser(s.prompt))
 		m.HandleFunc("POST /v1/sessions/{id}/prompt", s.promptAsync)

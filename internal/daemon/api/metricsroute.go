@@ -39,6 +39,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "# HELP agor_executors_connected Executors the daemon holds a connection to.\n# TYPE agor_executors_connected gauge\nagor_executors_connected %d\n", len(s.Pool.Live()))
 	s.writeUsageMetrics(r.Context(), w, s.caller(r)) // usage.go: per-user series, the caller's own unless an admin
 	s.writeEgressMetrics(w, s.caller(r))             // network.go: likewise
+	s.writeModelMetrics(w, s.caller(r))              // modelusage.go: likewise, this month's
 	if s.Broker != nil {
 		st := s.Broker.Stats()
 		for _, c := range []struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/events"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/daemon/meter"
 	"github.com/agor-sh/agor/internal/daemon/pool"
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/identity"
@@ -123,12 +124,17 @@ func (s *Server) log() *slog.Logger {
 }
 
 // Gateway is the model gateway as the API uses it (meter.Meter): a
-// token per session in place of a key, and a person's budget checked
-// before her prompt starts any agent.
+// token per session in place of a key, a person's budget checked before
+// her prompt starts any agent, and her standing against it shown with
+// her usage (modelusage.go).
 type Gateway interface {
 	Token(session string, uid uint32) string
 	// Admit is nil while person may spend, else the refusal to show.
 	Admit(person string) error
+	// Standings are person's spend against each bound of her budget
+	// (none: no bound); Currency is the unit of costs and cost bounds.
+	Standings(person string) ([]meter.Standing, error)
+	Currency() string
 }
 
 // errorBody is err as the API shows it, and its HTTP status; an error

@@ -1,0 +1,6 @@
+package meter
+
+// Currency is the unit of the ledger's costs and the cost budgets, as
+// the configuration says now: read per call, since prices and budgets
+// are reloaded with the configuration and the currency with them.
+func (m *Meter) Currency() string { return m.Config().Currency }
