@@ -152,6 +152,7 @@ var checks = []check{
 	{"limits", checkLimits},
 	{"network", checkNetwork},
 	{"network-ns", checkNetworkNamespace},
+	{"gateway", checkGateway},
 	{"slurm-commands", checkSlurmCommands},
 	{"slurm-tls", checkSlurmTLS},
 	{"slurm-test-job", checkSlurmTestJob},

@@ -45,6 +45,7 @@ type AnthRequest struct {
 	Conversation bool              // part of the script (it offered tools)
 	Messages     []json.RawMessage // the request's messages
 	Body         []byte
+	Usage        AnthUsage // what the answer reported (zero: a failure)
 }
 
 // Anthropic is a stand-in of the Anthropic Messages API.
@@ -154,6 +155,9 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 	fail := 0
 	if req.Conversation && a.next > 0 {
 		fail = a.script[a.next-1].Fail
+	}
+	if fail == 0 {
+		a.reqs[len(a.reqs)-1].Usage = usage
 	}
 	a.mu.Unlock()
 	if fail != 0 {
