@@ -90,7 +90,7 @@ func serve(api, bash, text string, tools, plain int) (string, http.Handler, erro
 			script = append(script, modeltest.AnthTurn{Text: fmt.Sprintf("Noted (follow-up %d).", i+1)})
 		}
 		srv := modeltest.ServeAnthropic(script...)
-		return srv.URL, srv.Config.Handler, nil
+		return srv.URL, withRequests(srv), nil
 	case "openai-responses":
 		srv := modeltest.ServeOpenAIResponses(modeltest.OpenAIResponsesScript{Text: text, Command: bash})
 		return srv.URL, srv.Handler(), nil
@@ -102,6 +102,27 @@ func serve(api, bash, text string, tools, plain int) (string, http.Handler, erro
 		return srv.URL, srv.Handler(), nil
 	}
 	return "", nil, fmt.Errorf("-api %q: want anthropic, openai-responses, gemini or openai-chat", api)
+}
+
+// withRequests adds GET /stand-in/requests to the Anthropic stand-in:
+// each message request it answered, with the key it was sent and the
+// usage it reported, for a check to compare with what agor recorded.
+func withRequests(srv *modeltest.Anthropic) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", srv.Config.Handler)
+	mux.HandleFunc("GET /stand-in/requests", func(w http.ResponseWriter, _ *http.Request) {
+		type seen struct {
+			Key   string              `json:"key"`
+			Usage modeltest.AnthUsage `json:"usage"`
+		}
+		var out []seen
+		for _, r := range srv.Requests() {
+			out = append(out, seen{r.APIKey, r.Usage})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	return mux
 }
 
 // logged logs each request as it ends, with what a failed turn needs to
