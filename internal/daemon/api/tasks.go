@@ -369,6 +369,7 @@ func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.
 	if b.Tool == "" {
 		b.Tool = sess.AgenticTool
 	}
+	b.Sandbox = s.confinedFloor(sess.ID, b.Sandbox)
 	return sess, nil
 }
 
