@@ -44,7 +44,24 @@ type GeminiRequest struct {
 	Path string
 	Key  string // x-goog-api-key header or key query parameter
 	Body json.RawMessage
+	// Usage is what the answer reported: GeminiDefaultUsage for
+	// generateContent and streamGenerateContent, zero for the rest
+	// (countTokens, paths not served).
+	Usage GeminiUsage
+	// Streamed: the answer was server-sent events (streamGenerateContent).
+	Streamed bool
 }
+
+// GeminiUsage is a response's usageMetadata: PromptTokens includes
+// CachedTokens, as Gemini counts them.
+type GeminiUsage struct {
+	PromptTokens     int64 // promptTokenCount
+	CandidatesTokens int64 // candidatesTokenCount
+	CachedTokens     int64 // cachedContentTokenCount
+}
+
+// GeminiDefaultUsage is what every generated answer reports.
+var GeminiDefaultUsage = GeminiUsage{PromptTokens: 11, CandidatesTokens: 7}
 
 // NewGemini starts the stand-in; it stops when the test ends.
 func NewGemini(t testing.TB) *Gemini {
@@ -106,13 +123,7 @@ type gemBody struct {
 
 func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	key := r.Header.Get("x-goog-api-key")
-	if key == "" {
-		key = r.URL.Query().Get("key")
-	}
-	g.mu.Lock()
-	g.reqs = append(g.reqs, GeminiRequest{Path: r.URL.Path, Key: key, Body: body})
-	g.mu.Unlock()
+	g.record(r, body)
 	var b gemBody
 	_ = json.Unmarshal(body, &b)
 	switch {
@@ -128,6 +139,24 @@ func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, `{"error":{"code":404,"message":"not in the stand-in","status":"NOT_FOUND"}}`, http.StatusNotFound)
 	}
+}
+
+// record notes a request with the key it carried and the usage its
+// answer (by serve) reports.
+func (g *Gemini) record(r *http.Request, body []byte) {
+	req := GeminiRequest{Path: r.URL.Path, Key: r.Header.Get("x-goog-api-key"), Body: body}
+	if req.Key == "" {
+		req.Key = r.URL.Query().Get("key")
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, ":streamGenerateContent"):
+		req.Usage, req.Streamed = GeminiDefaultUsage, true
+	case strings.HasSuffix(r.URL.Path, ":generateContent"):
+		req.Usage = GeminiDefaultUsage
+	}
+	g.mu.Lock()
+	g.reqs = append(g.reqs, req)
+	g.mu.Unlock()
 }
 
 func (g *Gemini) stream(w http.ResponseWriter, b gemBody) {
@@ -213,7 +242,13 @@ func gemChunk(c gemContent, last bool) map[string]any {
 	chunk := map[string]any{"candidates": []any{cand}, "modelVersion": "stand-in"}
 	if last {
 		cand["finishReason"] = "STOP"
-		chunk["usageMetadata"] = map[string]any{"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18}
+		u := GeminiDefaultUsage
+		meta := map[string]any{"promptTokenCount": u.PromptTokens, "candidatesTokenCount": u.CandidatesTokens,
+			"totalTokenCount": u.PromptTokens + u.CandidatesTokens}
+		if u.CachedTokens > 0 {
+			meta["cachedContentTokenCount"] = u.CachedTokens
+		}
+		chunk["usageMetadata"] = meta
 	}
 	return chunk
 }

@@ -47,7 +47,16 @@ type OpenAIChatRequest struct {
 	Path string
 	Key  string // the bearer token
 	Body json.RawMessage
+	// Usage is what the answer reported: OpenAIChatUsage for every
+	// answered completion; zero for a refusal or a path the stand-in
+	// does not serve.
+	Usage OpenAIUsage
+	// Streamed: the answer was server-sent events (every completion's).
+	Streamed bool
 }
+
+// OpenAIChatUsage is the usage every completion's stream reports.
+var OpenAIChatUsage = OpenAIUsage{InputTokens: 13, CachedInputTokens: 4, OutputTokens: 5}
 
 // NewOpenAIChat starts the stand-in; it stops when the test ends.
 func NewOpenAIChat(t testing.TB) *OpenAIChat {
@@ -112,9 +121,14 @@ type oaicBody struct {
 
 func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	req := OpenAIChatRequest{Path: r.URL.Path, Key: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Body: body}
+	served := r.URL.Path == "/v1/chat/completions"
 	o.mu.Lock()
-	o.reqs = append(o.reqs, OpenAIChatRequest{Path: r.URL.Path, Key: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Body: body})
 	refuse := o.refuse
+	if refuse == 0 && served {
+		req.Usage, req.Streamed = OpenAIChatUsage, true
+	}
+	o.reqs = append(o.reqs, req)
 	o.mu.Unlock()
 	if refuse != 0 {
 		w.Header().Set("Content-Type", "application/json")
@@ -122,7 +136,7 @@ func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"error":{"message":"refused by the stand-in","type":"invalid_request_error","code":"refused"}}`)
 		return
 	}
-	if r.URL.Path != "/v1/chat/completions" {
+	if !served {
 		http.Error(w, `{"error":{"message":"not in the stand-in"}}`, http.StatusNotFound)
 		return
 	}
@@ -220,7 +234,9 @@ func (s oaicStream) finish(reason string) {
 	s.send(s.chunk(map[string]any{}, reason))
 	usage := s.chunk(nil, nil)
 	usage["choices"] = []any{}
-	usage["usage"] = map[string]any{"prompt_tokens": 13, "completion_tokens": 5, "total_tokens": 18, "prompt_tokens_details": map[string]any{"cached_tokens": 4}}
+	u := OpenAIChatUsage
+	usage["usage"] = map[string]any{"prompt_tokens": u.InputTokens, "completion_tokens": u.OutputTokens,
+		"total_tokens": u.InputTokens + u.OutputTokens, "prompt_tokens_details": map[string]any{"cached_tokens": u.CachedInputTokens}}
 	s.send(usage)
 	fmt.Fprint(s.w, "data: [DONE]\n\n")
 }

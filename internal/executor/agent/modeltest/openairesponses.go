@@ -13,7 +13,10 @@ import (
 	"testing"
 )
 
-// OpenAIUsage is the usage a scripted response reports.
+// OpenAIUsage is the usage a response reports, in OpenAI's terms:
+// InputTokens includes CachedInputTokens (input_tokens and its
+// input_tokens_details.cached_tokens; prompt_tokens and
+// prompt_tokens_details.cached_tokens in Chat Completions).
 type OpenAIUsage struct {
 	InputTokens       int64
 	CachedInputTokens int64
@@ -48,6 +51,8 @@ type OpenAIRequest struct {
 	// last user message.
 	ToolOutputs        []string
 	PreviousResponseID string
+	Usage              OpenAIUsage // what the answer reported (zero: a failure)
+	Streamed           bool        // the answer was server-sent events (every success)
 
 	userParts  []string // the user messages' text parts, for recall
 	latestUser int      // where the last user message's begin
@@ -108,6 +113,9 @@ func (s *OpenAIResponses) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := body.summary(raw, r.Header.Get("Authorization"))
+	if s.script.FailStatus == 0 {
+		req.Usage, req.Streamed = s.script.Usage, true
+	}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.n++
