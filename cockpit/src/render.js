@@ -3,20 +3,17 @@
 // results, permission questions and answers, errors, a closing summary).
 // Plain data in, plain blocks out, so that node's test runner can check it.
 
-const clipAt = { input: 200, output: 400 };
+import { clip, toolView } from "./tools.js";
 
-// clip shortens s to n characters, marking the cut as agorctl does.
-export function clip(s, n) {
-	s = String(s ?? "");
-	return s.length > n ? s.slice(0, n) + "…" : s;
-}
+export { clip };
 
-// asWritten is a tool's input as one line: a string as it is, else JSON.
-export function asWritten(v) {
-	if (v === undefined || v === null) return "";
-	if (typeof v === "string") return v;
-	if (typeof v === "object" && typeof v.command === "string" && Object.keys(v).length <= 2) return v.command;
-	return JSON.stringify(v);
+const clipAt = { output: 400 };
+
+// call is a tool call or question block: the tool's name and its input
+// as a person reads it (toolView), never the input itself.
+function call(kind, d) {
+	const v = toolView(d.tool_name || "", d.tool_input);
+	return { kind, id: d.tool_use_id || "", name: String(d.tool_name || ""), input: v.text, note: v.note, change: v.change };
 }
 
 export function newTranscript() {
@@ -58,13 +55,13 @@ export function applyEvent(t, stored) {
 		closeText(t);
 		break;
 	case "tool_call":
-		t.blocks.push({ kind: "tool", id: d.tool_use_id || "", name: d.tool_name || "", input: clip(asWritten(d.tool_input), clipAt.input) });
+		t.blocks.push(call("tool", d));
 		break;
 	case "tool_result":
 		t.blocks.push({ kind: "result", id: d.tool_use_id || "", output: clip(typeof d.output === "string" ? d.output : JSON.stringify(d.output ?? ""), clipAt.output), isError: d.is_error === true });
 		break;
 	case "permission_asked":
-		t.blocks.push({ kind: "ask", name: d.tool_name || "", input: clip(asWritten(d.tool_input), clipAt.input) });
+		t.blocks.push(call("ask", d));
 		break;
 	case "permission_decided":
 		t.blocks.push({ kind: "decided", approved: d.approved === true, reason: String(d.reason ?? "") });

@@ -4,11 +4,31 @@
 import { h, fill, button, card, alert, label, table, field, select } from "./dom.js";
 import { call, get, stream, esc } from "./api.js";
 import { newTranscript, applyLine, applySSE, Lines, SSE, resumable } from "./render.js";
+import { toolView } from "./tools.js";
+import { transcriptView, toolWords } from "./transcript.js";
 
 const _ = cockpit.gettext;
 
 const statusColor = { completed: "green", running: "blue", queued: "blue", failed: "red", cancelled: "orange", interrupted: "orange", timeout: "orange" };
 const statusLabel = (s) => label(s || "—", statusColor[s]);
+
+// testHooks says whether the browser check asked for its hooks (it sets
+// localStorage "agor-test-hooks" before it logs in).
+function testHooks() {
+	try { return window.localStorage.getItem("agor-test-hooks") === "1"; } catch { return false; }
+}
+
+// question is one open permission question (an entry of GET
+// /v1/permissions): the tool and its input as a person reads them, who
+// asked, and the buttons that answer it (decide(id, approved)).
+export function question(p, decide) {
+	return h("div.agor-question", { "data-permission": p.id },
+		h("div.agor-question-tool", { "data-agor": "question-tool" }, toolWords(String(p.tool_name || ""), toolView(p.tool_name, p.tool_input))),
+		h("p.agor-question-asked", cockpit.format(_("asked by $0's task $1"), p.user, String(p.task || "").slice(0, 8))),
+		h("div.agor-row",
+			button(_("Approve"), () => decide(p.id, true), "primary", { "data-agor": "approve" }),
+			button(_("Deny"), () => decide(p.id, false), "danger", { "data-agor": "deny" })));
+}
 
 export function sessionsView(me) {
 	const state = { session: "", task: "", follow: null };
@@ -153,20 +173,12 @@ export function sessionsView(me) {
 		draw(t);
 	}
 
-	function draw(t) {
-		fill(transcriptEl, t.blocks.map(b => {
-			switch (b.kind) {
-			case "text": return h("div.agor-text", b.text);
-			case "thinking": return h("div.agor-thinking", b.text);
-			case "tool": return h("div.agor-tool", { "data-agor": "tool" }, "● ", h("strong", b.name), " ", h("code", b.input));
-			case "result": return h("pre.agor-result" + (b.isError ? ".agor-is-error" : ""), { "data-agor": "tool-result" }, "└ " + b.output);
-			case "ask": return h("div.agor-ask", { "data-agor": "asked" }, "? ", cockpit.format(_("$0 wants permission: $1"), b.name, b.input));
-			case "decided": return h("div.agor-decided", { "data-agor": "decided", "data-approved": String(b.approved) }, `[${b.approved ? _("allowed") : _("denied")} ${b.reason}]`);
-			case "error": return alert("danger", b.message);
-			case "warning": return alert("warning", b.message, b.agor ? { "data-agor": b.agor } : {});
-			}
-			return null;
-		}));
+	// draw shows t: its blocks drawn as they come (transcriptView), its
+	// status and summary above them.
+	const view = transcriptView(transcriptEl, { after: drawSummary });
+	const draw = (t) => view.show(t);
+
+	function drawSummary(t) {
 		const s = t.summary;
 		fill(summaryEl,
 			t.status ? h("p", { "data-agor": "task-status", "data-status": t.status }, statusLabel(t.status), " ",
@@ -178,16 +190,16 @@ export function sessionsView(me) {
 
 	// refreshQuestions shows the open permission questions with approve
 	// and deny (the daemon keeps them: a question asked while the page
-	// was away is here too).
+	// was away is here too). Drawn again only when they change, so a
+	// button is not replaced under the pointer.
+	let asked = "";
 	async function refreshQuestions() {
 		try {
 			const { permissions } = await get("/v1/permissions");
-			fill(questions, permissions.length === 0 ? null : card(_("Permission questions"), permissions.map(p =>
-				h("div.agor-question", { "data-permission": p.id },
-					h("p", h("strong", p.tool_name), " ", h("code", JSON.stringify(p.tool_input)), " — ", cockpit.format(_("asked by $0's task $1"), p.user, p.task.slice(0, 8))),
-					h("div.agor-row",
-						button(_("Approve"), () => decide(p.id, true), "primary", { "data-agor": "approve" }),
-						button(_("Deny"), () => decide(p.id, false), "danger", { "data-agor": "deny" }))))));
+			const now = JSON.stringify(permissions);
+			if (now === asked) return;
+			asked = now;
+			fill(questions, permissions.length === 0 ? null : card(_("Permission questions"), permissions.map(p => question(p, decide))));
 		} catch (e) { showError(e); }
 	}
 
@@ -205,6 +217,33 @@ export function sessionsView(me) {
 		card(_("Task"), summaryEl, transcriptEl),
 		card(_("Sessions"), sessionsBody),
 		card(_("Tasks of the selected session"), tasksBody));
+	// The browser check's long transcript (cockpit-browser.mjs, step
+	// long) draws through here; a person's page has no such hook.
+	if (testHooks()) window.agorTest = { replay: (text, chunk) => replay(text, chunk) };
+
+	// replay draws a prompt's stream (NDJSON) as if it came in chunks of
+	// chunk bytes, one a frame, and says how long that took.
+	async function replay(text, chunk = 8192) {
+		stopFollowing();
+		state.task = "";
+		const t = newTranscript();
+		const lines = new Lines();
+		const start = performance.now();
+		view.stats.draws = view.stats.ms = view.stats.slowest = 0;
+		let events = 0;
+		for (let i = 0; i < text.length; i += chunk) {
+			for (const l of lines.push(text.slice(i, i + chunk))) {
+				const line = JSON.parse(l);
+				applyLine(t, line);
+				if (line.event) events++;
+			}
+			draw(t);
+			await view.drawn();
+		}
+		const { draws, ms, slowest } = view.stats;
+		return { events, blocks: t.blocks.length, nodes: transcriptEl.childElementCount, ms: performance.now() - start, draws, drawing: ms, slowest };
+	}
+
 	let timer = null;
 	return {
 		el,

@@ -4,8 +4,9 @@
 // shell running in the executor; attach comes back to it.
 import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
-import { h, fill, button, card, alert, table } from "./dom.js";
+import { h, fill, button, card, alert } from "./dom.js";
 import { get, esc } from "./api.js";
+import { bannerID, terminalList } from "./termlist.js";
 
 const _ = cockpit.gettext;
 const DETACH = "\x1d"; // Ctrl-], agorctl terminal's detach key
@@ -17,9 +18,12 @@ export function terminalView(me) {
 	let term = null;
 	let fit = null;
 	let chan = null;
+	let here = ""; // the terminal open in this page, once agorctl says which
+	const started = new Map(); // terminal → when this page started it
 
 	function open(argv) {
 		close();
+		here = "";
 		fill(status);
 		if (!term) {
 			term = new Terminal({ cols: 100, rows: 28, fontFamily: "monospace", fontSize: 13, convertEol: false });
@@ -31,13 +35,35 @@ export function terminalView(me) {
 		}
 		term.reset();
 		try { fit.fit(); } catch { /* not shown yet */ }
-		chan = cockpit.channel({ payload: "stream", spawn: argv, pty: true, environ: ["TERM=xterm-256color"], window: { rows: term.rows, cols: term.cols } });
-		chan.addEventListener("message", (_ev, data) => term.write(data));
-		chan.addEventListener("close", (_ev, opts) => {
+		const c = cockpit.channel({ payload: "stream", spawn: argv, pty: true, environ: ["TERM=xterm-256color"], window: { rows: term.rows, cols: term.cols } });
+		chan = c;
+		// agorctl says which terminal it attached to before the shell's
+		// first output: from then on the list has it (spawned, attached).
+		let head = "";
+		c.addEventListener("message", (_ev, data) => {
+			term.write(data);
+			if (head === null) return;
+			head += data;
+			const id = bannerID(head);
+			if (id) {
+				head = null;
+				here = id;
+				if (!argv.includes("--attach")) started.set(id, new Date());
+				refresh();
+			} else if (head.length > 4096) {
+				head = null; // not agorctl's line: nothing to wait for
+			}
+		});
+		c.addEventListener("close", (_ev, opts) => {
+			if (chan !== c) return refresh(); // one this page let go of for another
 			chan = null;
+			here = "";
 			const why = opts && opts.problem ? opts.problem : (opts && opts["exit-status"] !== undefined ? cockpit.format(_("exit status $0"), opts["exit-status"]) : "");
 			fill(status, alert("info", cockpit.format(_("The terminal ended ($0)."), why), { "data-agor": "terminal-ended" }));
+			// Detached or ended: the executor sees the attachment go a
+			// moment after agorctl ends, so the list asks again then.
 			refresh();
+			window.setTimeout(refresh, 1000);
 		});
 		term.focus();
 	}
@@ -47,18 +73,22 @@ export function terminalView(me) {
 		chan = null;
 	}
 
+	// refresh fetches the list; an answer older than one already shown
+	// is dropped (the requests may cross).
+	let asked = 0;
+	let shown = 0;
 	async function refresh() {
+		const n = ++asked;
+		let reply;
 		try {
-			const { terminals } = await get(`/v1/executors/${esc(me.name)}/terminals`);
-			fill(list, (terminals || []).length === 0 ? h("p.agor-empty", _("No terminals running.")) :
-				table([_("Terminal"), _("PID"), _("Size"), _("Attached"), ""], terminals.map(t => [t.terminal_id, t.pid, `${t.cols}×${t.rows}`,
-					t.attached ? _("yes") : _("no"),
-					// Attaching takes the terminal over from wherever it is
-					// attached, as agorctl terminal --attach does.
-					button(_("Attach"), () => open(["agorctl", "terminal", "--attach", t.terminal_id]), "secondary", { "data-agor": "attach", "data-terminal": t.terminal_id })])));
+			reply = await get(`/v1/executors/${esc(me.name)}/terminals`);
 		} catch (e) {
-			fill(list, alert("danger", e.message));
+			if (n > shown) { shown = n; fill(list, alert("danger", e.message)); }
+			return;
 		}
+		if (n < shown) return;
+		shown = n;
+		fill(list, terminalList(reply, { here, started, attach: (id) => open(["agorctl", "terminal", "--attach", id]) }));
 	}
 
 	const el = h("div.agor-terminal",

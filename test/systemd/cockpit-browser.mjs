@@ -23,9 +23,11 @@ const step = async (page, name, what) => {
 	console.log(`${path}: ${what}`);
 };
 
-// login opens Cockpit, logs in, and returns the page and agor's frame.
-async function login(user, password, tab = "", locale = "en-US") {
+// login opens Cockpit, logs in, and returns the page and agor's frame;
+// hooks turns on the page's test hooks (localStorage "agor-test-hooks").
+async function login(user, password, tab = "", locale = "en-US", hooks = false) {
 	const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 1000 }, locale });
+	if (hooks) await ctx.addInitScript(() => { try { window.localStorage.setItem("agor-test-hooks", "1"); } catch { /* about:blank has none */ } });
 	const page = await ctx.newPage();
 	page.setDefaultTimeout(wait);
 	page.on("console", (m) => console.log(`  [${user}'s console] ${m.type()}: ${m.text()}`));
@@ -57,10 +59,18 @@ async function alice() {
 	await frame.locator("#agor-send").click();
 	const approve = frame.locator('[data-agor="approve"]').first();
 	await approve.waitFor();
-	const question = await frame.locator(".agor-question").first().innerText();
-	console.log(`question in the page: ${question.replace(/\s+/g, " ")}`);
+	const question = (await frame.locator(".agor-question").first().innerText()).replace(/\s+/g, " ");
+	console.log(`question in the page: ${question}`);
+	// The command as a person reads it, not the tool's JSON: in the
+	// questions card and in the transcript's line.
+	const command = "id -un > cockpit-ran.txt; pwd";
+	const words = (await frame.locator('.agor-question [data-agor="question-tool"]').first().innerText()).replace(/\s+/g, " ");
+	if (!words.startsWith(`Bash ${command}`) || /[{}]|"command"/.test(question)) throw new Error(`the question does not read as the command: ${question}`);
 	await frame.locator('[data-agor="asked"]').waitFor();
-	await step(page, "alice-permission-question", "Claude Code (default mode) asks to run Bash; the question is in the page with Approve and Deny");
+	const asked = (await frame.locator('[data-agor="asked"]').first().innerText()).replace(/\s+/g, " ");
+	console.log(`question in the transcript: ${asked}`);
+	if (!asked.includes(`Bash wants permission: ${command}`)) throw new Error(`the transcript's question does not read as the command: ${asked}`);
+	await step(page, "alice-permission-question", "Claude Code (default mode) asks to run Bash; the question is in the page as the command, with Approve and Deny");
 
 	await approve.click();
 	await frame.locator('[data-agor="task-status"][data-status="completed"]').waitFor();
@@ -94,13 +104,18 @@ async function alice() {
 	await page.keyboard.type("id -un\n");
 	await waitRows(screen, /^alice\s*$/m);
 	console.log(`terminal rows: ${(await screen.innerText()).split("\n").filter(l => l.trim()).slice(-3).join(" | ")}`);
-	await step(page, "alice-terminal", "a terminal in the page runs agorctl terminal; id -un shows alice");
+	// "Your terminals" lists the terminal open beside it, once agorctl
+	// has attached it: here, attached.
+	const id = /terminal (term_[0-9a-f]+) of alice/.exec(await screen.innerText())[1];
+	const listed = frame.locator(`#agor-terminal-list tr[data-terminal="${id}"]`);
+	await frame.locator(`#agor-terminal-list tr[data-terminal="${id}"][data-here="true"][data-attached="true"]`).waitFor({ timeout: 10_000 });
+	console.log(`your terminals: ${(await listed.innerText()).replace(/\s+/g, " ")}`);
+	await step(page, "alice-terminal", "a terminal in the page runs agorctl terminal; id -un shows alice; \"Your terminals\" lists it as here");
 
 	// Detach leaves the shell running; Attach comes back to the same one.
 	await page.keyboard.type("echo shell-$$\n");
 	await waitRows(screen, /^shell-\d+\s*$/m);
 	const pid = /^shell-(\d+)\s*$/m.exec(await screen.innerText())[1];
-	const id = /terminal (term_[0-9a-f]+) of alice/.exec(await screen.innerText())[1];
 	await frame.locator("#agor-terminal-detach").click();
 	await frame.locator('[data-agor="terminal-ended"]').waitFor();
 	await frame.locator(`[data-agor="attach"][data-terminal="${id}"]`).click();
@@ -110,7 +125,9 @@ async function alice() {
 	const again = /^again-(\d+)\s*$/m.exec(await screen.innerText())[1];
 	console.log(`terminal: shell pid ${pid} before detach, ${again} after attach`);
 	if (pid !== again) throw new Error(`attached to another shell (${pid} before, ${again} after)`);
-	await step(page, "alice-terminal-reattached", "detached and attached again: the same shell (same $$)");
+	await frame.locator(`#agor-terminal-list tr[data-terminal="${id}"][data-here="true"]`).waitFor({ timeout: 10_000 });
+	console.log(`your terminals after attach: ${(await listed.innerText()).replace(/\s+/g, " ")}`);
+	await step(page, "alice-terminal-reattached", "detached and attached again: the same shell (same $$), listed as here again");
 
 	await frame.locator("#agor-tab-executors").click();
 	await frame.locator('#agor-executors table').waitFor();
@@ -140,6 +157,86 @@ async function resume() {
 	if (results.length !== 1 || !/resumed/.test(results[0])) throw new Error(`want the command's output once, got ${JSON.stringify(results)}`);
 	await step(page, "alice-resumed", "the page said the daemon went away, followed the task on, and shows its output once and completed");
 	await ctx.close();
+}
+
+// long: a turn of 5,000 events (STEPS=long; not in the default run)
+// drawn by alice's page through its own path (applyLine, the transcript
+// view, a chunk of the stream a frame) by the page's test hook: prints
+// how long drawing took and a scroll to the end, with screenshots.
+async function long() {
+	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW, "", "en-US", true);
+	await frame.locator("#agor-sessions").waitFor();
+	const transcript = frame.locator("#agor-transcript");
+	const n = Number(process.env.LONG_EVENTS || 5000);
+	const got = await transcript.evaluate((_el, text) => {
+		if (!window.agorTest) throw new Error("the page has no test hook");
+		return window.agorTest.replay(text, 4096);
+	}, longTurn(n));
+	console.log(`long transcript: ${got.events} events, ${got.blocks} blocks (${got.nodes} drawn) in ${got.ms.toFixed(0)} ms over ${got.draws} frames; ` +
+		`drawing took ${got.drawing.toFixed(0)} ms, the slowest frame's ${got.slowest.toFixed(1)} ms`);
+	if (got.events !== n || got.nodes !== got.blocks) throw new Error(`want ${n} events drawn as their blocks, got ${JSON.stringify(got)}`);
+	await frame.locator('[data-agor="task-status"][data-status="completed"]').waitFor();
+	await step(page, "alice-long-transcript", `a turn of ${n} events drawn in the page, following its end`);
+	// From the top to the end at once, then through it a screen a frame.
+	const scroll = await transcript.evaluate(async (el) => {
+		const nextFrame = () => new Promise(r => requestAnimationFrame(() => r()));
+		el.scrollTop = 0;
+		await nextFrame();
+		await nextFrame();
+		let start = performance.now();
+		el.scrollTop = el.scrollHeight;
+		await nextFrame();
+		const toEnd = performance.now() - start;
+		const atEnd = el.scrollTop + el.clientHeight >= el.scrollHeight - 1;
+		el.scrollTop = 0;
+		await nextFrame();
+		let slowest = 0;
+		let screens = 0;
+		start = performance.now();
+		if (el.clientHeight === 0) throw new Error("the transcript is not shown");
+		while (el.scrollTop + el.clientHeight < el.scrollHeight - 1 && screens < 10_000) {
+			const t = performance.now();
+			el.scrollTop += el.clientHeight;
+			await nextFrame();
+			slowest = Math.max(slowest, performance.now() - t);
+			screens++;
+		}
+		return { toEnd, atEnd, through: performance.now() - start, screens, slowest, height: el.scrollHeight };
+	});
+	console.log(`long transcript: scrolled to the end (${scroll.height} px) in ${scroll.toEnd.toFixed(1)} ms; ` +
+		`through it, ${scroll.screens} screens a frame each, in ${scroll.through.toFixed(0)} ms, the slowest frame ${scroll.slowest.toFixed(1)} ms`);
+	if (!scroll.atEnd) throw new Error("the transcript did not scroll to its end");
+	const last = (await transcript.locator('[data-agor="tool-result"]').last().innerText()).replace(/\s+/g, " ");
+	console.log(`long transcript: its last tool result: ${last}`);
+	await step(page, "alice-long-transcript-end", "the long transcript scrolled through to its end");
+	await ctx.close();
+}
+
+// longTurn is a prompt's stream (NDJSON) of n events as an agent sends
+// them: thinking, text in small deltas, tool calls and their results, a
+// question now and then, and the result.
+function longTurn(n) {
+	const out = [{ task_id: "long", session_id: "long" }];
+	let seq = 0;
+	const add = (type, data) => {
+		if (seq < n) out.push({ event: { task_id: "long", sequence: ++seq, timestamp: 0, event_type: type, event_data: { type, data } } });
+	};
+	for (let i = 0; seq < n; i++) {
+		add("thinking_delta", { text: `step ${i}: ` });
+		add("message_stop", {});
+		for (let j = 0; j < 8; j++) add("text_delta", { text: `word${j} of step ${i} ` });
+		add("message_stop", {});
+		const id = `u${i}`;
+		if (i % 3 === 0) add("tool_call", { tool_use_id: id, tool_name: "Edit", tool_input: { file_path: `src/f${i}.go`, old_string: `x := ${i}`, new_string: `x := ${i + 1}` } });
+		else add("tool_call", { tool_use_id: id, tool_name: "Bash", tool_input: { command: `grep -n step${i} *.go`, description: `find step ${i}` } });
+		if (i % 50 === 0) {
+			add("permission_asked", { tool_use_id: id, tool_name: "Bash", tool_input: { command: `rm -f tmp${i}` } });
+			add("permission_decided", { tool_name: "Bash", approved: true, reason: "ok" });
+		}
+		add("tool_result", { tool_use_id: id, output: `f${i}.go:${i}: step${i}\n`.repeat(3), is_error: i % 17 === 0 });
+	}
+	out.push({ result: { status: "completed", message_count: seq, token_usage: { input_tokens: 1, output_tokens: 1 } } });
+	return out.map(l => JSON.stringify(l)).join("\n") + "\n";
 }
 
 async function waitRows(screen, re) {
@@ -234,7 +331,7 @@ async function carol() {
 }
 
 try {
-	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol, resume }[who]();
+	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol, resume, long }[who]();
 } catch (e) {
 	if (current) {
 		await current.screenshot({ path: `${out}/failed.png`, fullPage: true }).catch(() => {});
