@@ -40,18 +40,9 @@ type gatewayAgent struct {
 	prompt      string
 	keyVar, url string // the agent's key and base URL variables
 	seen        func() []seen
-	// blocked says why the CLI cannot reach the gateway yet: the case
-	// skips while it is set.
-	blocked string
+	// before prepares the agent's home, when set.
+	before func(t *testing.T)
 }
-
-// relayDropped: the executor hands the relay's address to codex and
-// opencode in their adapters' AGOR_*_BASE_URL, which task.Agents.command
-// passes through childenv's filter for what a request adds (no AGOR_*),
-// so the agent keeps agents.yaml's endpoint, or OpenAI's, and sends the
-// token there. Codex also keeps the base_url of a config.toml written
-// earlier (another executor's relay port, or OpenAI's).
-const relayDropped = "the executor drops the relay's AGOR_*_BASE_URL (task.Agents.command)"
 
 // gatewayAgents are codex, gemini and opencode with their stand-ins; each
 // CLI's base URL in agents.yaml is a port nothing serves, so a request
@@ -65,7 +56,8 @@ func gatewayAgents(t *testing.T, home string) []gatewayAgent {
 	return []gatewayAgent{{
 		tool: "codex", cred: "OPENAI_API_KEY", family: "openai", upstream: strings.TrimSuffix(oair.URL, "/v1"),
 		env:    map[string]string{agent.CodexBaseURLEnv: dead + "/v1", "HOME": home, "CODEX_HOME": filepath.Join(home, ".codex")},
-		prompt: "dump your environment", keyVar: "OPENAI_API_KEY", url: agent.CodexBaseURLEnv, blocked: relayDropped,
+		prompt: "dump your environment", keyVar: "OPENAI_API_KEY", url: agent.CodexBaseURLEnv,
+		before: func(t *testing.T) { staleCodexConfig(t, filepath.Join(home, ".codex"), dead+"/v1") },
 		seen: func() []seen {
 			var out []seen
 			for _, r := range oair.Requests() {
@@ -89,7 +81,7 @@ func gatewayAgents(t *testing.T, home string) []gatewayAgent {
 		tool: "opencode", cred: "OPENAI_API_KEY", family: "openai", upstream: strings.TrimSuffix(oaic.URL, "/v1"),
 		// opencode runs commands with $SHELL: nologin for the tests' target.
 		env:    map[string]string{agent.OpencodeBaseURLEnv: dead + "/v1", "HOME": home, "SHELL": "/bin/sh"},
-		prompt: modeltest.OpenAIChatCommandMarker + envDump, keyVar: "OPENAI_API_KEY", url: agent.OpencodeBaseURLEnv, blocked: relayDropped,
+		prompt: modeltest.OpenAIChatCommandMarker + envDump, keyVar: "OPENAI_API_KEY", url: agent.OpencodeBaseURLEnv,
 		seen: func() []seen {
 			var out []seen
 			for _, r := range oaic.Requests() {
@@ -129,8 +121,8 @@ func TestGatewayEachAgent(t *testing.T) {
 }
 
 func testGatewayAgent(t *testing.T, c gatewayAgent) {
-	if c.blocked != "" {
-		t.Skip(c.blocked)
+	if c.before != nil {
+		c.before(t)
 	}
 	key := "sk-real-" + c.tool + "-5c31"
 	yaml := agentsYAML(agenttest.Case{Tool: c.tool, Binary: agenttest.Binary(t, c.tool), Env: c.env})
@@ -220,4 +212,15 @@ func checkLedger(t *testing.T, c gatewayAgent, name string, rows []store.Spend, 
 	}
 	t.Logf("%s: %d requests through the gateway; tokens in/out/cache read/write %v in the ledger and at the stand-in; rows %v",
 		c.tool, len(reqs), sum, got)
+}
+
+// staleCodexConfig writes the config.toml an earlier run left (agor
+// writes it once): its base_url is another executor's relay, or OpenAI's.
+func staleCodexConfig(t *testing.T, dir, url string) {
+	t.Helper()
+	_ = os.MkdirAll(dir, 0o777)
+	_ = os.Chmod(dir, 0o777)
+	cfg := fmt.Sprintf("model = %q\nmodel_provider = \"agor\"\n\n[model_providers.agor]\nname = \"agor\"\nbase_url = %q\n"+
+		"env_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n", agent.CodexDefaultModel, url)
+	write(t, filepath.Join(dir, "config.toml"), cfg, 0o666)
 }

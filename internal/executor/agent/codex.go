@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -81,7 +82,7 @@ func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, 
 		}
 	}
 	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
-	p, err := Start(pctx, req, codexInstall, "app-server")
+	p, err := Start(pctx, req, codexInstall, codexArgs(req.Env)...)
 	if err != nil {
 		kill()
 		var e *Error
@@ -127,6 +128,18 @@ func codexMode(mode string) (policy, sandbox string, err error) {
 		return "never", "danger-full-access", nil
 	}
 	return "", "", fmt.Errorf("codex: unknown permission mode %q", mode)
+}
+
+// codexArgs start codex app-server; with CodexBaseURLEnv set (the
+// model gateway's relay, whose port is this executor's), the agor
+// provider is told that URL on every start: config.toml is written once
+// and may hold an earlier executor's relay, or OpenAI's own URL.
+func codexArgs(env []string) []string {
+	url := Getenv(env, CodexBaseURLEnv)
+	if url == "" {
+		return []string{"app-server"}
+	}
+	return []string{"-c", "model_providers." + codexProvider + ".base_url=" + strconv.Quote(url), "app-server"}
 }
 
 // codexHome is CODEX_HOME from env, else HOME/.codex.

@@ -544,3 +544,16 @@ func TestCodexFileChange(t *testing.T) {
 		})
 	}
 }
+
+// The relay's URL is given on every start, over whatever config.toml
+// holds; without it codex reads config.toml alone.
+func TestCodexArgs(t *testing.T) {
+	if got := codexArgs([]string{"HOME=/h"}); strings.Join(got, " ") != "app-server" {
+		t.Fatalf("no endpoint: %q", got)
+	}
+	got := codexArgs([]string{CodexBaseURLEnv + "=http://127.0.0.1:4242/v1"})
+	want := []string{"-c", `model_providers.agor.base_url="http://127.0.0.1:4242/v1"`, "app-server"}
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
+		t.Fatalf("codexArgs = %q, want %q", got, want)
+	}
+}

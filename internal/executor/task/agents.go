@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -86,8 +87,13 @@ func (a Agents) command(tool, keyName, key, session string, more map[string]stri
 	if key != "" {
 		extra[keyName] = key
 	}
+	env := childenv.Configured(os.Environ(), extra, ag.Env)
+	// more is the executor's own (the gateway's relay, in the adapters'
+	// AGOR_*_BASE_URL): over agents.yaml's, and past the filter that keeps
+	// AGOR_* out of what a request adds.
 	for k, v := range more {
-		extra[k] = v
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
+		env = append(env, k+"="+v)
 	}
-	return bin, childenv.Configured(os.Environ(), extra, ag.Env)
+	return bin, env
 }

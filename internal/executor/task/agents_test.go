@@ -43,3 +43,24 @@ func TestAgentsCommandEnv(t *testing.T) {
 		t.Fatalf("command = %s, %q", bin, env)
 	}
 }
+
+// Under the gateway the relay's address replaces agents.yaml's endpoint
+// for every CLI, AGOR_*_BASE_URL included (an executor's own setting, not
+// a request's), once each.
+func TestAgentsCommandGatewayEnv(t *testing.T) {
+	const relay = "http://127.0.0.1:4242"
+	for tool, v := range map[string]string{"claude-code": "ANTHROPIC_BASE_URL", "codex": "AGOR_CODEX_BASE_URL",
+		"gemini": "GOOGLE_GEMINI_BASE_URL", "opencode": "AGOR_OPENCODE_BASE_URL"} {
+		a := Agents{tool: {Binary: "/opt/x", Env: map[string]string{v: "http://127.0.0.1:9"}}}
+		_, env := a.command(tool, "K", "agor-gw1.tok", "s1", gatewayEnv(tool, relay))
+		var got []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, v+"=") {
+				got = append(got, kv)
+			}
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], v+"="+relay) {
+			t.Errorf("%s: %q", tool, got)
+		}
+	}
+}
