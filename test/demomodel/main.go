@@ -90,39 +90,83 @@ func serve(api, bash, text string, tools, plain int) (string, http.Handler, erro
 			script = append(script, modeltest.AnthTurn{Text: fmt.Sprintf("Noted (follow-up %d).", i+1)})
 		}
 		srv := modeltest.ServeAnthropic(script...)
-		return srv.URL, withRequests(srv), nil
+		return srv.URL, withRequests(srv.Config.Handler, anthropicSeen(srv)), nil
 	case "openai-responses":
-		srv := modeltest.ServeOpenAIResponses(modeltest.OpenAIResponsesScript{Text: text, Command: bash})
-		return srv.URL, srv.Handler(), nil
+		// Usage as codex's real answers carry it: most of the input cached.
+		usage := modeltest.OpenAIUsage{InputTokens: 1300, CachedInputTokens: 1024, OutputTokens: 42}
+		srv := modeltest.ServeOpenAIResponses(modeltest.OpenAIResponsesScript{Text: text, Command: bash, Usage: usage})
+		return srv.URL, withRequests(srv.Handler(), responsesSeen(srv)), nil
 	case "gemini":
 		srv := modeltest.ServeGemini()
-		return srv.URL, srv.Handler(), nil
+		return srv.URL, withRequests(srv.Handler(), geminiSeen(srv)), nil
 	case "openai-chat":
 		srv := modeltest.ServeOpenAIChat()
-		return srv.URL, srv.Handler(), nil
+		return srv.URL, withRequests(srv.Handler(), chatSeen(srv)), nil
 	}
 	return "", nil, fmt.Errorf("-api %q: want anthropic, openai-responses, gemini or openai-chat", api)
 }
 
-// withRequests adds GET /stand-in/requests to the Anthropic stand-in:
-// each message request it answered, with the key it was sent and the
-// usage it reported, for a check to compare with what agor recorded.
-func withRequests(srv *modeltest.Anthropic) http.Handler {
+// seen is one request a stand-in answered, as GET /stand-in/requests
+// lists it: the key it was sent and the usage it reported, in agor's
+// terms (Input is the uncached part), for a check to compare with what
+// agor recorded.
+type seen struct {
+	Key        string `json:"key"`
+	Input      int64  `json:"input"`
+	Output     int64  `json:"output"`
+	CacheRead  int64  `json:"cache_read"`
+	CacheWrite int64  `json:"cache_write"`
+}
+
+// withRequests adds GET /stand-in/requests to a stand-in's handler.
+func withRequests(h http.Handler, list func() []seen) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", srv.Config.Handler)
+	mux.Handle("/", h)
 	mux.HandleFunc("GET /stand-in/requests", func(w http.ResponseWriter, _ *http.Request) {
-		type seen struct {
-			Key   string              `json:"key"`
-			Usage modeltest.AnthUsage `json:"usage"`
-		}
-		var out []seen
-		for _, r := range srv.Requests() {
-			out = append(out, seen{r.APIKey, r.Usage})
-		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
+		_ = json.NewEncoder(w).Encode(list())
 	})
 	return mux
+}
+
+func anthropicSeen(srv *modeltest.Anthropic) func() []seen {
+	return func() (out []seen) {
+		for _, r := range srv.Requests() {
+			u := r.Usage
+			out = append(out, seen{r.APIKey, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens})
+		}
+		return out
+	}
+}
+
+func responsesSeen(srv *modeltest.OpenAIResponses) func() []seen {
+	return func() (out []seen) {
+		for _, r := range srv.Requests() {
+			u := r.Usage
+			out = append(out, seen{strings.TrimPrefix(r.Authorization, "Bearer "), u.InputTokens - u.CachedInputTokens, u.OutputTokens, u.CachedInputTokens, 0})
+		}
+		return out
+	}
+}
+
+func chatSeen(srv *modeltest.OpenAIChat) func() []seen {
+	return func() (out []seen) {
+		for _, r := range srv.Requests() {
+			u := r.Usage
+			out = append(out, seen{r.Key, u.InputTokens - u.CachedInputTokens, u.OutputTokens, u.CachedInputTokens, 0})
+		}
+		return out
+	}
+}
+
+func geminiSeen(srv *modeltest.Gemini) func() []seen {
+	return func() (out []seen) {
+		for _, r := range srv.Requests() {
+			u := r.Usage
+			out = append(out, seen{r.Key, u.PromptTokens - u.CachedTokens, u.CandidatesTokens, u.CachedTokens, 0})
+		}
+		return out
+	}
 }
 
 // logged logs each request as it ends, with what a failed turn needs to

@@ -106,33 +106,38 @@ modes_models() {
 		port=${api#*:}
 		api=${api%%:*}
 		pkill -f "demomodel -api $api" 2>/dev/null || true
+		for _ in $(seq 50); do pgrep -f "demomodel -api $api" >/dev/null || break; sleep 0.1; done # its port free again
 		"$T/demomodel" -api "$api" -listen "127.0.0.1:$port" -bash "$modes_cmd" -text 'done.' >"/tmp/model-$api.url" 2>"/tmp/model-$api.log" &
 	done
 	for _ in $(seq 50); do [ -s /tmp/model-openai-chat.url ] && [ -s /tmp/model-gemini.url ] && [ -s /tmp/model-openai-responses.url ] && return 0; sleep 0.1; done
 	echo "a stand-in model did not start"; cat /tmp/model-*.log; return 1
 }
 
+# modes_agents [PORT]: agents.yaml for the four CLIs, each pointed at its
+# stand-in (18080-18083), or every one at PORT (the gateway's checks: an
+# address nothing serves), with the daemon-wide keys.
 modes_agents() {
+	local a=${1:-18080} c=${1:-18081} g=${1:-18082} o=${1:-18083}
 	# gemini is a Node.js program: the host's node, bound at /opt/node.
 	ln -sf /opt/node/node /usr/local/bin/node
-	cat >/etc/agor/agents.yaml <<'YAML'
+	cat >/etc/agor/agents.yaml <<YAML
 claude-code:
   binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
   env:
-    ANTHROPIC_BASE_URL: http://127.0.0.1:18080
+    ANTHROPIC_BASE_URL: http://127.0.0.1:$a
     CLAUDE_CODE_MAX_RETRIES: "0"
 codex:
   binary: /opt/agents/codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
   env:
-    AGOR_CODEX_BASE_URL: http://127.0.0.1:18081/v1
+    AGOR_CODEX_BASE_URL: http://127.0.0.1:$c/v1
 gemini:
   binary: /opt/agents/gemini/node_modules/.bin/gemini
   env:
-    GOOGLE_GEMINI_BASE_URL: http://127.0.0.1:18082
+    GOOGLE_GEMINI_BASE_URL: http://127.0.0.1:$g
 opencode:
   binary: /opt/agents/opencode/node_modules/opencode-ai/bin/opencode.exe
   env:
-    AGOR_OPENCODE_BASE_URL: http://127.0.0.1:18083/v1
+    AGOR_OPENCODE_BASE_URL: http://127.0.0.1:$o/v1
 YAML
 	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
 	printf 'sk-oai-suite-0123456789\n' | agorctl creds set OPENAI_API_KEY --daemon >/dev/null

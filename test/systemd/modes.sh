@@ -137,3 +137,32 @@ modes_commit() {
 	return $bad
 }
 check "the four CLIs, confined (--sandbox workspace), edit and commit in their repositories through their shell tools; the hook each tries to add is refused (shipped unit)" modes_commit
+
+# modes_recall: each of the four CLIs is told a word, its executor (and
+# with it the warm agent) is restarted, and a follow-up in the same
+# session asks for it back: the stand-in answers with the user messages
+# the CLI sent it, so the word comes back only if the CLI loaded its
+# session from disk.
+modes_recall() {
+	setup_agents >/dev/null
+	start_model -tools 0 -plain 8
+	modes_models
+	modes_agents
+	local tool word out s bad=0
+	for tool in claude-code codex gemini opencode; do
+		word="tulip$RANDOM"
+		out=$(as alice agorctl prompt alice "Remember the word $word." --tool "$tool" --mode bypassPermissions 2>&1 </dev/null) || { echo "$tool, first prompt: $out"; bad=1; continue; }
+		s=$(echo "$out" | sed -n 's/.* · session \([0-9a-f]*\)$/\1/p' | tail -n 1)
+		systemctl restart agor-executor@alice.service # its warm agent goes with it
+		out=$(as alice agorctl prompt alice "What did I tell you before?" --tool "$tool" --session "$s" --mode bypassPermissions 2>&1 </dev/null) ||
+			{ echo "$tool, follow-up: $out"; bad=1; continue; }
+		if echo "$out" | grep -q "$word"; then
+			echo "$tool: recalled $word in session $s after its executor restarted"
+		else
+			echo "$tool: did not recall $word: $out"
+			bad=1
+		fi
+	done
+	return $bad
+}
+check "each of the four CLIs recalls a word from its first prompt in a follow-up after its warm process is gone (executor restarted)" modes_recall

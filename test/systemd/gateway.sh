@@ -1,0 +1,168 @@
+# The model gateway under the shipped units: alice's real Claude Code
+# reaches the stand-in through her executor's relay and the daemon, which
+# puts the daemon's key on; the key is in none of her processes or files;
+# the ledger equals the stand-in's count; a token used by another person,
+# or after its task, is refused; a budget refuses her, not bob, and
+# raising it lets her go on. Sourced by checks.sh after prompt.sh (uses
+# start_model); the configuration is put back at the end.
+
+# gateway_config EXTRA [UPSTREAMS]: the packaged configuration with the
+# gateway on (its upstreams UPSTREAMS, by default Anthropic's the
+# stand-in) and EXTRA appended to it.
+gateway_config() {
+	[ -e /etc/agor/config.yaml.gw-orig ] || cp /etc/agor/config.yaml /etc/agor/config.yaml.gw-orig
+	{
+		cat /etc/agor/config.yaml.gw-orig
+		printf 'gateway:\n  enabled: true\n  upstreams: {%s}\n  prices: {claude-standin: {input: 10000}}\n%s\n' \
+			"${2:-anthropic: \"http://127.0.0.1:18080\"}" "$1"
+	} >/etc/agor/config.yaml.new
+	mv /etc/agor/config.yaml.new /etc/agor/config.yaml
+}
+
+# gateway_agents: the four CLIs pointed at an address nothing serves
+# (only the gateway's relay gets them anywhere).
+gateway_agents() { modes_agents 9; }
+
+# standin_requests [PORT]: the stand-in's own record (on PORT, 18080 by
+# default), one "KEY IN OUT CR CW" line per request it answered.
+standin_requests() {
+	python3 -c 'import json, sys, urllib.request
+for r in json.load(urllib.request.urlopen("http://127.0.0.1:%s/stand-in/requests" % sys.argv[1])) or []:
+    print(r["key"], r["input"], r["output"], r["cache_read"], r["cache_write"])' "${1:-18080}"
+}
+
+# ledger_since T0: alice's ledger since T0 summed, "IN OUT CR CW".
+ledger_since() {
+	agorctl usage --user alice --since "$(date -d "@$1" +%Y-%m-%dT%H:%M:%S%:z)" --json | python3 -c 'import json, sys
+rows = json.load(sys.stdin)["rows"]
+print(sum(r["input_tokens"] for r in rows), sum(r["output_tokens"] for r in rows), sum(r["cache_read_tokens"] for r in rows), sum(r["cache_write_tokens"] for r in rows))'
+}
+
+# gateway_post AS TOKEN: a Messages request straight to the gateway's
+# socket as user AS with TOKEN for a key; prints the status line.
+gateway_post() {
+	as "$1" python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/agor/gateway.sock")
+b = b"{\"model\":\"claude-x\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+s.sendall(b"POST /v1/messages HTTP/1.0\r\nHost: x\r\nx-api-key: " + sys.argv[1].encode() + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
+print(s.makefile("rb").readline().decode().strip())' "$2"
+}
+
+gateway_prompt() {
+	local t0 out tok n p
+	gateway_config ""
+	gateway_agents
+	restart_daemon
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service
+	start_model -bash 'env > agent-env.txt; id -un' -text 'done'
+	rm -f /home/alice/agent-env.txt
+	t0=$(date +%s)
+	out=$(as alice agorctl prompt alice 'through the gateway' --mode bypassPermissions --model claude-standin 2>&1) || { echo "$out"; return 1; }
+	echo "$out" | grep '^completed' >/dev/null || { echo "$out"; return 1; }
+	tok=$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/agent-env.txt)
+	case $tok in agor-gw1.*) ;; *) echo "the agent's key is not a gateway token: $tok"; return 1 ;; esac
+	grep '^ANTHROPIC_BASE_URL=http://127.0.0.1:' /home/alice/agent-env.txt
+	# The stand-in saw the daemon's key on every request, and nothing else.
+	want "$(standin_requests | cut -d' ' -f1 | sort -u)" sk-ant-suite-0123456789
+	# The key is in none of alice's processes' environments, nor her files.
+	for p in $(pgrep -u alice); do
+		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q sk-ant-suite; then echo "pid $p of alice holds the key"; return 1; fi
+	done
+	if grep -rl sk-ant-suite /home/alice 2>/dev/null; then echo "alice's files hold the key"; return 1; fi
+	# The ledger equals the stand-in's own count, request for request.
+	n=$(standin_requests | wc -l)
+	want "$(standin_requests | awk '{i+=$2; o+=$3; r+=$4; w+=$5} END {print i, o, r, w}')" "$(ledger_since "$t0")"
+	echo "$n requests through the gateway with the daemon's key; the agent held $(echo "$tok" | cut -c1-16)...; the key in none of alice's processes or files; the ledger equals the stand-in's tokens"
+	echo "$tok" >/tmp/gw-token
+}
+check "gateway: alice's Claude Code reaches its model through the daemon's gateway; the stand-in sees the daemon's key, alice's processes and files never hold it, the ledger equals the stand-in's count" gateway_prompt
+
+# gateway_each: codex, gemini and opencode through the gateway, each to
+# its stand-in (the daemon restarted with that upstream: codex's and
+# opencode's are both "openai"), each CLI's own URL dead: the stand-in
+# sees the daemon's key only, the agent's environment holds the token
+# and not the key, the ledger equals the stand-in's count.
+gateway_each() {
+	local spec tool up port t0 out prompt key bad=0
+	modes_cmd='env > agent-env.txt' modes_models
+	gateway_agents
+	for spec in codex:openai:18081:sk-oai-suite-0123456789 gemini:gemini:18082:gm-suite-0123456789 opencode:openai:18083:sk-oai-suite-0123456789; do
+		IFS=: read -r tool up port key <<<"$spec"
+		gateway_config "" "$up: \"http://127.0.0.1:$port\""
+		restart_daemon
+		systemctl stop agor-executor@alice.socket agor-executor@alice.service
+		as alice install -d /home/alice/gw
+		rm -f /home/alice/gw/agent-env.txt
+		prompt="run it. env > agent-env.txt"
+		case $tool in gemini | opencode) prompt="run the shell command: env > agent-env.txt" ;; esac
+		t0=$(date +%s)
+		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --cwd gw --mode bypassPermissions 2>&1 </dev/null) || { echo "$tool: $out"; bad=1; continue; }
+		if ! grep -q "=agor-gw1\." /home/alice/gw/agent-env.txt 2>/dev/null || grep -q "$key" /home/alice/gw/agent-env.txt; then
+			echo "$tool: its environment: $(grep -E 'API_KEY|BASE_URL' /home/alice/gw/agent-env.txt 2>&1 | cut -c1-60 | tr '\n' ' ')"; bad=1; continue
+		fi
+		if [ "$(standin_requests "$port" | cut -d' ' -f1 | sort -u)" != "$key" ]; then
+			echo "$tool: the stand-in saw keys $(standin_requests "$port" | cut -d' ' -f1 | cut -c1-12 | sort -u | tr '\n' ' ')"; bad=1; continue
+		fi
+		if ! want "$(standin_requests "$port" | awk '{i+=$2; o+=$3; r+=$4; w+=$5} END {print i, o, r, w}')" "$(ledger_since "$t0")"; then
+			echo "$tool: the stand-in's requests:"; standin_requests "$port" | cut -c1-12,20-
+			echo "the ledger since $t0:"; agorctl usage --user alice --since "$(date -d "@$t0" +%Y-%m-%dT%H:%M:%S%:z)"
+			bad=1
+			continue
+		fi
+		echo "$tool: $(standin_requests "$port" | wc -l) requests through the gateway with the daemon's key, the agent held a token; ledger = stand-in: $(ledger_since "$t0")"
+		modes_cmd='env > agent-env.txt' modes_models # a fresh count for the next
+	done
+	return $bad
+}
+check "gateway: codex, gemini and opencode reach their models through it with the daemon's key, never in the agent; the ledger equals each stand-in's count" gateway_each
+
+# gateway_forged: alice's token, straight to the gateway's socket: from
+# bob it is refused (another person), and from alice now that no task of
+# its session runs (after its task); a made-up one too.
+gateway_forged() {
+	local tok
+	tok=$(cat /tmp/gw-token)
+	want "$(gateway_post bob "$tok")" "HTTP/1.0 401 Unauthorized"
+	want "$(gateway_post alice "$tok")" "HTTP/1.0 401 Unauthorized"
+	want "$(gateway_post alice "agor-gw1.x.$(id -u alice).forged")" "HTTP/1.0 401 Unauthorized"
+	want "$(gateway_post alice sk-ant-suite-0123456789)" "HTTP/1.0 401 Unauthorized"
+	echo "refused: alice's token from bob, from alice after its task, a forged one, the key itself"
+}
+check "gateway: a token used by another person, after its task, or forged is refused" gateway_forged
+
+# gateway_budget: alice's daily budget (what she spent today and 1.00
+# more, at 1.20 a request) is reached within her turn: its second request is refused with the
+# budget's words, and her next prompt before any agent starts; bob's
+# prompt goes through; raising her budget (no restart) lets her go on.
+gateway_budget() {
+	local out spent
+	spent=$(agorctl usage --user alice --period day --json | python3 -c 'import json, sys
+print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
+	# One request (1.20) fits under what she spent today plus 1.00; a second does not.
+	gateway_agents
+	gateway_config "  budgets: {users: {alice: {day_cost: $(python3 -c "print($spent + 1)")}}}"
+	restart_daemon # the upstream is Anthropic's again
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
+	start_model -bash 'true' -text 'done' -tools 3
+	if out=$(as alice agorctl prompt alice 'spend' --mode bypassPermissions --model claude-standin 2>&1); then echo "alice's turn past her budget completed: $out"; return 1; fi
+	echo "$out" | grep -o 'agor: daily budget of [0-9.]* USD reached, resets [0-9-]*' | head -n 1 | grep . || { echo "$out"; return 1; }
+	if out=$(as alice agorctl prompt alice 'again' --mode bypassPermissions --model claude-standin 2>&1); then echo "alice's next prompt ran: $out"; return 1; fi
+	echo "$out" | grep budget_reached >/dev/null || { echo "$out"; return 1; }
+	out=$(as bob agorctl prompt bob 'mine' --mode bypassPermissions --model claude-standin 2>&1) || { echo "bob: $out"; return 1; }
+	echo "$out" | grep '^completed' >/dev/null
+	gateway_config '  budgets: {users: {alice: {day_cost: 100}}}'
+	out=$(as alice agorctl prompt alice 'raised' --mode bypassPermissions --model claude-standin 2>&1) || { echo "after the raise: $out"; return 1; }
+	journalctl --no-pager -o cat -u agor-daemon.service AGOR_AUDIT_ACTION=budget_reached | tail -n 1
+	echo "alice refused mid-turn and before her next prompt; bob completed; alice completed after her budget was raised"
+}
+check "gateway: a budget refuses alice within her turn and before her next prompt, not bob; raising it lets her go on" gateway_budget
+
+gateway_off() {
+	cp /etc/agor/config.yaml.gw-orig /etc/agor/config.yaml
+	rm -f /etc/agor/config.yaml.gw-orig
+	restart_daemon
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
+	agorctl doctor | grep ' gateway ' || true
+}
+check "gateway: off again (the configuration put back)" gateway_off
