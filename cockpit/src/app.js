@@ -7,6 +7,7 @@ import { sessionsView } from "./sessions.js";
 import { terminalView } from "./terminal.js";
 import { filesView } from "./files.js";
 import { executorsView, auditView, doctorView } from "./operator.js";
+import { usageView } from "./usage.js";
 
 const _ = cockpit.gettext;
 
@@ -50,7 +51,8 @@ async function main() {
 		["sessions", _("Sessions"), sessionsView(me)],
 		["terminal", _("Terminal"), terminalView(me)],
 		["files", _("Files"), filesView(me)],
-		["executors", me.admin ? _("Executors") : _("Usage"), executorsView(me)],
+		["executors", me.admin ? _("Executors") : _("Executor"), executorsView(me)],
+		["usage", _("Usage"), usageView(me)],
 		["audit", _("Audit"), auditView(me)],
 	];
 	if (me.admin) views.push(["doctor", _("Doctor"), doctorView(me)]);

@@ -3,7 +3,8 @@
 // bob and root with their passwords and uses agor's page as they would.
 // Each step leaves a screenshot in OUT; the run prints what it saw, and
 // exits non-zero at the first step that does not show what it must.
-// Usage: node cockpit-browser.mjs OUT (env: ALICE_PW, BOB_PW, ROOT_PW).
+// Usage: node cockpit-browser.mjs OUT (env: ALICE_PW, BOB_PW, ROOT_PW;
+// STEPS picks steps, e.g. STEPS=usage with EXPECT_BUDGET="month cost").
 import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
@@ -156,6 +157,42 @@ async function resume() {
 	console.log(`after the restart the page shows ${results.length} tool result(s): ${results.join(" | ").replace(/\s+/g, " ")}`);
 	if (results.length !== 1 || !/resumed/.test(results[0])) throw new Error(`want the command's output once, got ${JSON.stringify(results)}`);
 	await step(page, "alice-resumed", "the page said the daemon went away, followed the task on, and shows its output once and completed");
+	await ctx.close();
+}
+
+// usage: alice's Usage tab (STEPS=usage; not in the default run: the
+// gateway checks run it once she has made model requests). Prints the
+// rows and budget lines the page shows; wants a row of hers and no one
+// else's, and with EXPECT_BUDGET="PERIOD KIND" (e.g. "month cost") her
+// bound of that period and kind, in EXPECT_BUDGET_STATE (ok, warning,
+// danger) if set. USAGE_PERIOD=day shows today rather than this month.
+async function usage() {
+	const period = process.env.USAGE_PERIOD || "month";
+	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW);
+	await frame.locator("#agor-tab-usage").click();
+	await frame.locator(`[data-agor="period"][data-period="${period}"]`).click();
+	const shown = frame.locator(`#agor-usage[data-period="${period}"]`);
+	await shown.locator('table, [data-agor="gateway-off"], [data-agor="error"]').first().waitFor();
+	if (await shown.locator("table").count() === 0) throw new Error(`no usage table: ${(await shown.innerText()).trim()}`);
+	// Her requests are in the ledger once they end; the tab asks again every 30 s.
+	await shown.locator('tr[data-user="alice"][data-model]').first().waitFor();
+	const rows = shown.locator("tr[data-user][data-model]");
+	for (let i = 0; i < await rows.count(); i++) console.log(`usage row: ${(await rows.nth(i).innerText()).replace(/\s+/g, " ")}`);
+	console.log(`usage total: ${(await shown.locator('[data-agor="usage-total"]').innerText()).replace(/\s+/g, " ")}`);
+	const others = await shown.locator('tr[data-user][data-model]:not([data-user="alice"])').count();
+	if (others !== 0) throw new Error(`alice sees ${others} rows not hers`);
+	const bars = shown.locator('[data-agor="budget"]');
+	for (let i = 0; i < await bars.count(); i++) {
+		const b = bars.nth(i);
+		console.log(`budget (${await b.getAttribute("data-state")}): ${(await b.locator('[data-agor="budget-line"]').innerText()).trim()}`);
+	}
+	if (process.env.EXPECT_BUDGET) {
+		const [p, kind] = process.env.EXPECT_BUDGET.split(" ");
+		const state = process.env.EXPECT_BUDGET_STATE ? `[data-state="${process.env.EXPECT_BUDGET_STATE}"]` : "";
+		const want = shown.locator(`[data-agor="budget"][data-user="alice"][data-period="${p}"][data-kind="${kind}"]${state}`);
+		if (await want.count() !== 1) throw new Error(`no budget line for alice's ${process.env.EXPECT_BUDGET}${state}`);
+	}
+	await step(page, `alice-model-usage-${period}`, `alice's model usage (${period}): her rows, the total and her budget bars`);
 	await ctx.close();
 }
 
@@ -331,7 +368,7 @@ async function carol() {
 }
 
 try {
-	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol, resume, long }[who]();
+	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol, resume, long, usage }[who]();
 } catch (e) {
 	if (current) {
 		await current.screenshot({ path: `${out}/failed.png`, fullPage: true }).catch(() => {});
