@@ -31,9 +31,11 @@ for r in json.load(urllib.request.urlopen("http://127.0.0.1:%s/stand-in/requests
     print(r["key"], r["input"], r["output"], r["cache_read"], r["cache_write"])' "${1:-18080}"
 }
 
-# ledger_since T0: alice's ledger since T0 summed, "IN OUT CR CW".
+# ledger_since T0: alice's ledger since T0 (seconds, with nanoseconds:
+# this machine's clock is coarse beside the work, and a whole second
+# would take in the check before) summed, "IN OUT CR CW".
 ledger_since() {
-	agorctl usage --user alice --since "$(date -d "@$1" +%Y-%m-%dT%H:%M:%S%:z)" --json | python3 -c 'import json, sys
+	agorctl usage --user alice --since "$(date -d "@$1" +%Y-%m-%dT%H:%M:%S.%N%:z)" --json | python3 -c 'import json, sys
 rows = json.load(sys.stdin)["rows"]
 print(sum(r["input_tokens"] for r in rows), sum(r["output_tokens"] for r in rows), sum(r["cache_read_tokens"] for r in rows), sum(r["cache_write_tokens"] for r in rows))'
 }
@@ -57,7 +59,7 @@ gateway_prompt() {
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service
 	start_model -bash 'env > agent-env.txt; id -un' -text 'done'
 	rm -f /home/alice/agent-env.txt
-	t0=$(date +%s)
+	t0=$(date +%s.%N)
 	out=$(as alice agorctl prompt alice 'through the gateway' --mode bypassPermissions --model claude-standin 2>&1) || { echo "$out"; return 1; }
 	echo "$out" | grep '^completed' >/dev/null || { echo "$out"; return 1; }
 	tok=$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/agent-env.txt)
@@ -96,7 +98,7 @@ gateway_each() {
 		rm -f /home/alice/gw/agent-env.txt
 		prompt="run it. env > agent-env.txt"
 		case $tool in gemini | opencode) prompt="run the shell command: env > agent-env.txt" ;; esac
-		t0=$(date +%s)
+		t0=$(date +%s.%N)
 		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --cwd gw --mode bypassPermissions 2>&1 </dev/null) || { echo "$tool: $out"; bad=1; continue; }
 		if ! grep -q "=agor-gw1\." /home/alice/gw/agent-env.txt 2>/dev/null || grep -q "$key" /home/alice/gw/agent-env.txt; then
 			echo "$tool: its environment: $(grep -E 'API_KEY|BASE_URL' /home/alice/gw/agent-env.txt 2>&1 | cut -c1-60 | tr '\n' ' ')"; bad=1; continue
@@ -106,7 +108,13 @@ gateway_each() {
 		fi
 		if ! want "$(standin_requests "$port" | awk '{i+=$2; o+=$3; r+=$4; w+=$5} END {print i, o, r, w}')" "$(ledger_since "$t0")"; then
 			echo "$tool: the stand-in's requests:"; standin_requests "$port" | cut -c1-12,20-
-			echo "the ledger since $t0:"; agorctl usage --user alice --since "$(date -d "@$t0" +%Y-%m-%dT%H:%M:%S%:z)"
+			echo "the ledger since $t0:"; agorctl usage --user alice --since "$(date -d "@$t0" +%Y-%m-%dT%H:%M:%S.%N%:z)"
+			echo "its last rows (at, task, session, model, in, status, error) and their tasks:"
+			python3 -c 'import sqlite3
+db = sqlite3.connect("file:/var/lib/agor/agor.db?mode=ro", uri=True)
+for r in db.execute("SELECT l.at / 1000000, l.task_id, l.session_id, l.model, l.input_tokens, l.status, l.error, t.status, t.ended_at / 1000000 FROM ledger l LEFT JOIN tasks t ON t.id = l.task_id ORDER BY l.id DESC LIMIT 10"):
+    print(*r)'
+			journalctl --no-pager -o cat -u agor-daemon.service --since "-2min" | grep -i gateway | tail -n 10
 			bad=1
 			continue
 		fi
@@ -157,6 +165,25 @@ print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
 	echo "alice refused mid-turn and before her next prompt; bob completed; alice completed after her budget was raised"
 }
 check "gateway: a budget refuses alice within her turn and before her next prompt, not bob; raising it lets her go on" gateway_budget
+
+# gateway_page: the Cockpit page's Usage tab, in headless Chromium, as
+# alice: her rows of the ledger and her daily cost budget's bar (the
+# page is put back for this check and removed again).
+gateway_page() {
+	local rc=0
+	dpkg -i $T/agor-cockpit_0.1.0-1_all.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	systemctl start cockpit.socket
+	cockpit_accounts
+	groupdel agor-admins # as the other concerns know the host
+	mkdir -p "$cockpit_shots"
+	ALICE_PW=alice-Cockpit-1 STEPS=usage USAGE_PERIOD=day EXPECT_BUDGET="day cost" \
+		timeout 300 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser-usage.out 2>&1 || rc=$?
+	grep -v "console\] verbose" /tmp/browser-usage.out | grep -v "console\]" | head -n 20
+	cp /tmp/disallowed-users.orig /etc/cockpit/disallowed-users 2>/dev/null || true
+	dpkg -r agor-cockpit >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	[ "$rc" = 0 ]
+}
+check "gateway: the Cockpit page's Usage tab shows alice her own ledger rows and her daily budget (headless Chromium)" gateway_page
 
 gateway_off() {
 	cp /etc/agor/config.yaml.gw-orig /etc/agor/config.yaml

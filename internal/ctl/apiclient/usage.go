@@ -28,10 +28,10 @@ func (c *Client) Usage(ctx context.Context, q UsageQuery) (apiwire.UsageReport, 
 		v.Set("period", q.Period)
 	}
 	if !q.Since.IsZero() {
-		v.Set("since", q.Since.Format(time.RFC3339))
+		v.Set("since", q.Since.Format(time.RFC3339Nano)) // as precise as asked
 	}
 	if !q.Until.IsZero() {
-		v.Set("until", q.Until.Format(time.RFC3339))
+		v.Set("until", q.Until.Format(time.RFC3339Nano))
 	}
 	var out apiwire.UsageReport
 	raw, err := c.call(ctx, "GET", "/v1/usage?"+v.Encode(), nil, &out)
