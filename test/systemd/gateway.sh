@@ -53,6 +53,7 @@ print(s.makefile("rb").readline().decode().strip())' "$2"
 
 gateway_prompt() {
 	local t0 out tok n p
+	cp /etc/agor/agents.yaml /etc/agor/agents.yaml.gw-orig # put back by gateway_off
 	gateway_config ""
 	gateway_agents
 	restart_daemon
@@ -188,6 +189,9 @@ check "gateway: the Cockpit page's Usage tab shows alice her own ledger rows and
 gateway_off() {
 	cp /etc/agor/config.yaml.gw-orig /etc/agor/config.yaml
 	rm -f /etc/agor/config.yaml.gw-orig
+	# The agents as the concerns after this one know them (each CLI at
+	# its stand-in, not the dead address the gateway's checks used).
+	mv /etc/agor/agents.yaml.gw-orig /etc/agor/agents.yaml
 	restart_daemon
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
 	agorctl doctor | grep ' gateway ' || true
