@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,20 +47,15 @@ type Meter struct {
 	warned map[string]bool // task, period, kind: told once
 }
 
-// KeyName is the credential each API family's key is stored under (as
+// keyOf is the credential each API family's key is stored under (as
 // agorctl creds set names it, and as the CLIs read it).
-func KeyName(api gateway.API) string {
-	switch api {
-	case gateway.Anthropic:
-		return "ANTHROPIC_API_KEY"
-	case gateway.Gemini:
-		return "GEMINI_API_KEY"
-	}
-	return "OPENAI_API_KEY"
-}
+var keyOf = map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+
+// KeyName is the credential api's key is stored under.
+func KeyName(api gateway.API) string { return keyOf[family(api)] }
 
 // KeyNames are the credentials the gateway puts on requests itself.
-func KeyNames() []string { return []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"} }
+func KeyNames() []string { return slices.Sorted(maps.Values(keyOf)) }
 
 // family is the upstreams' name of api.
 func family(api gateway.API) string {
