@@ -107,7 +107,8 @@ func FuzzParse(f *testing.F) {
 }
 
 // TestPackagedConfig: the configuration the packages ship parses, and is
-// secure by default: agents' prompts are confined to their workspace.
+// secure by default: agents' prompts are confined to their workspace, and
+// keys stay in the daemon (the model gateway).
 func TestPackagedConfig(t *testing.T) {
 	c, err := Load("../../packaging/config.yaml")
 	if err != nil {
@@ -115,5 +116,8 @@ func TestPackagedConfig(t *testing.T) {
 	}
 	if c.Sandbox.Prompts != "workspace" || c.Sandbox.Default != "off" || !c.Sandbox.Required {
 		t.Errorf("packaged sandbox: prompts %q, default %q, required %v; want workspace, off, true", c.Sandbox.Prompts, c.Sandbox.Default, c.Sandbox.Required)
+	}
+	if !c.Gateway.Enabled || Default().Gateway.Enabled {
+		t.Errorf("gateway.enabled: packaged %v, without the key %v; want true, false", c.Gateway.Enabled, Default().Gateway.Enabled)
 	}
 }

@@ -14,8 +14,9 @@ import (
 type Gateway struct {
 	// Enabled routes agents' model requests through the gateway: each
 	// agent is given a session token and a loopback address in place of
-	// the key and the provider's URL. Off: keys are handed to agents just
-	// in time, as before.
+	// the key and the provider's URL. Off, keys are handed to agents just
+	// in time: the default for a configuration without the key (one kept
+	// across an upgrade); the packaged config.yaml turns it on.
 	Enabled bool `yaml:"enabled"`
 	// SocketPath is where executors reach the gateway (used when the
 	// socket is not handed over by agor-daemon.socket).

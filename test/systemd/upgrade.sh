@@ -65,6 +65,47 @@ upgrade_from_previous() {
 	ex=$(agorctl executors --json)
 	grep -q '"mode":"open"' <<<"$ex" || { echo "no executor in mode open: $ex"; return 1; }
 	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential, now in her own file), the bearer token, and a follow-up in the same session all work; everyone's network stays open, the egress socket is there"
+	upgrade_gateway_on "$sid" "$before"
+}
+
+# upgrade_gateway_on SESSION ROWS: the kept config.yaml has no gateway
+# key, so the upgraded host hands keys out as before; the operator turns
+# the gateway on. alice's executor still runs the previous release's
+# binary (idle): the daemon replaces it, and her next prompt reaches the
+# stand-in with the key she stored before the upgrade, which none of her
+# processes holds; the ledger has the request; her tasks are as they were.
+upgrade_gateway_on() {
+	local pid t0 keys rows
+	pid=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	[ "$pid" -gt 0 ] || { echo "alice's executor is not running before the gateway is turned on"; return 1; }
+	grep -q '^gateway:' /etc/agor/config.yaml && { echo "the kept config.yaml names the gateway"; return 1; }
+	agorctl doctor 2>&1 | grep -E '^warn +gateway +model gateway off' >/dev/null || { agorctl doctor 2>&1 | grep gateway; return 1; }
+	printf 'gateway:\n  enabled: true\n  upstreams: {anthropic: "http://127.0.0.1:18080"}\n' >>/etc/agor/config.yaml
+	restart_daemon
+	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && break; sleep 0.1; done
+	t0=$(date +%s.%N)
+	start_model -bash 'echo gateway >> upgrade.txt' -text 'noted through the gateway.'
+	as alice agorctl prompt alice 'with the gateway' --session "$1" --mode bypassPermissions >/tmp/up3.out 2>&1 || { cat /tmp/up3.out; return 1; }
+	want "$(tail -n 1 /home/alice/upgrade.txt)" gateway
+	[ "$(systemctl show -p MainPID --value agor-executor@alice.service)" != "$pid" ] || { echo "alice's old executor (pid $pid) was not replaced"; return 1; }
+	journalctl -u agor-daemon -o cat --since "@${t0%.*}" | grep 'executor replaced by the installed version' >/dev/null ||
+		{ echo "no journal line says the old executor was replaced"; journalctl -u agor-daemon -o cat --since "@${t0%.*}" | tail -n 5; return 1; }
+	keys=$(python3 -c 'import json, urllib.request
+print(" ".join(sorted({r["key"] for r in json.load(urllib.request.urlopen("http://127.0.0.1:18080/stand-in/requests")) or []})))')
+	want "$keys" sk-alice-own-0001
+	local p
+	for p in $(pgrep -u alice); do
+		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q sk-alice-own; then echo "alice's process $p holds her key"; return 1; fi
+	done
+	if grep -rqs sk-alice-own /home/alice; then echo "a file of alice's holds her key"; return 1; fi
+	rows=$(agorctl usage --user alice --since "$(date -d "@$t0" +%Y-%m-%dT%H:%M:%S.%N%:z)" --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["rows"]))')
+	[ "$rows" -ge 1 ] || { echo "no ledger row for alice's prompt through the gateway"; return 1; }
+	local now w
+	now=$(task_rows "$1")
+	for w in $2; do
+		case " $now " in *" $w "*) ;; *) echo "the tasks from before the upgrade changed ($w): $now"; return 1 ;; esac
+	done
+	echo "gateway turned on after the upgrade: alice's idle executor on the old binary (pid $pid) replaced, her stored key on $rows ledger row(s) of the stand-in's requests and in none of her processes or files; her earlier tasks unchanged"
 }
 # task_rows is each task of session $1 as id, status and end time.
 task_rows() {

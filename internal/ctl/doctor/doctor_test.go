@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,7 +79,12 @@ func fixture(t *testing.T) (*Doctor, *[]string) {
 	}
 	write(t, filepath.Join(root, "/usr/share/polkit-1/rules.d/50-agor.rules"), 0o644, "polkit.addRule(function(){});\n")
 	write(t, filepath.Join(root, masterKey), 0o600, "a2V5\n")
-	write(t, filepath.Join(root, "/etc/agor/config.yaml"), 0o644, "execution:\n  allowed_groups: [agorusers]\n")
+	write(t, filepath.Join(root, "/etc/agor/config.yaml"), 0o644, "execution:\n  allowed_groups: [agorusers]\ngateway:\n  enabled: true\n")
+	gw, err := net.Listen("unix", filepath.Join(root, "/run/agor/gateway.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
 	write(t, filepath.Join(root, "/etc/passwd"), 0o644, "root:x:0:0::/root:/bin/sh\nagor:x:999:999::/var/lib/agor:/usr/sbin/nologin\nalice:x:1000:1000::/home/alice:/bin/bash\n")
 
 	var ran []string

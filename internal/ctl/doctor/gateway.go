@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"slices"
@@ -18,14 +19,16 @@ func checkGateway(_ context.Context, d *Doctor) Finding {
 	}
 	g := d.cfg.Gateway
 	if !g.Enabled {
-		return ok("model gateway off: each agent is handed its API key just in time and can read it " +
-			"(gateway.enabled: true keeps ANTHROPIC_API_KEY, OPENAI_API_KEY and GEMINI_API_KEY in the daemon, and meters them)")
+		return warn("model gateway off (gateway.enabled: false): each agent is handed its API key just in time and can read it, " +
+			"and model usage is only what each CLI reports (the default, true, keeps ANTHROPIC_API_KEY, OPENAI_API_KEY and GEMINI_API_KEY in the daemon, and meters them)")
 	}
-	fi, err := os.Stat(g.SocketPath)
-	if err != nil || fi.Mode()&os.ModeSocket == 0 {
-		f := fail("model gateway on, but %s is not a socket (%v): no task reaches a model", g.SocketPath, err)
-		f.Fix = "systemctl restart agor-daemon.socket agor-daemon.service (agor-daemon.socket listens on it)"
-		return f
+	fi, err := os.Stat(d.path(g.SocketPath))
+	if err == nil && fi.Mode()&os.ModeSocket == 0 {
+		err = errors.New("not a socket")
+	}
+	if err != nil {
+		return fail("systemctl restart agor-daemon.socket agor-daemon.service (agor-daemon.socket listens on it)",
+			"model gateway on, but %s: %v: no task reaches a model", g.SocketPath, err)
 	}
 	var ups []string
 	for _, k := range slices.Sorted(maps.Keys(g.Upstreams)) {

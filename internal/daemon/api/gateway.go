@@ -23,8 +23,9 @@ func (s *Server) budgetLeft(person string) error {
 // gatewayToken is the token executor's agents of sess present to the
 // gateway, "" when there is no gateway. An executor from before the
 // gateway would ask for the key itself, which the gateway's keys are
-// not given out for: its prompt is refused, saying so.
-func (s *Server) gatewayToken(ctx context.Context, executor string, sess store.Session) (string, error) {
+// not given out for: it is replaced by the installed one when idle, and
+// otherwise the prompt (task) is refused, saying so.
+func (s *Server) gatewayToken(ctx context.Context, executor, task string, sess store.Session) (string, error) {
 	if s.Gateway == nil {
 		return "", nil
 	}
@@ -33,9 +34,9 @@ func (s *Server) gatewayToken(ctx context.Context, executor string, sess store.S
 		return "", err
 	}
 	if ping.Protocol < protocol.RevisionGateway {
-		return "", rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonPingFailed,
-			"the executor of %s runs %s (protocol revision %d), from before the model gateway; it runs the installed version once idle (agorctl executors stop %s)",
-			executor, ping.Version, ping.Protocol, executor)
+		if ping, err = s.replaceOld(ctx, executor, task, ping, protocol.RevisionGateway); err != nil {
+			return "", err
+		}
 	}
 	return s.Gateway.Token(sess.ID, uint32(ping.UID)), nil
 }

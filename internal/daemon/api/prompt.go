@@ -260,7 +260,7 @@ func (s *Server) runPrompt(ctx context.Context, executor, task, tok string, b ap
 	}
 	var res json.RawMessage
 	var err error
-	if params.GatewayToken, err = s.gatewayToken(ctx, executor, sess); err == nil {
+	if params.GatewayToken, err = s.gatewayToken(ctx, executor, task, sess); err == nil {
 		err = s.Pool.Call(ctx, executor, protocol.MethodExecutePrompt, params, &res)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
@@ -37,6 +38,8 @@ type Store interface {
 	StoredBytes(user string, uid int64) (int64, error)
 	// Where a task the last daemon ran goes on from (resume.go).
 	LastSequence(task string) (int64, error)
+	// Tasks running now, to tell an idle executor (replace.go).
+	RunningBefore(t time.Time) ([]store.Task, error)
 	// The filesystem under the store (space.go).
 	RoomForWork() error
 	Space() store.Space
