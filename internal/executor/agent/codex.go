@@ -82,7 +82,7 @@ func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, 
 		}
 	}
 	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
-	p, err := Start(pctx, req, codexInstall, codexArgs(req.Env)...)
+	p, err := Start(pctx, req, codexInstall, codexArgs(req.Env, c.CredentialKey())...)
 	if err != nil {
 		kill()
 		var e *Error
@@ -130,16 +130,34 @@ func codexMode(mode string) (policy, sandbox string, err error) {
 	return "", "", fmt.Errorf("codex: unknown permission mode %q", mode)
 }
 
-// codexArgs start codex app-server; with CodexBaseURLEnv set (the
-// model gateway's relay, whose port is this executor's), the agor
-// provider is told that URL on every start: config.toml is written once
-// and may hold an earlier executor's relay, or OpenAI's own URL.
-func codexArgs(env []string) []string {
+// codexArgs start codex app-server. With CodexBaseURLEnv set (the
+// model gateway's relay, whose port is this executor's), agor's provider
+// is defined and chosen on the command line on every start, over
+// whatever config.toml holds: the file is written once and is the
+// person's (it may hold an earlier relay, OpenAI's own URL, or another
+// provider chosen, which would send the turn around the gateway; with
+// only base_url set, codex refused to start: "provider name must not be
+// empty"). Profiles are files codex reads only when --profile names one.
+func codexArgs(env []string, keyVar string) []string {
 	url := Getenv(env, CodexBaseURLEnv)
 	if url == "" {
 		return []string{"app-server"}
 	}
-	return []string{"-c", "model_providers." + codexProvider + ".base_url=" + strconv.Quote(url), "app-server"}
+	p := "model_providers." + codexProvider + "."
+	set := []string{
+		"model_provider=" + strconv.Quote(codexProvider),
+		p + "name=" + strconv.Quote(codexProvider),
+		p + "base_url=" + strconv.Quote(url),
+		p + "env_key=" + strconv.Quote(keyVar),
+		p + `wire_api="responses"`,
+		p + "request_max_retries=0",
+		p + "stream_max_retries=0",
+	}
+	var args []string
+	for _, kv := range set {
+		args = append(args, "-c", kv)
+	}
+	return append(args, "app-server")
 }
 
 // codexHome is CODEX_HOME from env, else HOME/.codex.

@@ -545,15 +545,20 @@ func TestCodexFileChange(t *testing.T) {
 	}
 }
 
-// The relay's URL is given on every start, over whatever config.toml
-// holds; without it codex reads config.toml alone.
+// The relay's URL is given on every start, with agor's provider chosen
+// over whatever config.toml holds; without it codex reads config.toml
+// alone.
 func TestCodexArgs(t *testing.T) {
-	if got := codexArgs([]string{"HOME=/h"}); strings.Join(got, " ") != "app-server" {
+	if got := codexArgs([]string{"HOME=/h"}, "OPENAI_API_KEY"); strings.Join(got, " ") != "app-server" {
 		t.Fatalf("no endpoint: %q", got)
 	}
-	got := codexArgs([]string{CodexBaseURLEnv + "=http://127.0.0.1:4242/v1"})
-	want := []string{"-c", `model_providers.agor.base_url="http://127.0.0.1:4242/v1"`, "app-server"}
-	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
-		t.Fatalf("codexArgs = %q, want %q", got, want)
+	got := strings.Join(codexArgs([]string{CodexBaseURLEnv + "=http://127.0.0.1:4242/v1"}, "OPENAI_API_KEY"), " ")
+	for _, want := range []string{`-c model_provider="agor"`, `-c model_providers.agor.base_url="http://127.0.0.1:4242/v1"`, `-c model_providers.agor.env_key="OPENAI_API_KEY"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("codexArgs = %q, lacks %q", got, want)
+		}
+	}
+	if !strings.HasSuffix(got, " app-server") {
+		t.Errorf("codexArgs = %q, want app-server last", got)
 	}
 }
