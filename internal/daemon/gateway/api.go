@@ -189,3 +189,24 @@ func copyHeader(dst, src http.Header) {
 		dst.Del(name)
 	}
 }
+
+// OwnPrefix starts the path of a request signed in with its person's own
+// subscription (Claude Code's login): OwnPrefix + TOKEN + the API's path.
+// The token rides in the path because the request's credential headers
+// are the person's own, passed through untouched.
+const OwnPrefix = "/own/"
+
+// cutOwn takes the token out of an OwnPrefix path, leaving the API's path
+// in u; ok is false (u unchanged) for any other path.
+func cutOwn(u *url.URL) (token string, ok bool) {
+	rest, ok := strings.CutPrefix(u.Path, OwnPrefix)
+	if !ok {
+		return "", false
+	}
+	token, path, found := strings.Cut(rest, "/")
+	if !found {
+		return "", false
+	}
+	u.Path, u.RawPath = "/"+path, ""
+	return token, true
+}

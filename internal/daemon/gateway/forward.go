@@ -66,16 +66,26 @@ func outgoing(ctx context.Context, r *http.Request, g Grant, body []byte) (*http
 		return nil, err
 	}
 	out.Header = forwardHeader(r.Header)
-	switch g.API {
-	case Anthropic:
+	switch {
+	case g.Own: // the person's own sign-in, as she sent it
+		for _, k := range ownHeaders {
+			if v := r.Header.Values(k); len(v) > 0 {
+				out.Header[http.CanonicalHeaderKey(k)] = v
+			}
+		}
+	case g.API == Anthropic:
 		out.Header.Set("X-Api-Key", g.Key)
-	case Gemini:
+	case g.API == Gemini:
 		out.Header.Set("X-Goog-Api-Key", g.Key)
 	default:
 		out.Header.Set("Authorization", "Bearer "+g.Key)
 	}
 	return out, nil
 }
+
+// ownHeaders carry a person's own sign-in (a subscription's OAuth bearer
+// token, or her own key), forwarded as sent under Grant.Own.
+var ownHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"}
 
 // relayBuf is the most read from the provider before it is passed on.
 const relayBuf = 32 << 10

@@ -18,6 +18,9 @@ type Grant struct {
 	API      API
 	Key      string
 	Upstream *url.URL // the provider's base URL; its path is kept as a prefix
+	// Own: the client signs in with its person's own subscription, whose
+	// credentials pass through untouched; Key is empty.
+	Own bool
 }
 
 // Authorizer checks a presented token for a call to api. A *Refusal
@@ -27,6 +30,14 @@ type Authorizer interface {
 	Authorize(ctx context.Context, api API, token string) (Grant, error)
 }
 
+// OwnAuthorizer is an Authorizer that also takes requests signed in with
+// the person's own subscription (under OwnPrefix): the token, from the
+// path, is checked as by Authorize, and the grant has no key.
+type OwnAuthorizer interface {
+	Authorizer
+	AuthorizeOwn(ctx context.Context, api API, token string) (Grant, error)
+}
+
 // Entry is the record of one forwarded request.
 type Entry struct {
 	Person, Task, Session, Agent string
@@ -34,6 +45,7 @@ type Entry struct {
 	Model                        string // from the body's model field, or the Gemini path
 	Usage                        Usage  // from the provider's response
 	Streamed                     bool   // a stream: SSE, or Gemini's streamGenerateContent
+	Own                          bool   // made with the person's own subscription
 	// Status is the HTTP status the client was sent: the provider's, or
 	// the gateway's own 502; 0 when the client left before any.
 	Status         int

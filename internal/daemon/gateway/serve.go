@@ -11,12 +11,18 @@ import (
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
+	ownToken, own := cutOwn(r.URL)
 	rt, ok := routeOf(r.Method, r.URL.Path)
 	if !ok {
 		writeError(w, "", http.StatusNotFound, "", fmt.Sprintf("agor gateway: no model API at %s %s", r.Method, r.URL.Path))
 		return
 	}
-	grant, ok := g.authorize(w, r, rt.api)
+	var grant Grant
+	if own {
+		grant, ok = g.authorizeOwn(w, r, rt.api, ownToken)
+	} else {
+		grant, ok = g.authorize(w, r, rt.api)
+	}
 	if !ok {
 		return
 	}
@@ -27,7 +33,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	e := Entry{
 		Person: grant.Person, Task: grant.Task, Session: grant.Session, Agent: grant.Agent,
-		API: rt.api, Model: rt.model, Started: started,
+		API: rt.api, Model: rt.model, Started: started, Own: grant.Own,
 	}
 	if e.Model == "" {
 		e.Model = modelOf(body)
@@ -46,6 +52,27 @@ func (g *gateway) authorize(w http.ResponseWriter, r *http.Request, api API) (Gr
 		return Grant{}, false
 	}
 	grant, err := g.auth.Authorize(r.Context(), api, token)
+	return g.granted(w, r, api, grant, err)
+}
+
+// authorizeOwn checks the token a request signed in with its person's
+// own subscription carries in its path.
+func (g *gateway) authorizeOwn(w http.ResponseWriter, r *http.Request, api API, token string) (Grant, bool) {
+	oa, ok := g.auth.(OwnAuthorizer)
+	if !ok || token == "" {
+		writeError(w, api, http.StatusUnauthorized, "", msgUnauthorized)
+		return Grant{}, false
+	}
+	grant, err := oa.AuthorizeOwn(r.Context(), api, token)
+	if err == nil && !grant.Own {
+		err = errors.New("not a grant for the person's own subscription")
+	}
+	return g.granted(w, r, api, grant, err)
+}
+
+// granted answers the client when err refuses the grant, or the grant
+// cannot be used.
+func (g *gateway) granted(w http.ResponseWriter, r *http.Request, api API, grant Grant, err error) (Grant, bool) {
 	var no *Refusal
 	switch {
 	case errors.As(err, &no):
@@ -56,7 +83,7 @@ func (g *gateway) authorize(w http.ResponseWriter, r *http.Request, api API) (Gr
 		g.log.Info("gateway: token not accepted", "api", api, "remote", r.RemoteAddr, "err", err)
 		writeError(w, api, http.StatusUnauthorized, "", msgUnauthorized)
 		return Grant{}, false
-	case grant.API != api || grant.Key == "" || grant.Upstream == nil:
+	case grant.API != api || (grant.Key == "") != grant.Own || grant.Upstream == nil:
 		g.log.Error("gateway: grant unusable", "api", api, "grant_api", grant.API, "person", grant.Person,
 			"task", grant.Task, "has_key", grant.Key != "", "has_upstream", grant.Upstream != nil)
 		writeError(w, api, http.StatusInternalServerError, "", msgMisgranted)

@@ -75,37 +75,57 @@ var errToken = errors.New("not a live gateway token of this caller")
 // gateway socket's SO_PEERCRED), with a task of its session running; the
 // person must be under her budget; the key is hers, else the daemon's.
 func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gateway.Grant, error) {
-	session, uid, ok := m.Signer.Read(tok)
-	cred, known := peer.FromContext(ctx)
-	if !ok || !known || cred.UID != uid {
-		return gateway.Grant{}, errToken
-	}
-	// The signature binds session and uid, and the peer is that uid's
-	// executor; the session must have a task running now, of that uid.
-	task, err := m.Store.RunningTaskOf(session)
-	if err != nil || task.UID != int64(uid) {
-		return gateway.Grant{}, errToken
-	}
-	sess, err := m.Store.GetSession(session)
+	g, uid, err := m.taskOf(ctx, api, tok)
 	if err != nil {
-		return gateway.Grant{}, errToken
+		return g, err
 	}
-	st, r := m.overBudget(task.UnixUser)
+	st, r := m.overBudget(g.Person)
 	if r != nil {
 		return gateway.Grant{}, r
 	}
-	m.warnNearly(task.UnixUser, task.ID, st)
-	key, err := m.Keys.Get(credstore.User(task.UnixUser, uid), KeyName(api))
+	m.warnNearly(g.Person, g.Task, st)
+	key, err := m.Keys.Get(credstore.User(g.Person, uid), KeyName(api))
 	if err != nil {
-		m.log().Warn("gateway: no key for a task's request", "user", task.UnixUser, "credential", KeyName(api), "err", err)
-		return gateway.Grant{}, &gateway.Refusal{Status: 403, Message: fmt.Sprintf("agor: no %s is set for %s nor daemon-wide (agorctl creds set)", KeyName(api), task.UnixUser)}
+		m.log().Warn("gateway: no key for a task's request", "user", g.Person, "credential", KeyName(api), "err", err)
+		return gateway.Grant{}, &gateway.Refusal{Status: 403, Message: fmt.Sprintf("agor: no %s is set for %s nor daemon-wide (agorctl creds set)", KeyName(api), g.Person)}
+	}
+	g.Key = key.Value
+	return g, nil
+}
+
+// AuthorizeOwn implements gateway.OwnAuthorizer: a task whose agent signs
+// in with its person's own subscription. The token is checked as for
+// Authorize; no key is put on, and the person's budget, which bounds
+// what the operator's keys spend, does not apply to it.
+func (m *Meter) AuthorizeOwn(ctx context.Context, api gateway.API, tok string) (gateway.Grant, error) {
+	g, _, err := m.taskOf(ctx, api, tok)
+	g.Own = err == nil
+	return g, err
+}
+
+// taskOf is the grant tok stands for, without a key: the signature binds
+// session and uid, the peer must be that uid's executor, and the session
+// must have a task of that uid running now.
+func (m *Meter) taskOf(ctx context.Context, api gateway.API, tok string) (gateway.Grant, uint32, error) {
+	session, uid, ok := m.Signer.Read(tok)
+	cred, known := peer.FromContext(ctx)
+	if !ok || !known || cred.UID != uid {
+		return gateway.Grant{}, 0, errToken
+	}
+	task, err := m.Store.RunningTaskOf(session)
+	if err != nil || task.UID != int64(uid) {
+		return gateway.Grant{}, 0, errToken
+	}
+	sess, err := m.Store.GetSession(session)
+	if err != nil {
+		return gateway.Grant{}, 0, errToken
 	}
 	up, err := m.upstream(api)
 	if err != nil {
-		return gateway.Grant{}, &gateway.Refusal{Status: 502, Message: "agor: " + err.Error()}
+		return gateway.Grant{}, 0, &gateway.Refusal{Status: 502, Message: "agor: " + err.Error()}
 	}
 	return gateway.Grant{Person: task.UnixUser, Task: task.ID, Session: session, Agent: sess.AgenticTool,
-		API: api, Key: key.Value, Upstream: up}, nil
+		API: api, Upstream: up}, uid, nil
 }
 
 func (m *Meter) upstream(api gateway.API) (*url.URL, error) {
@@ -125,6 +145,9 @@ func (m *Meter) Record(e gateway.Entry) {
 	}
 	u := e.Usage
 	cost := m.Config().PriceOf(e.Model).CostMicros(u.Input, u.Output, u.CacheRead, u.CacheWrite)
+	if e.Own { // the person's own subscription: counted, not charged
+		cost = 0
+	}
 	s := store.Spend{At: e.Ended, User: e.Person, UID: uid, Session: e.Session, Task: e.Task, Agent: e.Agent,
 		API: string(e.API), Model: e.Model, Input: u.Input, Output: u.Output, CacheRead: u.CacheRead,
 		CacheWrite: u.CacheWrite, CostMicros: cost, Status: e.Status, Streamed: e.Streamed, Error: e.Err}

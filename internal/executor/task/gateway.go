@@ -2,9 +2,14 @@ package task
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/agor-sh/agor/internal/executor/agent"
@@ -85,4 +90,58 @@ func gatewayEnv(tool, base string) map[string]string {
 		return map[string]string{agent.OpencodeBaseURLEnv: base + "/v1"}
 	}
 	return nil
+}
+
+// ownSignIn keeps a person's own subscription: under the gateway, an
+// agent whose person signed in to Claude Code with her own account (its
+// OAuth credentials in the agent's config directory) keeps using that
+// sign-in. The key variable goes, so the CLI sends her credentials, and
+// the token rides in the base URL's path (gateway.OwnPrefix): the
+// gateway knows the task by it, passes her credentials through untouched
+// and meters the request. The daemon never sees her credentials' file.
+func ownSignIn(tool, token string, env []string) []string {
+	if token == "" || tool != protocol.ToolClaudeCode || !claudeSignedIn(env) {
+		return env
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN":
+			continue
+		case "ANTHROPIC_BASE_URL":
+			kv = k + "=" + strings.TrimSuffix(v, "/") + ownPrefix + token
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// ownPrefix is gateway.OwnPrefix, without the trailing slash the CLI
+// adds itself.
+const ownPrefix = "/own/"
+
+// claudeSignedIn: Claude Code's OAuth credentials, as it stores them on
+// Linux ($CLAUDE_CONFIG_DIR, else ~/.claude, /.credentials.json), hold
+// an access token.
+func claudeSignedIn(env []string) bool {
+	dir := agent.Getenv(env, "CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		home := agent.Getenv(env, "HOME")
+		if home == "" {
+			return false
+		}
+		dir = filepath.Join(home, ".claude")
+	}
+	f, err := os.Open(filepath.Join(dir, ".credentials.json"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var c struct {
+		OAuth struct {
+			AccessToken string `json:"accessToken"`
+		} `json:"claudeAiOauth"`
+	}
+	return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&c) == nil && c.OAuth.AccessToken != ""
 }

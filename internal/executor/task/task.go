@@ -162,6 +162,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 		return failed(protocol.TaskAgentMissing, err.Error())
 	}
 	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID, more)
+	req.Env = ownSignIn(p.Tool, p.GatewayToken, req.Env)
 	floor := s.floor(p)
 	want := settingsOf(p, req, floor)
 	if w := s.pool().take(warmKey(p), want); w != nil {

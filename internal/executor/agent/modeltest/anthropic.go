@@ -42,6 +42,7 @@ var AnthDefaultUsage = AnthUsage{InputTokens: 120, OutputTokens: 17, CacheReadTo
 // AnthRequest is one POST /v1/messages the stand-in answered.
 type AnthRequest struct {
 	APIKey       string            // the x-api-key header
+	Auth         string            // the Authorization header (a sign-in's bearer token)
 	Conversation bool              // part of the script (it offered tools)
 	Messages     []json.RawMessage // the request's messages
 	Body         []byte
@@ -148,7 +149,7 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
 		return
 	}
-	req := AnthRequest{APIKey: r.Header.Get("x-api-key"), Conversation: len(body.Tools) > 0, Messages: body.Messages, Body: raw}
+	req := AnthRequest{APIKey: r.Header.Get("x-api-key"), Auth: r.Header.Get("Authorization"), Conversation: len(body.Tools) > 0, Messages: body.Messages, Body: raw}
 	a.mu.Lock()
 	a.reqs = append(a.reqs, req)
 	blocks, usage, ok := a.reply(req.Conversation, body.Messages)
