@@ -22,7 +22,8 @@ type Gateway struct {
 	// socket is not handed over by agor-daemon.socket).
 	SocketPath string `yaml:"socket_path"`
 	// Upstreams are the providers' base URLs, by API family: anthropic,
-	// openai, gemini. The daemon's, never an agent's, decide where a key
+	// openai, gemini; and chatgpt, where Codex signed in with a person's
+	// own ChatGPT account is sent (with her sign-in, never a key). The daemon's, never an agent's, decide where a key
 	// is sent.
 	Upstreams map[string]string `yaml:"upstreams"`
 	// Currency names the unit of Prices and of the cost budgets.
@@ -74,6 +75,7 @@ type BudgetSet struct {
 func DefaultGateway() Gateway {
 	return Gateway{SocketPath: "/run/agor/gateway.sock", Upstreams: map[string]string{
 		"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com", "gemini": "https://generativelanguage.googleapis.com",
+		"chatgpt": "https://chatgpt.com/backend-api/codex",
 	}, Currency: "USD", Prices: map[string]Price{
 		"claude-opus-*":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
 		"claude-sonnet-*":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
@@ -164,8 +166,8 @@ func MonthStart(t time.Time) time.Time {
 
 func (g Gateway) validate() error {
 	for name, u := range g.Upstreams {
-		if name != "anthropic" && name != "openai" && name != "gemini" {
-			return fmt.Errorf("gateway.upstreams.%s: not an API family (anthropic, openai, gemini)", name)
+		if name != "anthropic" && name != "openai" && name != "gemini" && name != "chatgpt" {
+			return fmt.Errorf("gateway.upstreams.%s: not an API family (anthropic, openai, gemini, chatgpt)", name)
 		}
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" || p.User != nil || p.RawQuery != "" {

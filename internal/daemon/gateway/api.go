@@ -33,7 +33,16 @@ type route struct {
 	api    API
 	model  string // from the path (Gemini); "" when the body names it
 	stream bool   // the path itself asks for a stream (Gemini)
+	// upstream names the gateway.upstreams entry when it is not the
+	// API's own family, and path is the path sent there: Codex signed in
+	// with ChatGPT calls its backend (OwnOnly).
+	upstream, path string
 }
+
+// ChatGPTUpstream is the upstream of Codex signed in with a ChatGPT
+// account: its Responses API under another base URL, for that sign-in's
+// own tokens only (never a key of the daemon's).
+const ChatGPTUpstream = "chatgpt"
 
 // routeOf maps a request to its API. Only the paths above are served: a
 // token is for model calls, not for whatever else a provider offers.
@@ -48,6 +57,8 @@ func routeOf(method, path string) (route, bool) {
 		return route{api: OpenAIResponses}, true
 	case "/v1/chat/completions":
 		return route{api: OpenAIChat}, true
+	case "/" + ChatGPTUpstream + "/responses":
+		return route{api: OpenAIResponses, upstream: ChatGPTUpstream, path: "/responses"}, true
 	}
 	rest, ok := strings.CutPrefix(path, "/v1beta/models/")
 	if !ok {

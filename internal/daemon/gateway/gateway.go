@@ -32,10 +32,11 @@ type Authorizer interface {
 
 // OwnAuthorizer is an Authorizer that also takes requests signed in with
 // the person's own subscription (under OwnPrefix): the token, from the
-// path, is checked as by Authorize, and the grant has no key.
+// path, is checked as by Authorize, and the grant has no key. upstream
+// names the upstream when it is not api's own ("" when it is).
 type OwnAuthorizer interface {
 	Authorizer
-	AuthorizeOwn(ctx context.Context, api API, token string) (Grant, error)
+	AuthorizeOwn(ctx context.Context, api API, upstream, token string) (Grant, error)
 }
 
 // Entry is the record of one forwarded request.

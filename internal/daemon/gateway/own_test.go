@@ -10,7 +10,7 @@ import (
 // ownAuthz also grants requests made with the person's own sign-in.
 type ownAuthz struct{ authz }
 
-func (a ownAuthz) AuthorizeOwn(ctx context.Context, api API, token string) (Grant, error) {
+func (a ownAuthz) AuthorizeOwn(ctx context.Context, api API, _, token string) (Grant, error) {
 	g, err := a.Authorize(ctx, api, token)
 	g.Key, g.Own = "", err == nil
 	return g, err
@@ -76,5 +76,31 @@ func TestOwnSignInRefused(t *testing.T) {
 	}
 	if n := len(up.requests()); n != 0 {
 		t.Errorf("upstream saw %d requests", n)
+	}
+}
+
+// Codex's ChatGPT sign-in goes to the chatgpt upstream, at its path, and
+// only as the person's own sign-in: with a task token in its place it is
+// not served.
+func TestChatGPTOwnOnly(t *testing.T) {
+	up := newWitness(t, "/backend", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"object":"response","usage":{"input_tokens":5,"output_tokens":2}}`))
+	}))
+	grants := authz{grants: map[string]Grant{taskToken: grantFor(OpenAIResponses, up.URL)}}
+	gw := newRig(t, ownAuthz{grants}, Options{})
+	if resp, body := gw.post(t, "/chatgpt/responses", `{"model":"m"}`, bearerAuth(taskToken)); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("with a task token: %s %s", resp.Status, body)
+	}
+	resp, body := gw.post(t, OwnPrefix+taskToken+"/chatgpt/responses", `{"model":"m"}`, bearerAuth(oauthToken))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("own: %s %s", resp.Status, body)
+	}
+	reqs := up.requests()
+	if len(reqs) != 1 || reqs[0].Path != "/backend/responses" || reqs[0].Header.Get("Authorization") != "Bearer "+oauthToken {
+		t.Fatalf("upstream saw %+v", reqs)
+	}
+	if e := gw.ledger.next(t); !e.Own || e.Usage.Input != 5 {
+		t.Errorf("entry %+v", e)
 	}
 }

@@ -13,18 +13,24 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
 	ownToken, own := cutOwn(r.URL)
 	rt, ok := routeOf(r.Method, r.URL.Path)
+	if ok && rt.upstream != "" && !own {
+		ok = false // another upstream is for a person's own sign-in only
+	}
 	if !ok {
 		writeError(w, "", http.StatusNotFound, "", fmt.Sprintf("agor gateway: no model API at %s %s", r.Method, r.URL.Path))
 		return
 	}
 	var grant Grant
 	if own {
-		grant, ok = g.authorizeOwn(w, r, rt.api, ownToken)
+		grant, ok = g.authorizeOwn(w, r, rt, ownToken)
 	} else {
 		grant, ok = g.authorize(w, r, rt.api)
 	}
 	if !ok {
 		return
+	}
+	if rt.path != "" {
+		r.URL.Path = rt.path
 	}
 	body, err := g.readBody(w, r)
 	if err != nil {
@@ -57,13 +63,14 @@ func (g *gateway) authorize(w http.ResponseWriter, r *http.Request, api API) (Gr
 
 // authorizeOwn checks the token a request signed in with its person's
 // own subscription carries in its path.
-func (g *gateway) authorizeOwn(w http.ResponseWriter, r *http.Request, api API, token string) (Grant, bool) {
+func (g *gateway) authorizeOwn(w http.ResponseWriter, r *http.Request, rt route, token string) (Grant, bool) {
+	api := rt.api
 	oa, ok := g.auth.(OwnAuthorizer)
 	if !ok || token == "" {
 		writeError(w, api, http.StatusUnauthorized, "", msgUnauthorized)
 		return Grant{}, false
 	}
-	grant, err := oa.AuthorizeOwn(r.Context(), api, token)
+	grant, err := oa.AuthorizeOwn(r.Context(), api, rt.upstream, token)
 	if err == nil && !grant.Own {
 		err = errors.New("not a grant for the person's own subscription")
 	}

@@ -75,7 +75,7 @@ var errToken = errors.New("not a live gateway token of this caller")
 // gateway socket's SO_PEERCRED), with a task of its session running; the
 // person must be under her budget; the key is hers, else the daemon's.
 func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gateway.Grant, error) {
-	g, uid, err := m.taskOf(ctx, api, tok)
+	g, uid, err := m.taskOf(ctx, api, family(api), tok)
 	if err != nil {
 		return g, err
 	}
@@ -97,8 +97,11 @@ func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gat
 // in with its person's own subscription. The token is checked as for
 // Authorize; no key is put on, and the person's budget, which bounds
 // what the operator's keys spend, does not apply to it.
-func (m *Meter) AuthorizeOwn(ctx context.Context, api gateway.API, tok string) (gateway.Grant, error) {
-	g, _, err := m.taskOf(ctx, api, tok)
+func (m *Meter) AuthorizeOwn(ctx context.Context, api gateway.API, upstream, tok string) (gateway.Grant, error) {
+	if upstream == "" {
+		upstream = family(api)
+	}
+	g, _, err := m.taskOf(ctx, api, upstream, tok)
 	g.Own = err == nil
 	return g, err
 }
@@ -106,7 +109,7 @@ func (m *Meter) AuthorizeOwn(ctx context.Context, api gateway.API, tok string) (
 // taskOf is the grant tok stands for, without a key: the signature binds
 // session and uid, the peer must be that uid's executor, and the session
 // must have a task of that uid running now.
-func (m *Meter) taskOf(ctx context.Context, api gateway.API, tok string) (gateway.Grant, uint32, error) {
+func (m *Meter) taskOf(ctx context.Context, api gateway.API, upstream, tok string) (gateway.Grant, uint32, error) {
 	session, uid, ok := m.Signer.Read(tok)
 	cred, known := peer.FromContext(ctx)
 	if !ok || !known || cred.UID != uid {
@@ -120,7 +123,7 @@ func (m *Meter) taskOf(ctx context.Context, api gateway.API, tok string) (gatewa
 	if err != nil {
 		return gateway.Grant{}, 0, errToken
 	}
-	up, err := m.upstream(api)
+	up, err := m.upstream(upstream)
 	if err != nil {
 		return gateway.Grant{}, 0, &gateway.Refusal{Status: 502, Message: "agor: " + err.Error()}
 	}
@@ -128,10 +131,10 @@ func (m *Meter) taskOf(ctx context.Context, api gateway.API, tok string) (gatewa
 		API: api, Upstream: up}, uid, nil
 }
 
-func (m *Meter) upstream(api gateway.API) (*url.URL, error) {
-	raw := m.Config().Upstreams[family(api)]
+func (m *Meter) upstream(name string) (*url.URL, error) {
+	raw := m.Config().Upstreams[name]
 	if raw == "" {
-		return nil, fmt.Errorf("no gateway.upstreams.%s is configured", family(api))
+		return nil, fmt.Errorf("no gateway.upstreams.%s is configured", name)
 	}
 	return url.Parse(raw)
 }

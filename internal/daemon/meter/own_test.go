@@ -26,12 +26,12 @@ func TestAuthorizeOwn(t *testing.T) {
 		"tampered":            {from(alice), strings.Replace(tok, "s-alice", "s-bob", 1)},
 		"no peer":             {context.Background(), tok},
 	} {
-		if g, err := w.m.AuthorizeOwn(c.ctx, gateway.Anthropic, c.tok); err == nil || g.Own {
+		if g, err := w.m.AuthorizeOwn(c.ctx, gateway.Anthropic, "", c.tok); err == nil || g.Own {
 			t.Errorf("%s: granted %+v", name, g)
 		}
 	}
 	w.m.Record(gateway.Entry{Person: "alice", Task: "t-s-alice", API: gateway.Anthropic, Model: "stand-in", Usage: gateway.Usage{Input: 5}, Status: 200, Ended: w.m.now()})
-	g, err := w.m.AuthorizeOwn(from(alice), gateway.Anthropic, tok)
+	g, err := w.m.AuthorizeOwn(from(alice), gateway.Anthropic, "", tok)
 	if err != nil || !g.Own || g.Key != "" || g.Task != "t-s-alice" {
 		t.Fatalf("own sign-in over budget: %+v, %v; want granted, no key", g, err)
 	}

@@ -48,6 +48,11 @@ var _ Opener = Codex{}
 // (ending in /v1) of the Responses API Codex is configured to call.
 const CodexBaseURLEnv = "AGOR_CODEX_BASE_URL"
 
+// CodexSignInEnv "chatgpt" (set by the executor, under the model gateway,
+// for a person signed in to Codex with her ChatGPT account) has agor's
+// provider use that sign-in (requires_openai_auth) instead of a key.
+const CodexSignInEnv = "AGOR_CODEX_SIGNIN"
+
 // CodexDefaultModel is written to a new config.toml: a slug Codex 0.169
 // knows, so it does not fall back to guessed model metadata.
 const CodexDefaultModel = "gpt-5.5"
@@ -143,15 +148,21 @@ func codexArgs(env []string, keyVar string) []string {
 	if url == "" {
 		return []string{"app-server"}
 	}
-	p := "model_providers." + codexProvider + "."
+	// A ChatGPT sign-in gets a provider of its own name: one defined in
+	// config.toml (agor writes env_key into it) would keep that key.
+	id, auth := codexProvider, "env_key="+strconv.Quote(keyVar)
+	if Getenv(env, CodexSignInEnv) == "chatgpt" {
+		id, auth = codexProvider+"-chatgpt", "requires_openai_auth=true"
+	}
+	p := "model_providers." + id + "."
 	set := []string{
-		"model_provider=" + strconv.Quote(codexProvider),
-		p + "name=" + strconv.Quote(codexProvider),
+		"model_provider=" + strconv.Quote(id),
+		p + "name=" + strconv.Quote(id),
 		p + "base_url=" + strconv.Quote(url),
-		p + "env_key=" + strconv.Quote(keyVar),
 		p + `wire_api="responses"`,
 		p + "request_max_retries=0",
 		p + "stream_max_retries=0",
+		p + auth,
 	}
 	var args []string
 	for _, kv := range set {

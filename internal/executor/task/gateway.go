@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -93,32 +95,51 @@ func gatewayEnv(tool, base string) map[string]string {
 }
 
 // ownSignIn keeps a person's own subscription: under the gateway, an
-// agent whose person signed in to Claude Code with her own account (its
-// OAuth credentials in the agent's config directory) keeps using that
-// sign-in. The key variable goes, so the CLI sends her credentials, and
-// the token rides in the base URL's path (gateway.OwnPrefix): the
-// gateway knows the task by it, passes her credentials through untouched
-// and meters the request. The daemon never sees her credentials' file.
+// agent whose person signed in with her own account (Claude Code's OAuth
+// credentials, or Codex's ChatGPT sign-in, in the agent's config
+// directory) keeps using that sign-in. The key variable goes, so the CLI
+// sends her credentials, and the token rides in the base URL's path
+// (gateway.OwnPrefix): the gateway knows the task by it, passes her
+// credentials through untouched and meters the request. The daemon never
+// sees her credentials' file.
 func ownSignIn(tool, token string, env []string) []string {
-	if token == "" || tool != protocol.ToolClaudeCode || !claudeSignedIn(env) {
+	if token == "" {
 		return env
 	}
-	out := make([]string, 0, len(env))
+	switch {
+	case tool == protocol.ToolClaudeCode && claudeSignedIn(env):
+		return rewriteEnv(env, "ANTHROPIC_BASE_URL", ownPrefix+token, nil, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+	case tool == protocol.ToolCodex && codexSignedIn(env):
+		return rewriteEnv(env, agent.CodexBaseURLEnv, ownPrefix+token+"/chatgpt",
+			[]string{agent.CodexSignInEnv + "=chatgpt"}, "OPENAI_API_KEY")
+	}
+	return env
+}
+
+// rewriteEnv drops the variables drop, points base (the relay's URL) at
+// path below the relay's root, and adds add.
+func rewriteEnv(env []string, base, path string, add []string, drop ...string) []string {
+	out := make([]string, 0, len(env)+len(add))
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN":
+		switch {
+		case slices.Contains(drop, k):
 			continue
-		case "ANTHROPIC_BASE_URL":
-			kv = k + "=" + strings.TrimSuffix(v, "/") + ownPrefix + token
+		case k == base:
+			u, err := url.Parse(v)
+			if err != nil {
+				continue
+			}
+			u.Path = path
+			kv = k + "=" + u.String()
 		}
 		out = append(out, kv)
 	}
-	return out
+	return append(out, add...)
 }
 
-// ownPrefix is gateway.OwnPrefix, without the trailing slash the CLI
-// adds itself.
+// ownPrefix is gateway.OwnPrefix (the executor does not import the
+// daemon's packages).
 const ownPrefix = "/own/"
 
 // claudeSignedIn: Claude Code's OAuth credentials, as it stores them on
@@ -126,22 +147,39 @@ const ownPrefix = "/own/"
 // an access token.
 func claudeSignedIn(env []string) bool {
 	dir := agent.Getenv(env, "CLAUDE_CONFIG_DIR")
-	if dir == "" {
-		home := agent.Getenv(env, "HOME")
-		if home == "" {
-			return false
-		}
+	if home := agent.Getenv(env, "HOME"); dir == "" && home != "" {
 		dir = filepath.Join(home, ".claude")
 	}
-	f, err := os.Open(filepath.Join(dir, ".credentials.json"))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
 	var c struct {
 		OAuth struct {
 			AccessToken string `json:"accessToken"`
 		} `json:"claudeAiOauth"`
 	}
-	return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&c) == nil && c.OAuth.AccessToken != ""
+	return dir != "" && readJSON(filepath.Join(dir, ".credentials.json"), &c) && c.OAuth.AccessToken != ""
+}
+
+// codexSignedIn: Codex's auth.json ($CODEX_HOME, else ~/.codex) holds a
+// ChatGPT sign-in's tokens, and no API key of its own.
+func codexSignedIn(env []string) bool {
+	dir := agent.Getenv(env, "CODEX_HOME")
+	if home := agent.Getenv(env, "HOME"); dir == "" && home != "" {
+		dir = filepath.Join(home, ".codex")
+	}
+	var c struct {
+		Key    *string `json:"OPENAI_API_KEY"`
+		Tokens struct {
+			AccessToken string `json:"access_token"`
+		} `json:"tokens"`
+	}
+	return dir != "" && readJSON(filepath.Join(dir, "auth.json"), &c) && c.Tokens.AccessToken != "" && (c.Key == nil || *c.Key == "")
+}
+
+// readJSON decodes the file at path into v (at most 1 MiB of it).
+func readJSON(path string, v any) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(v) == nil
 }
