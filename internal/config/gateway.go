@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,7 +33,15 @@ type Gateway struct {
 	// ending in "*" (the longest match wins); "default" prices the rest.
 	Prices  map[string]Price `yaml:"prices"`
 	Budgets Budgets          `yaml:"budgets"`
+	// DirectAgents are agents (claude-code, codex, gemini, opencode)
+	// whose model calls do not go through the gateway: an operator who
+	// points one at a provider the gateway does not speak. Each is handed
+	// its key just in time, as with the gateway off, and doctor says so.
+	DirectAgents []string `yaml:"direct_agents"`
 }
+
+// Direct says whether tool's model calls bypass the gateway.
+func (g Gateway) Direct(tool string) bool { return slices.Contains(g.DirectAgents, tool) }
 
 // Price is what a million tokens of each kind cost.
 type Price struct {
@@ -165,6 +174,11 @@ func MonthStart(t time.Time) time.Time {
 }
 
 func (g Gateway) validate() error {
+	for _, a := range g.DirectAgents {
+		if a != "claude-code" && a != "codex" && a != "gemini" && a != "opencode" {
+			return fmt.Errorf("gateway.direct_agents: %q is not an agent (claude-code, codex, gemini, opencode)", a)
+		}
+	}
 	for name, u := range g.Upstreams {
 		if name != "anthropic" && name != "openai" && name != "gemini" && name != "chatgpt" {
 			return fmt.Errorf("gateway.upstreams.%s: not an API family (anthropic, openai, gemini, chatgpt)", name)

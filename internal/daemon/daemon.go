@@ -171,12 +171,9 @@ func (d *Daemon) build(creds *credstore.Store) {
 	e, dc := d.cfg.Execution, d.cfg.Daemon
 	d.tokens = token.New(ms(e.SessionTokenExpirationMS), e.SessionTokenMaxUses)
 	sink := events.NewSink(d.store, d.log)
-	var withheld []string
-	if d.cfg.Gateway.Enabled {
-		withheld = meter.KeyNames()
-	}
 	d.broker = broker.New(broker.Config{
-		Withheld: withheld,
+		Withheld: withheld(d.cfg.Gateway),
+		Direct:   d.cfg.Gateway.DirectAgents,
 		Tokens:   d.tokens,
 		Keys:     creds,
 		Sink:     sink,

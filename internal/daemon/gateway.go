@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/agor-sh/agor/internal/config"
 	"net"
 	"net/http"
 
@@ -62,4 +63,13 @@ func (d *Daemon) inGroup(user, group string) (bool, error) {
 		return false, err
 	}
 	return acc.InGroup(ctx, u, group)
+}
+
+// withheld are the keys the gateway puts on requests itself, when it is
+// on: executors are never handed them (but for direct agents).
+func withheld(g config.Gateway) []string {
+	if !g.Enabled {
+		return nil
+	}
+	return meter.KeyNames()
 }

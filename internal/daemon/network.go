@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,9 +87,10 @@ func (n *networkSource) reload() {
 	}
 	n.current = c.Network
 	g := c.Gateway
-	if g.Enabled != n.gateway.Enabled || g.SocketPath != n.gateway.SocketPath || !maps.Equal(g.Upstreams, n.gateway.Upstreams) {
-		n.log.Warn("gateway.enabled, socket_path and upstreams take effect at the daemon's next start; prices and budgets are in force now")
-		g.Enabled, g.SocketPath, g.Upstreams = n.gateway.Enabled, n.gateway.SocketPath, n.gateway.Upstreams
+	if g.Enabled != n.gateway.Enabled || g.SocketPath != n.gateway.SocketPath || !maps.Equal(g.Upstreams, n.gateway.Upstreams) ||
+		!slices.Equal(g.DirectAgents, n.gateway.DirectAgents) {
+		n.log.Warn("gateway.enabled, socket_path, upstreams and direct_agents take effect at the daemon's next start; prices and budgets are in force now")
+		g.Enabled, g.SocketPath, g.Upstreams, g.DirectAgents = n.gateway.Enabled, n.gateway.SocketPath, n.gateway.Upstreams, n.gateway.DirectAgents
 	}
 	n.gateway = g
 	n.log.Info("network policy and gateway prices and budgets reloaded", "config", n.path)

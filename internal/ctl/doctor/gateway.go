@@ -34,6 +34,11 @@ func checkGateway(_ context.Context, d *Doctor) Finding {
 	for _, k := range slices.Sorted(maps.Keys(g.Upstreams)) {
 		ups = append(ups, k+" "+g.Upstreams[k])
 	}
+	direct := "none"
+	if len(g.DirectAgents) > 0 {
+		direct = strings.Join(g.DirectAgents, ", ") + " (handed their keys just in time)"
+	}
 	return ok("model gateway on at %s: agents get a session token, keys stay in the daemon; upstreams %s; "+
-		"other credentials are still handed to agents just in time", g.SocketPath, strings.Join(ups, ", "))
+		"agents that go around it (gateway.direct_agents): %s; other credentials are still handed to agents just in time",
+		g.SocketPath, strings.Join(ups, ", "), direct)
 }

@@ -25,8 +25,8 @@ func (s *Server) budgetLeft(person string) error {
 // gateway would ask for the key itself, which the gateway's keys are
 // not given out for: it is replaced by the installed one when idle, and
 // otherwise the prompt (task) is refused, saying so.
-func (s *Server) gatewayToken(ctx context.Context, executor, task string, sess store.Session) (string, error) {
-	if s.Gateway == nil {
+func (s *Server) gatewayToken(ctx context.Context, executor, task, tool string, sess store.Session) (string, error) {
+	if s.Gateway == nil || s.Gateway.Direct(tool) {
 		return "", nil
 	}
 	_, ping, err := s.Pool.Get(ctx, executor)

@@ -154,7 +154,7 @@ func (s *Server) admit(t *started) error {
 	if err != nil {
 		return err
 	}
-	bind := token.Binding{User: t.Executor, Session: t.sess.ID, Task: t.id, UID: t.UID}
+	bind := token.Binding{User: t.Executor, Session: t.sess.ID, Task: t.id, UID: t.UID, Tool: t.body.Tool}
 	if bind.User != t.Person {
 		bind.Person = t.Person
 	}
@@ -260,7 +260,7 @@ func (s *Server) runPrompt(ctx context.Context, executor, task, tok string, b ap
 	}
 	var res json.RawMessage
 	var err error
-	if params.GatewayToken, err = s.gatewayToken(ctx, executor, task, sess); err == nil {
+	if params.GatewayToken, err = s.gatewayToken(ctx, executor, task, b.Tool, sess); err == nil {
 		err = s.Pool.Call(ctx, executor, protocol.MethodExecutePrompt, params, &res)
 	}
 	if err != nil {

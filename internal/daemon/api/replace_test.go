@@ -87,7 +87,7 @@ func replaceRig(t *testing.T, b *upgradedBackend, others ...string) (*Server, st
 func TestOldIdleExecutorReplaced(t *testing.T) {
 	b := &upgradedBackend{}
 	srv, sess := replaceRig(t, b)
-	tok, err := srv.gatewayToken(context.Background(), "alice", "t1", sess)
+	tok, err := srv.gatewayToken(context.Background(), "alice", "t1", "claude-code", sess)
 	if err != nil || tok == "" || b.shutdowns != 1 {
 		t.Fatalf("token %q, err %v, %d shutdowns; want a token after one shutdown", tok, err, b.shutdowns)
 	}
@@ -105,7 +105,7 @@ func TestOldBusyExecutorKept(t *testing.T) {
 		"task":     {&upgradedBackend{}, []string{"t0"}, "runs task t0"},
 	} {
 		srv, sess := replaceRig(t, tc.b, tc.others...)
-		_, err := srv.gatewayToken(context.Background(), "alice", "t1", sess)
+		_, err := srv.gatewayToken(context.Background(), "alice", "t1", "claude-code", sess)
 		if err == nil || tc.b.shutdowns != 0 {
 			t.Fatalf("%s: err %v, %d shutdowns; want refused, none", name, err, tc.b.shutdowns)
 		}
@@ -116,3 +116,5 @@ func TestOldBusyExecutorKept(t *testing.T) {
 		}
 	}
 }
+
+func (signedGateway) Direct(string) bool { return false }

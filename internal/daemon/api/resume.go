@@ -78,7 +78,7 @@ func (s *Server) takeOver(t store.Task) (store.Session, string, int64, error) {
 	if err != nil {
 		return sess, "", 0, err
 	}
-	bind := token.Binding{User: s.executorOf(t.UnixUser), Session: sess.ID, Task: t.ID, UID: uint32(t.UID)}
+	bind := token.Binding{User: s.executorOf(t.UnixUser), Session: sess.ID, Task: t.ID, UID: uint32(t.UID), Tool: sess.AgenticTool}
 	if bind.User != t.UnixUser {
 		bind.Person = t.UnixUser
 	}

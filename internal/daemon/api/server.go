@@ -135,6 +135,9 @@ type Gateway interface {
 	// (none: no bound); Currency is the unit of costs and cost bounds.
 	Standings(person string) ([]meter.Standing, error)
 	Currency() string
+	// Direct: tool's model calls bypass the gateway (its key is handed
+	// to it just in time, as with the gateway off).
+	Direct(tool string) bool
 }
 
 // errorBody is err as the API shows it, and its HTTP status; an error

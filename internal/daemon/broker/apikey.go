@@ -37,7 +37,7 @@ func (c *conn) getAPIKey(_ context.Context, p apiKeyParams) (protocol.GetAPIKeyR
 		return protocol.GetAPIKeyResult{}, rerr
 	}
 	rec.User, rec.UID, rec.Session, rec.Task = bind.Who(), audit.UIDOf(bind.UID), bind.Session, bind.Task
-	if slices.Contains(c.b.withheld, p.CredentialKey) {
+	if slices.Contains(c.b.withheld, p.CredentialKey) && !slices.Contains(c.b.direct, bind.Tool) {
 		rec.Reason = protocol.ReasonWithheld
 		c.b.audit.Log(rec)
 		return protocol.GetAPIKeyResult{}, rpc.Errorf(protocol.CodePermissionDenied, protocol.ReasonWithheld,

@@ -94,8 +94,10 @@ type Config struct {
 	Limits Limits
 	Log    *slog.Logger
 	// Withheld are the credentials the model gateway puts on requests
-	// itself: never handed to an executor (get_api_key refuses them).
+	// itself: never handed to an executor (get_api_key refuses them),
+	// but to the tasks of Direct agents (gateway.direct_agents).
 	Withheld []string
+	Direct   []string
 }
 
 // ErrUnknownMode is returned by StartTask for a mode not in the catalog.
@@ -110,8 +112,8 @@ type Broker struct {
 	audit  *audit.Logger
 	limits Limits
 	log    *slog.Logger
-	// withheld: Config.Withheld
-	withheld []string
+	// withheld, direct: Config.Withheld, Config.Direct
+	withheld, direct []string
 	queue    *queue
 	stats    counters
 
@@ -127,7 +129,7 @@ func New(cfg Config) *Broker {
 	}
 	b := &Broker{
 		tokens: cfg.Tokens, keys: cfg.Keys, sink: cfg.Sink, audit: cfg.Audit,
-		limits: cfg.Limits.withDefaults(), log: log, tasks: map[string]Mode{}, withheld: cfg.Withheld,
+		limits: cfg.Limits.withDefaults(), log: log, tasks: map[string]Mode{}, withheld: cfg.Withheld, direct: cfg.Direct,
 	}
 	b.queue = newQueue(b.limits.MaxPending)
 	return b

@@ -37,6 +37,9 @@ type Binding struct {
 	// stored for that name under another uid (an earlier account of the
 	// name) is not the person's.
 	UID uint32
+	// Tool is the task's agent: with the model gateway on, only agents
+	// it does not serve (gateway.direct_agents) are handed its keys.
+	Tool string
 }
 
 // Who is the person the token acts for.
