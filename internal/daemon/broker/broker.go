@@ -114,8 +114,8 @@ type Broker struct {
 	log    *slog.Logger
 	// withheld, direct: Config.Withheld, Config.Direct
 	withheld, direct []string
-	queue    *queue
-	stats    counters
+	queue            *queue
+	stats            counters
 
 	mu    sync.Mutex
 	tasks map[string]Mode // live tasks, by task id
