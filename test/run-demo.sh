@@ -2,7 +2,8 @@
 # The demo behind `make run`: agor-daemon in direct mode (no systemd
 # needed) on a private socket with its own state. It starts your executor on
 # first use, runs a command there, seals an API key, runs a real Claude Code
-# turn against a stand-in model server on 127.0.0.1 (there is no model API to
+# turn through the model gateway (the key stays in the daemon) against a
+# stand-in model server on 127.0.0.1 (there is no model API to
 # reach from here), opens a terminal, and shows the audit trail. Run as root,
 # executors run as the account test/testaccount.sh makes (an executor runs
 # neither as root nor as nobody); as anyone else, as you. Everything happens in a temporary directory.
@@ -40,6 +41,10 @@ execution:
   socket_path_template: $dir/executors/{user}.sock
 daemon:
   state_dir: $dir/state
+gateway:
+  enabled: true
+  socket_path: $dir/gateway.sock
+  upstreams: {anthropic: "$(cat "$dir/model.url")"}
 YAML
 cat >"$dir/agents.yaml" <<YAML
 claude-code:
@@ -62,12 +67,14 @@ step "agorctl executors start $user    (first use starts the executor)"
 "$bin/agorctl" executors start "$user"
 step "agorctl exec $user -- sh -c 'id -un; pwd'"
 "$bin/agorctl" exec "$user" -- sh -c 'id -un; pwd'
-step "printf 'sk-demo\\n' | agorctl creds set ANTHROPIC_API_KEY ${scope[*]}   (sealed; fetched by the executor just in time)"
+step "printf 'sk-demo\\n' | agorctl creds set ANTHROPIC_API_KEY ${scope[*]}   (sealed; it stays in the daemon: the agent gets a token for the model gateway)"
 printf 'sk-demo\n' | "$bin/agorctl" creds set ANTHROPIC_API_KEY "${scope[@]}"
 if [ -x "$claude" ]; then
 	step "agorctl prompt $user --mode bypassPermissions 'leave a note in a file'   (real Claude Code, stand-in model)"
 	"$bin/agorctl" prompt "$user" --mode bypassPermissions 'leave a note in a file' || true
 	echo "-- $dir/work/agent-demo.txt: $(cat "$dir/work/agent-demo.txt" 2>/dev/null || echo missing)"
+	step "agorctl usage    (the gateway's ledger: each model request, its tokens and cost)"
+	"$bin/agorctl" usage || true
 else
 	step "skipping the prompt: Claude Code is not installed (needs Node.js and npm; test/agents.sh claude-code)"
 fi

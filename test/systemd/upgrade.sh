@@ -24,8 +24,9 @@ upgrade_from_previous() {
 	# The store's tasks table is made anew by this tree's migration 6 (the
 	# status "incomplete", dropped_events): the tasks and their events,
 	# which refer to them, must come through it as they were.
-	local before
+	local before usage
 	before=$(task_rows "$sid")
+	usage=$(task_usage "$sid")
 	echo "filled: session $sid, task $task with $n events ($before), alice's key, a daemon-wide key, a bearer token"
 
 	# --force-confold: the operator's config.yaml (changed above) is kept,
@@ -65,7 +66,7 @@ upgrade_from_previous() {
 	ex=$(agorctl executors --json)
 	grep -q '"mode":"open"' <<<"$ex" || { echo "no executor in mode open: $ex"; return 1; }
 	echo "after the upgrade: the session and its $n events, alice's own key (issued as user_credential, now in her own file), the bearer token, and a follow-up in the same session all work; everyone's network stays open, the egress socket is there"
-	upgrade_gateway_on "$sid" "$before"
+	upgrade_gateway_on "$sid" "$before" "$usage"
 }
 
 # upgrade_gateway_on SESSION ROWS: the kept config.yaml has no gateway
@@ -100,12 +101,23 @@ print(" ".join(sorted({r["key"] for r in json.load(urllib.request.urlopen("http:
 	if grep -rqs sk-alice-own /home/alice; then echo "a file of alice's holds her key"; return 1; fi
 	rows=$(agorctl usage --user alice --since "$(date -d "@$t0" +%Y-%m-%dT%H:%M:%S.%N%:z)" --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["rows"]))')
 	[ "$rows" -ge 1 ] || { echo "no ledger row for alice's prompt through the gateway"; return 1; }
+	[ -n "$3" ] || { echo "the previous release showed no token usage for the task"; return 1; }
+	want "$(task_usage "$1" | head -n "$(wc -l <<<"$3")")" "$3"
 	local now w
 	now=$(task_rows "$1")
 	for w in $2; do
 		case " $now " in *" $w "*) ;; *) echo "the tasks from before the upgrade changed ($w): $now"; return 1 ;; esac
 	done
-	echo "gateway turned on after the upgrade: alice's idle executor on the old binary (pid $pid) replaced, her stored key on $rows ledger row(s) of the stand-in's requests and in none of her processes or files; her earlier tasks unchanged"
+	echo "gateway turned on after the upgrade: alice's idle executor on the old binary (pid $pid) replaced, her stored key on $rows ledger row(s) of the stand-in's requests and in none of her processes or files; her earlier tasks and their token usage unchanged ($(head -n 1 <<<"$3"))"
+}
+# task_usage is the token usage each task of session $1 reported, oldest
+# first: the usage a release before the gateway kept.
+task_usage() {
+	as alice agorctl tasks "$1" --json | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+tasks = d["tasks"] if isinstance(d, dict) else d
+for t in sorted(tasks, key=lambda t: t.get("created_at", "")):
+    print(t["id"], json.dumps((t.get("result") or {}).get("token_usage"), sort_keys=True))'
 }
 # task_rows is each task of session $1 as id, status and end time.
 task_rows() {
