@@ -119,6 +119,20 @@ cockpit_resume() {
 }
 check "Cockpit in headless Chromium: the daemon restarts under alice's prompt sent from the page; the page says so, follows the task on and shows its output once and completed" cockpit_resume
 
+# cockpit_long: a turn of 5,000 events drawn by alice's page through its
+# own path (the stream's lines, the transcript, a chunk a frame), then
+# scrolled through; how long each took is printed (cockpit-browser.mjs
+# long), with screenshots.
+cockpit_long() {
+	cockpit_accounts
+	groupdel agor-admins # as the other concerns know the host
+	local rc=0
+	ALICE_PW=alice-Cockpit-1 STEPS=long timeout 300 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser-long.out 2>&1 || rc=$?
+	grep -v "console\] verbose" /tmp/browser-long.out
+	[ "$rc" = 0 ] || { echo "browser exit $rc"; return 1; }
+}
+check "Cockpit in headless Chromium: a turn of 5,000 events is drawn in alice's page and scrolled through to its end (timings printed, screenshots)" cockpit_long
+
 cockpit_lint() {
 	cat $T/lint-cockpit.txt
 	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint-cockpit.txt
