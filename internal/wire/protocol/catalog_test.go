@@ -63,7 +63,7 @@ var catalog = []message{
 	{protocol.MethodTaskNotice, "result", protocol.TaskNoticeResult{Emitted: true}},
 	{protocol.MethodStopTask, "result", protocol.StopTaskResult{Stopped: true}},
 	{protocol.MethodResumeTask, "params", protocol.ResumeTaskParams{TaskID: "t1", SessionToken: "tok-def", AfterSequence: 41}},
-	{protocol.MethodResumeTask, "result", protocol.ExecutePromptResult{Status: protocol.StatusCompleted, MessageCount: 57}},
+	{protocol.MethodResumeTask, "result", protocol.ExecutePromptResult{Status: protocol.StatusCompleted, MessageCount: 57, Prewarmed: true}},
 
 	{protocol.MethodExec, "params", protocol.ExecParams{ExecID: "e1", Argv: []string{"git", "status"}, Cwd: "src",
 		Env: map[string]string{"LANG": "C.UTF-8"}, Stdin: []byte("y\n"), TimeoutMS: 10000, Sandbox: protocol.SandboxReadOnly}},
@@ -119,10 +119,14 @@ var catalog = []message{
 		EventData: json.RawMessage(`{"type":"tool_call","data":{"tool_input":{"command":"ls"},"tool_name":"Bash","tool_use_id":"u1"}}`)}},
 	{protocol.MethodWarmAgents, "params", protocol.WarmAgentsParams{Agents: []protocol.WarmAgent{
 		{SessionID: "s1", Tool: protocol.ToolClaudeCode, LastUsedMS: 1763900000123},
-		{SessionID: "s2", Tool: protocol.ToolCodex, LastUsedMS: 1763900004567}}}},
+		{SessionID: "s2", Tool: protocol.ToolCodex, LastUsedMS: 1763900004567},
+		{SessionID: "s3", Tool: protocol.ToolGemini, LastUsedMS: 1763900005000, Prewarmed: true}}}},
 	{protocol.MethodReleaseWarmAgent, "params", protocol.ReleaseWarmAgentParams{SessionID: "s1", Tool: protocol.ToolClaudeCode,
 		LastUsedMS: 1763900000123, Reason: "host cap"}},
 	{protocol.MethodReleaseWarmAgent, "result", protocol.ReleaseWarmAgentResult{Released: true}},
+	{protocol.MethodPrewarmAgent, "params", protocol.PrewarmAgentParams{SessionID: "s1", Tool: protocol.ToolCodex, Cwd: "src/app",
+		PermissionMode: protocol.ModeDefault, Model: "gpt-5", Sandbox: protocol.SandboxWorkspace, GatewayToken: "agor-gw1.s1.1001.mac"}},
+	{protocol.MethodPrewarmAgent, "result", protocol.PrewarmAgentResult{Started: false, Reason: protocol.PrewarmAlreadyWarm}},
 }
 
 // TestGolden checks each message both ways: the Go value encodes to its
@@ -261,6 +265,10 @@ func TestValidation(t *testing.T) {
 		{protocol.WarmAgentsParams{Agents: make([]protocol.WarmAgent, protocol.MaxWarmAgents+1)}, "agents"},
 		{protocol.ReleaseWarmAgentParams{SessionID: "s"}, "agentic_tool"},
 		{protocol.ReleaseWarmAgentParams{SessionID: "s", Tool: "codex", LastUsedMS: -1}, "last_used_ms"},
+		{protocol.PrewarmAgentParams{Tool: "codex", GatewayToken: "g"}, "session_id"},
+		{protocol.PrewarmAgentParams{SessionID: "s", GatewayToken: "g"}, "agentic_tool"},
+		{protocol.PrewarmAgentParams{SessionID: "s", Tool: "codex"}, "gateway_token"},
+		{protocol.PrewarmAgentParams{SessionID: "s", Tool: "codex", GatewayToken: "g", PermissionMode: "yolo"}, "permission_mode"},
 	}
 	for _, c := range cases {
 		err := c.v.Validate()

@@ -57,7 +57,7 @@ var ExecutorMethods = []string{
 	MethodSpawnTerminal, MethodAttachTerminal, MethodResizeTerminal, MethodTerminateTerminal,
 	MethodListTerminals, MethodTerminalInput, MethodAttachTerminalRaw,
 	MethodSubmitJob, MethodCancelJob,
-	MethodReleaseWarmAgent,
+	MethodReleaseWarmAgent, MethodPrewarmAgent,
 	MethodSocketHolders,
 	MethodTaskNotice,
 }

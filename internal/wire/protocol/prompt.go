@@ -94,6 +94,9 @@ type ExecutePromptResult struct {
 	// Warm says the turn ran on the session's agent process kept from
 	// its previous turn, rather than a new process resuming the session.
 	Warm bool `json:"warm,omitempty"`
+	// Prewarmed says the turn was the first on an agent process started
+	// ahead of the prompt (prewarm_agent, revision 3); Warm is then false.
+	Prewarmed bool `json:"prewarmed,omitempty"`
 	// Warnings are what went wrong in a turn that still ended: a tool
 	// call whose own sandbox could not start, so its command did not run
 	// as the agent meant (each also an "error" event, code "sandbox").

@@ -30,6 +30,10 @@ type WarmAgent struct {
 	SessionID  string `json:"session_id"`
 	Tool       string `json:"agentic_tool"`
 	LastUsedMS int64  `json:"last_used_ms"` // end of its last turn, unix ms
+	// Prewarmed: started ahead of the session's first prompt, no turn
+	// run yet (LastUsedMS is its start). The host's cap releases these
+	// first: no conversation is lost with them.
+	Prewarmed bool `json:"prewarmed,omitempty"`
 }
 
 func (a WarmAgent) validate(field string) error {
