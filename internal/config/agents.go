@@ -20,12 +20,17 @@ type Agents struct {
 	// WarmPerHost bounds every user's warm agents together: beyond it the
 	// daemon asks for the least recently used back (0: no host cap).
 	WarmPerHost int `yaml:"warm_per_host"`
+	// PrewarmIdleMS bounds a pre-warmed agent (started ahead of its
+	// session's first prompt, issue 40) that no prompt has used: it is
+	// stopped after this long (0: no pre-warming). It is a warm agent for
+	// every other bound, but never evicts one that has run a turn.
+	PrewarmIdleMS int64 `yaml:"prewarm_idle_ms"`
 }
 
 // DefaultAgents are the warm-agent bounds a file leaves out; see
 // packaging/config.yaml for the measurements behind them.
 func DefaultAgents() Agents {
-	return Agents{WarmIdleMS: 300_000, WarmPerUser: 4, WarmMemoryBytes: 2 << 30, WarmHostMinAvailableBytes: 1 << 30, WarmPerHost: 16}
+	return Agents{WarmIdleMS: 300_000, WarmPerUser: 4, WarmMemoryBytes: 2 << 30, WarmHostMinAvailableBytes: 1 << 30, WarmPerHost: 16, PrewarmIdleMS: 120_000}
 }
 
 func (a Agents) validate() error {
@@ -40,6 +45,8 @@ func (a Agents) validate() error {
 		return fmt.Errorf("agents.warm_host_min_available_bytes: must not be negative")
 	case a.WarmPerHost < 0:
 		return fmt.Errorf("agents.warm_per_host: must not be negative")
+	case a.PrewarmIdleMS < 0:
+		return fmt.Errorf("agents.prewarm_idle_ms: must not be negative")
 	}
 	return nil
 }

@@ -61,19 +61,57 @@ func (a *ACP) Run(ctx context.Context, req Request, host Host) (Result, error) {
 // Open implements Opener: an ACP session takes any number of
 // session/prompt calls on one process.
 func (a *ACP) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
-	args, err := a.Setup(&req)
-	if err != nil {
-		res, err := acpFailed(&Error{Code: protocol.TaskAgentCrashed, Message: "prepare agent: " + err.Error()})
+	l, res, err := a.start(ctx, &req)
+	if l == nil {
 		return res, nil, err
 	}
-	// The process and its connection outlive the turn's ctx: a stopped
-	// turn is cancelled with session/cancel.
+	stopWatch := context.AfterFunc(ctx, l.kill) // cancelled while starting: kill at once
+	sid, err := l.c.open(ctx, req)
+	stopWatch()
+	if err != nil {
+		res := Result{AgentSession: req.Resume}
+		l.sid = req.Resume
+		return l.end(ctx, res, err)
+	}
+	l.sid = sid
+	res, err = l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
+	}
+	return res, l, err
+}
+
+// Prepare implements Preparer: the agent is started, and initialize
+// and its session's start (or resume) run on a goroutine; the first
+// Turn waits for them.
+func (a *ACP) Prepare(ctx context.Context, req Request) (Live, error) {
+	l, _, err := a.start(ctx, &req)
+	if l == nil {
+		return nil, err
+	}
+	l.ready = handshake(ctx, &l.readyErr, func(hctx context.Context) error {
+		sid, err := l.c.open(hctx, req)
+		l.sid = sid
+		return err
+	})
+	return l, nil
+}
+
+// start prepares and starts the agent and serves its connection; the
+// process and its connection outlive ctx (a stopped turn is cancelled
+// with session/cancel). No process: the Result and error say why.
+func (a *ACP) start(ctx context.Context, req *Request) (*acpLive, Result, error) {
+	args, err := a.Setup(req)
+	if err != nil {
+		res, err := acpFailed(&Error{Code: protocol.TaskAgentCrashed, Message: "prepare agent: " + err.Error()})
+		return nil, res, err
+	}
 	procCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
-	p, err := Start(procCtx, req, a.Install, args...)
+	p, err := Start(procCtx, *req, a.Install, args...)
 	if err != nil {
 		kill()
 		res, err := acpFailed(err)
-		return res, nil, err
+		return nil, res, err
 	}
 	l := &acpLive{p: p, kill: kill, c: &acpClient{}}
 	if a.ToolOutput != nil {
@@ -84,20 +122,7 @@ func (a *ACP) Open(ctx context.Context, req Request, host Host) (Result, Live, e
 		OnLine: keyRedactor(req.Env, a.Key),
 		Logger: slog.Default().With("agent", filepath.Base(req.Binary), "task", req.TaskID),
 	})
-	stopWatch := context.AfterFunc(ctx, kill) // cancelled while starting: kill at once
-	sid, err := l.c.open(ctx, req)
-	stopWatch()
-	if err != nil {
-		res := Result{AgentSession: req.Resume}
-		l.sid = req.Resume
-		return l.end(ctx, res, err)
-	}
-	l.sid = sid
-	res, err := l.Turn(ctx, req, host)
-	if !l.Usable() {
-		return res, nil, err
-	}
-	return res, l, err
+	return l, Result{}, nil
 }
 
 // acpLive is one ACP agent process and its session, across turns.
@@ -110,6 +135,10 @@ type acpLive struct {
 	turns  int
 	closed bool
 	once   sync.Once
+	// ready is closed when a prepared process's handshake is over
+	// (readyErr its outcome); nil when a turn opened the process.
+	ready    <-chan struct{}
+	readyErr error
 }
 
 var _ Live = (*acpLive)(nil)
@@ -136,11 +165,10 @@ func (l *acpLive) Usable() bool {
 // agent to end the turn; it is killed if it has not within
 // interruptGrace.
 func (l *acpLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
-	warm := l.turns > 0
+	warm := l.turns > 0 || l.ready != nil
 	l.turns++
-	if !l.Usable() {
-		l.Close()
-		return Result{}, ErrGone
+	if err := awaitHandshake(ctx, l.ready, &l.readyErr); err != nil || !l.Usable() {
+		return l.gone(ctx, err)
 	}
 	ch := &counting{Host: host}
 	var (
@@ -187,6 +215,19 @@ func (l *acpLive) Turn(ctx context.Context, req Request, host Host) (Result, err
 	return res, nil
 }
 
+// gone closes a process that cannot take the turn: stopped while its
+// handshake ran (err is ctx's), or gone (ErrGone: the turn runs cold).
+func (l *acpLive) gone(ctx context.Context, err error) (Result, error) {
+	l.Close()
+	if err != nil && ctx.Err() != nil {
+		return Result{Status: "failed", Err: &Error{Code: "cancelled", Message: context.Cause(ctx).Error()}}, ctx.Err()
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{}, ErrGone
+}
+
 // end closes the process after a turn that could not go on, and settles
 // the Result as Run always has.
 func (l *acpLive) end(ctx context.Context, res Result, runErr error) (Result, Live, error) {
@@ -215,6 +256,9 @@ func (l *acpLive) close() error {
 		l.closed = true
 		err = l.p.CloseRPC(l.c.conn, l.served, acpExitGrace, l.kill)
 		l.kill()
+		if l.ready != nil {
+			<-l.ready // the handshake ends with the process
+		}
 	})
 	return err
 }

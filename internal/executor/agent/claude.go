@@ -78,30 +78,60 @@ func (c Claude) Run(ctx context.Context, req Request, host Host) (Result, error)
 // takes any number of user messages on one process, each answered by
 // its own result line.
 func (c Claude) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
+	l, res, err := c.start(ctx, req)
+	if l == nil {
+		return res, nil, err
+	}
+	res, err = l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
+	}
+	return res, l, err
+}
+
+// Prepare starts Claude Code and sends initialize, without waiting for
+// its answer: Claude Code answers it late, after it would have handled
+// a user message sent at once, so the first Turn writes the message
+// without waiting either (and its reading skips the answer).
+func (c Claude) Prepare(ctx context.Context, req Request) (Live, error) {
+	l, _, err := c.start(ctx, req)
+	if l == nil {
+		return nil, err
+	}
+	t := &claudeTurn{p: l.p}
+	if err := t.send(claudeInitialize); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("claude-code: initialize: %w", err)
+	}
+	l.prepared = true
+	return l, nil
+}
+
+// start starts Claude Code for req; the process outlives ctx (a stopped
+// turn is interrupted). No process: the Result and error say why.
+func (c Claude) start(ctx context.Context, req Request) (*claudeLive, Result, error) {
 	args, err := claudeArgs(req)
 	if err != nil {
-		return Result{}, nil, err
+		return nil, Result{}, err
 	}
 	req.Env = claudeEnv(req.Env)
-	// The process outlives the turn's ctx; a stopped turn is interrupted.
 	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	p, err := Start(pctx, req, claudeInstall, args...)
 	if err != nil {
 		kill()
 		var e *Error
 		if errors.As(err, &e) {
-			return Result{Status: "failed", Err: e}, nil, err
+			return nil, Result{Status: "failed", Err: e}, err
 		}
-		return Result{}, nil, fmt.Errorf("claude-code: %w", err)
+		return nil, Result{}, fmt.Errorf("claude-code: %w", err)
 	}
 	mode := claudeModes[req.PermissionMode]
-	l := &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey()), mode: mode, bypass: mode == "bypassPermissions", model: req.Model}
-	res, err := l.Turn(ctx, req, host)
-	if !l.Usable() {
-		return res, nil, err
-	}
-	return res, l, err
+	return &claudeLive{p: p, kill: kill, redact: claudeRedactor(req.Env, c.CredentialKey()), mode: mode,
+		bypass: mode == "bypassPermissions", model: req.Model}, Result{}, nil
 }
+
+// claudeInitialize is the Agent SDK's first control request.
+var claudeInitialize = map[string]any{"type": "control_request", "request_id": "init-1", "request": map[string]any{"subtype": "initialize"}}
 
 // claudeTurn is the state of one turn.
 type claudeTurn struct {
@@ -150,7 +180,7 @@ func (t *claudeTurn) start(prompt string) error {
 		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": prompt}}},
 	}}
 	if t.init {
-		msgs = append([]any{map[string]any{"type": "control_request", "request_id": "init-1", "request": map[string]any{"subtype": "initialize"}}}, msgs...)
+		msgs = append([]any{claudeInitialize}, msgs...)
 	}
 	for _, m := range msgs {
 		if err := t.send(m); err != nil {

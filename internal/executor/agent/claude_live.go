@@ -15,7 +15,10 @@ type claudeLive struct {
 	kill   context.CancelFunc // ends the process group
 	redact func([]byte) []byte
 	begun  bool // initialize was sent: later turns send only their message
-	broken bool // the process ended (finish waited for it)
+	// prepared: initialize was sent before any turn (Prepare); the first
+	// turn sends only its message, and is warm as far as ErrGone goes.
+	prepared bool
+	broken   bool // the process ended (finish waited for it)
 	// mode is the process's permission mode (Claude Code's name); bypass
 	// says it was started in bypassPermissions, the only way Claude Code
 	// lets a session switch into that mode later.
@@ -69,7 +72,7 @@ func (l *claudeLive) CanSwitchModel(model string) bool { return model != "" }
 
 // Turn sends one user message and reads until its result line.
 func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
-	warm := l.begun
+	warm := l.begun || l.prepared
 	if l.broken || (warm && !l.p.Alive()) {
 		l.Close()
 		return Result{}, ErrGone
@@ -84,7 +87,7 @@ func (l *claudeLive) Turn(ctx context.Context, req Request, host Host) (Result, 
 		}
 	}
 	ch := &counting{Host: host}
-	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun, mode: req.PermissionMode}
+	t := &claudeTurn{ctx: ctx, p: l.p, host: ch, redact: l.redact, init: !l.begun && !l.prepared, mode: req.PermissionMode}
 	if !l.begun {
 		t.resume = req.Resume
 	}

@@ -77,13 +77,47 @@ func (c Codex) Run(ctx context.Context, req Request, host Host) (Result, error) 
 // Open runs one turn and keeps codex app-server for more: a thread takes
 // any number of turn/start calls.
 func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, error) {
+	l, res, err := c.start(ctx, req)
+	if l == nil {
+		return res, nil, err
+	}
+	stopWatch := context.AfterFunc(ctx, l.kill) // cancelled while starting: kill at once
+	err = l.open(ctx, req)
+	stopWatch()
+	if err != nil {
+		t := l.newTurn(ctx, host, req)
+		waitErr := l.close()
+		res := t.finish(err, waitErr, l.p.Stderr())
+		return res, nil, ctx.Err()
+	}
+	res, err = l.Turn(ctx, req, host)
+	if !l.Usable() {
+		return res, nil, err
+	}
+	return res, l, err
+}
+
+// Prepare starts codex app-server and starts (or resumes) the thread on
+// a goroutine; the first Turn waits for it.
+func (c Codex) Prepare(ctx context.Context, req Request) (Live, error) {
+	l, _, err := c.start(ctx, req)
+	if l == nil {
+		return nil, err
+	}
+	l.ready = handshake(ctx, &l.readyErr, func(hctx context.Context) error { return l.open(hctx, req) })
+	return l, nil
+}
+
+// start starts codex app-server for req and serves its connection; the
+// process outlives ctx. No process: the Result and error say why.
+func (c Codex) start(ctx context.Context, req Request) (*codexLive, Result, error) {
 	policy, sandbox, err := codexMode(req.PermissionMode)
 	if err != nil {
-		return Result{Status: "failed", Err: &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}}, nil, err
+		return nil, Result{Status: "failed", Err: &Error{Code: protocol.TaskAgentCrashed, Message: err.Error()}}, err
 	}
 	if _, err := os.Stat(req.Binary); err == nil { // missing binary: Start says so
 		if err := codexConfigure(req.Env, c.CredentialKey()); err != nil {
-			return Result{}, nil, fmt.Errorf("codex: %w", err)
+			return nil, Result{}, fmt.Errorf("codex: %w", err)
 		}
 	}
 	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
@@ -92,9 +126,9 @@ func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, 
 		kill()
 		var e *Error
 		if errors.As(err, &e) {
-			return Result{Status: "failed", Err: e}, nil, err
+			return nil, Result{Status: "failed", Err: e}, err
 		}
-		return Result{}, nil, fmt.Errorf("codex: %w", err)
+		return nil, Result{}, fmt.Errorf("codex: %w", err)
 	}
 	l := &codexLive{p: p, kill: kill, policy: policy, sandbox: sandbox, redact: keyRedactor(req.Env, c.CredentialKey()), task: req.TaskID}
 	l.conn, l.served = p.ServeRPC(pctx, rpc.HandlerFunc(l.handle), rpc.Options{
@@ -102,20 +136,7 @@ func (c Codex) Open(ctx context.Context, req Request, host Host) (Result, Live, 
 		OnLine: l.line,
 		Logger: slog.Default().With("agent", "codex", "task", req.TaskID),
 	})
-	stopWatch := context.AfterFunc(ctx, kill) // cancelled while starting: kill at once
-	err = l.open(ctx, req)
-	stopWatch()
-	if err != nil {
-		t := l.newTurn(ctx, host, req)
-		waitErr := l.close()
-		res := t.finish(err, waitErr, p.Stderr())
-		return res, nil, ctx.Err()
-	}
-	res, err := l.Turn(ctx, req, host)
-	if !l.Usable() {
-		return res, nil, err
-	}
-	return res, l, err
+	return l, Result{}, nil
 }
 
 // codexMode maps a permission mode onto an approval policy and a sandbox.

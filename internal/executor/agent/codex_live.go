@@ -21,8 +21,12 @@ type codexLive struct {
 	mode            string // the thread's policies after the last turn/start ("" unknown: resumed)
 	model           string // the thread's model as last named ("" config.toml's)
 	turns           int
-	once            sync.Once
-	closed          bool
+	// ready is closed when a prepared process's handshake is over
+	// (readyErr its outcome); nil when a turn opened the process.
+	ready    <-chan struct{}
+	readyErr error
+	once     sync.Once
+	closed   bool
 
 	mu   sync.Mutex
 	task string     // the current turn's task, for traces
@@ -107,11 +111,10 @@ func (l *codexLive) newTurn(ctx context.Context, host Host, req Request) *codexT
 // ctx ends, turn/interrupt stops it; codex is killed if the turn has not
 // completed within interruptGrace.
 func (l *codexLive) Turn(ctx context.Context, req Request, host Host) (Result, error) {
-	warm := l.turns > 0
+	warm := l.turns > 0 || l.ready != nil
 	l.turns++
-	if !l.Usable() {
-		l.Close()
-		return Result{}, ErrGone
+	if err := awaitHandshake(ctx, l.ready, &l.readyErr); err != nil || !l.Usable() {
+		return l.gone(ctx, err)
 	}
 	ch := &counting{Host: host}
 	t := l.newTurn(ctx, ch, req)
@@ -155,6 +158,19 @@ func (l *codexLive) Turn(ctx context.Context, req Request, host Host) (Result, e
 	return res, ctx.Err()
 }
 
+// gone closes a process that cannot take the turn: stopped while its
+// handshake ran (err is ctx's), or gone (ErrGone: the turn runs cold).
+func (l *codexLive) gone(ctx context.Context, err error) (Result, error) {
+	l.Close()
+	if err != nil && ctx.Err() != nil {
+		return Result{Status: "failed", Err: &Error{Code: "cancelled", Message: "codex turn stopped: " + context.Cause(ctx).Error()}}, ctx.Err()
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{}, ErrGone
+}
+
 // interrupt asks codex to stop the turn and waits for its turn/completed,
 // killing codex if it does not come within interruptGrace.
 func (l *codexLive) interrupt(t *codexTurn) {
@@ -183,6 +199,9 @@ func (l *codexLive) close() error {
 		l.closed = true
 		err = l.p.CloseRPC(l.conn, l.served, codexExitWait, l.kill)
 		l.kill()
+		if l.ready != nil {
+			<-l.ready // the handshake ends with the process
+		}
 	})
 	return err
 }

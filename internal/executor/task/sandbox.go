@@ -128,9 +128,10 @@ func modeFloor(tool, mode string) sandbox.Level {
 }
 
 // confine sets req up to run under the task's sandbox level (at least
-// the mode's floor), and says what it got (as the task's first event and
-// in its result); the spec's Cleanup is for when the agent is gone.
-func (s *Service) confine(p protocol.ExecutePromptParams, floor sandbox.Level, req *agent.Request, h *host) (sandbox.Spec, *protocol.SandboxInfo, error) {
+// the mode's floor), and says what it got (for the task's first event
+// and its result; nil: off, with nothing to say); the spec's Cleanup is
+// for when the agent is gone.
+func (s *Service) confine(p protocol.ExecutePromptParams, floor sandbox.Level, req *agent.Request) (sandbox.Spec, *protocol.SandboxInfo, error) {
 	home := agent.Getenv(req.Env, "HOME")
 	state := confinedState(p.Tool, home)
 	spec, applied, err := s.Sandbox.ForAtLeast(s.Sandbox.PromptLevel(p.Sandbox), floor, req.Cwd, home, []string{state.dir})
@@ -147,9 +148,7 @@ func (s *Service) confine(p protocol.ExecutePromptParams, floor sandbox.Level, r
 		}
 		req.Wrap = spec.Command
 		req.Env = spec.Env(state.env(req.Env))
-		s.rememberConfined(p, spec.Level)
 	}
-	h.Emit(sandboxEvent(applied))
 	return spec, &applied, nil
 }
 
@@ -166,7 +165,18 @@ func (s *Service) floor(p protocol.ExecutePromptParams) sandbox.Level {
 	return sandbox.Stricter(modeFloor(p.Tool, p.PermissionMode), before)
 }
 
+// level is the level p's turn asks to run at: its request (or the
+// policy's level for prompts), at least floor.
+func (s *Service) level(p protocol.ExecutePromptParams, floor sandbox.Level) sandbox.Level {
+	return sandbox.Stricter(sandbox.Level(s.Sandbox.PromptLevel(p.Sandbox)), floor)
+}
+
+// rememberConfined notes the level p's agent ran at, once it ran (a
+// pre-warmed agent's counts from its first turn): off is not noted.
 func (s *Service) rememberConfined(p protocol.ExecutePromptParams, l sandbox.Level) {
+	if l == "" || l == sandbox.Off {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.confined == nil {

@@ -51,6 +51,7 @@ type Service struct {
 	owned    map[string]*owned                  // running, or ended and not yet taken (owned.go)
 	sessions map[string]string                  // session_id + tool → the agent's own session id
 	confined map[string]sandbox.Level           // session_id + tool → the level it last ran confined at
+	busy     map[string]int                     // session_id + tool → its turns running (prewarm.go)
 }
 
 // Register adds execute_prompt and stop_task to m.
@@ -59,6 +60,7 @@ func (s *Service) Register(m *rpc.Mux) {
 	m.Register(protocol.MethodStopTask, rpc.Method(s.stop))
 	m.Register(protocol.MethodResumeTask, s.resumeTask)
 	m.Register(protocol.MethodReleaseWarmAgent, rpc.Method(s.releaseWarm))
+	m.Register(protocol.MethodPrewarmAgent, s.prewarm)
 	m.Register(protocol.MethodTaskNotice, rpc.Method(s.notice))
 }
 
@@ -146,6 +148,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	// check of the task's token, and a rotated key restarts the agent. A
 	// warm process keeps the key it was started with in its own
 	// environment, as it would for a long turn: never in the executor's.
+	defer s.turnRuns(warmKey(p))()
 	key, more, err := s.credentials(ctx, h, p, a)
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
@@ -153,27 +156,25 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	if err != nil {
 		return failed(protocol.TaskCredentialMissing, err.Error())
 	}
-	req := agent.Request{
-		SessionID: p.SessionID, TaskID: p.TaskID, Prompt: p.Prompt, Cwd: cwd, Model: p.Model,
-		PermissionMode: p.PermissionMode, Resume: s.resume(p),
-	}
-	agents, err := s.agents()
+	req, err := s.request(p, a, cwd, key, more)
 	if err != nil {
 		return failed(protocol.TaskAgentMissing, err.Error())
 	}
-	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID, more)
-	req.Env = ownSignIn(p.Tool, p.GatewayToken, req.Env)
 	floor := s.floor(p)
-	want := settingsOf(p, req, floor)
+	want := settingsOf(p, req, s.level(p, floor))
 	if w := s.pool().take(warmKey(p), want); w != nil {
 		if out, ok := s.runWarm(ctx, p, req, h, w); ok {
 			return out
 		}
 	}
-	spec, box, err := s.confine(p, floor, &req, h)
+	spec, box, err := s.confine(p, floor, &req)
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
 	}
+	if box != nil {
+		h.Emit(sandboxEvent(*box))
+	}
+	s.rememberConfined(p, spec.Level)
 	guard := guardGit(spec)
 	res, live, err := s.open(ctx, a, req, h)
 	restoreGit(h, guard)
@@ -191,6 +192,22 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	}
 	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "events", h.produced(), "warm", false)
 	return out
+}
+
+// request is what p's agent runs with: key (or the gateway's token) and
+// more in the environment agents.yaml gives its binary.
+func (s *Service) request(p protocol.ExecutePromptParams, a agent.Adapter, cwd, key string, more map[string]string) (agent.Request, error) {
+	req := agent.Request{
+		SessionID: p.SessionID, TaskID: p.TaskID, Prompt: p.Prompt, Cwd: cwd, Model: p.Model,
+		PermissionMode: p.PermissionMode, Resume: s.resume(p),
+	}
+	agents, err := s.agents()
+	if err != nil {
+		return req, err
+	}
+	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID, more)
+	req.Env = ownSignIn(p.Tool, p.GatewayToken, req.Env)
+	return req, nil
 }
 
 // open runs the turn on a new agent process, kept afterwards when warm
@@ -214,6 +231,11 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 	if w.box != nil {
 		h.Emit(sandboxEvent(*w.box))
 	}
+	prewarmed := w.prewarmed
+	if prewarmed { // its level counts from its first turn, as a cold one's does
+		s.rememberConfined(p, w.level)
+		w.prewarmed = false
+	}
 	res, err := w.live.Turn(ctx, req, h)
 	restoreGit(h, w.guard)
 	if errors.Is(err, agent.ErrGone) {
@@ -222,7 +244,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 		return protocol.ExecutePromptResult{}, false
 	}
 	out := s.result(ctx, res, err)
-	out.Sandbox, out.Warm, out.Warnings = w.box, true, h.warnings()
+	out.Sandbox, out.Warm, out.Prewarmed, out.Warnings = w.box, !prewarmed, prewarmed, h.warnings()
 	if res.AgentSession != "" {
 		w.agentSession = res.AgentSession
 	}
@@ -231,7 +253,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 		out.AgentSessionID = w.agentSession
 	}
 	s.pool().put(w)
-	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "events", h.produced(), "warm", true)
+	s.log().Info("task ended", "task", p.TaskID, "agentic_tool", p.Tool, "status", out.Status, "messages", out.MessageCount, "events", h.produced(), "warm", !prewarmed, "prewarmed", prewarmed)
 	return out, true
 }
 

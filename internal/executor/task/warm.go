@@ -30,12 +30,16 @@ type WarmLimits struct {
 	// HostMinAvailable: none is kept while the host's MemAvailable is
 	// below it (0: off). The host-wide bound every executor sees alike.
 	HostMinAvailable int64
+	// PrewarmIdle: a pre-warmed agent no prompt used is stopped after
+	// this long (0: none is started; prewarm_agent answers "off").
+	PrewarmIdle time.Duration
 }
 
 // WarmLimitsOf is the configuration's agents section as limits.
 func WarmLimitsOf(c config.Agents) WarmLimits {
 	return WarmLimits{Idle: time.Duration(c.WarmIdleMS) * time.Millisecond, PerUser: c.WarmPerUser,
-		MemoryBytes: c.WarmMemoryBytes, HostMinAvailable: c.WarmHostMinAvailableBytes}
+		MemoryBytes: c.WarmMemoryBytes, HostMinAvailable: c.WarmHostMinAvailableBytes,
+		PrewarmIdle: time.Duration(c.PrewarmIdleMS) * time.Millisecond}
 }
 
 func (l WarmLimits) on() bool { return l.Idle > 0 && l.PerUser > 0 }
@@ -52,6 +56,10 @@ type warmAgent struct {
 	release      func()          // the executor hold, while it is kept
 	used         time.Time
 	idle         *time.Timer
+	// prewarmed: started by prewarm_agent, no turn run yet (used is its
+	// start); level is the sandbox level it was started at.
+	prewarmed bool
+	level     sandbox.Level
 }
 
 // stop ends the process and what it held.
@@ -98,12 +106,14 @@ type settings struct {
 	fixed, mode, model string
 }
 
-func settingsOf(p protocol.ExecutePromptParams, req agent.Request, floor sandbox.Level) settings {
+func settingsOf(p protocol.ExecutePromptParams, req agent.Request, level sandbox.Level) settings {
 	h := sha256.New()
-	// The turn's sandbox floor is fixed too: a change of mode across it
-	// (codex into or out of bypassPermissions) restarts the agent at the
-	// new level.
-	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, p.Sandbox, string(floor)}, req.Env...) {
+	// The level the turn runs at (its request and its floor, the
+	// stricter) is fixed too: a change of mode across the floor (codex
+	// into or out of bypassPermissions) restarts the agent at the new
+	// level. The level, not the floor: a session's first confined turn
+	// raises its floor to the level it ran at, which changes nothing.
+	for _, s := range append([]string{p.Tool, req.Binary, req.Cwd, p.Sandbox, string(level)}, req.Env...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -128,6 +138,13 @@ func (w *warmPool) take(key string, want settings) *warmAgent {
 		return nil
 	}
 	have := a.settings
+	if a.prewarmed && have != want {
+		// A pre-warmed agent serves only the prompt it was started for:
+		// no live switch of mode or model, whatever the CLI allows.
+		w.log.Info("warm agent stopped", "reason", "prewarm unused", "pid", a.live.Pid(), "session_key", strings.ReplaceAll(key, "\x00", "/"))
+		w.stopLater(a)
+		return nil
+	}
 	if have.fixed == want.fixed && (have.mode == want.mode || a.live.CanSwitchMode(want.mode)) &&
 		(have.model == want.model || a.live.CanSwitchModel(want.model)) {
 		a.settings = want
@@ -176,7 +193,7 @@ func (w *warmPool) overLocked() []*warmAgent {
 	for _, a := range w.agents {
 		lru = append(lru, a)
 	}
-	slices.SortFunc(lru, func(x, y *warmAgent) int { return x.used.Compare(y.used) })
+	slices.SortFunc(lru, evictFirst)
 	var out []*warmAgent
 	for len(lru) > w.limits.PerUser {
 		out, lru = append(out, lru[0]), lru[1:]
@@ -203,6 +220,18 @@ func (w *warmPool) overLocked() []*warmAgent {
 		delete(w.agents, a.key)
 	}
 	return out
+}
+
+// evictFirst orders agents for eviction: unused pre-warms (no
+// conversation is lost with them), then least recently used.
+func evictFirst(x, y *warmAgent) int {
+	if x.prewarmed != y.prewarmed {
+		if x.prewarmed {
+			return -1
+		}
+		return 1
+	}
+	return x.used.Compare(y.used)
 }
 
 // expire stops a when it is still the session's warm agent.
@@ -242,7 +271,7 @@ func (w *warmPool) changedLocked() {
 	set := make([]protocol.WarmAgent, 0, len(w.agents))
 	for _, a := range w.agents {
 		session, tool, _ := strings.Cut(a.key, "\x00")
-		set = append(set, protocol.WarmAgent{SessionID: session, Tool: tool, LastUsedMS: a.used.UnixMilli()})
+		set = append(set, protocol.WarmAgent{SessionID: session, Tool: tool, LastUsedMS: a.used.UnixMilli(), Prewarmed: a.prewarmed})
 	}
 	// Oldest first; agents used in the same millisecond by session, so a
 	// report does not depend on the map's order.

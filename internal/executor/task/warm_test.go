@@ -47,6 +47,7 @@ var fakeGates sync.Map // prompt → chan struct{}
 type fakeLive struct {
 	pid      int
 	modeLive bool
+	ready    chan struct{} // a pre-warmed fake's handshake: its first turn waits for it
 	mu       sync.Mutex
 	turns    int
 	closed   bool
@@ -55,6 +56,9 @@ type fakeLive struct {
 func (l *fakeLive) Turn(_ context.Context, req agent.Request, h agent.Host) (agent.Result, error) {
 	if gate, ok := fakeGates.Load(req.Prompt); ok { // a test holds the turn open
 		<-gate.(chan struct{})
+	}
+	if l.ready != nil {
+		<-l.ready
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -90,14 +94,20 @@ type warmRig struct {
 	svc   *Service
 	conn  *rpc.Conn // the daemon's end
 	holds *countHolder
+	cwd   string // "work"'s real path
 	run   func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string)
 }
 
-func newWarmRig(t *testing.T, l WarmLimits) *warmRig {
+func newWarmRig(t *testing.T, l WarmLimits, more ...func(*Service)) *warmRig {
 	d := &daemonSide{key: "k"}
 	holds := &countHolder{}
-	conn, _, svc := setupService(t, d, func(s *Service) { s.Warm, s.Hold = l, holds })
-	r := &warmRig{t: t, d: d, svc: svc, conn: conn, holds: holds}
+	conn, cwd, svc := setupService(t, d, func(s *Service) {
+		s.Warm, s.Hold = l, holds
+		for _, f := range more {
+			f(s)
+		}
+	})
+	r := &warmRig{t: t, d: d, svc: svc, conn: conn, holds: holds, cwd: cwd}
 	n := 0
 	r.run = func(session, mode string, extra map[string]any) (protocol.ExecutePromptResult, string) {
 		t.Helper()

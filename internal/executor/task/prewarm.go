@@ -1,0 +1,122 @@
+package task
+
+import (
+	"context"
+
+	"github.com/agor-sh/agor/internal/executor/agent"
+	"github.com/agor-sh/agor/internal/sandbox"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
+)
+
+// prewarm serves prewarm_agent: the agent a prompt with these options
+// would start, started now, kept as the session's warm agent until a
+// prompt whose options all match takes it (take), or PrewarmIdle.
+//
+// Only with a gateway token: the daemon signs it for the session (one it
+// may only have reserved), and the gateway serves it only while a task
+// of that session runs, so the waiting process holds nothing usable. The
+// raw key is never asked for outside a task.
+func (s *Service) prewarm(ctx context.Context, r *rpc.Request) (any, error) {
+	var pw protocol.PrewarmAgentParams
+	if err := rpc.Bind(r.Params, &pw); err != nil {
+		return nil, err
+	}
+	a, err := agent.Lookup(pw.Tool)
+	if err != nil {
+		return nil, rpc.InvalidParams("agentic_tool", err.Error())
+	}
+	cwd, err := s.cwd(pw.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	pr, ok := a.(agent.Preparer)
+	if !ok || !s.Warm.on() || s.Warm.PrewarmIdle <= 0 {
+		return refused(protocol.PrewarmOff), nil
+	}
+	p := pw.Prompt()
+	if s.turnRunning(warmKey(p)) {
+		return refused(protocol.PrewarmRunning), nil
+	}
+	s.pool().report.to(r.Conn) // the daemon's cap hears of it, and may release it
+	return s.startPrewarm(ctx, p, pr, cwd), nil
+}
+
+func refused(reason string) protocol.PrewarmAgentResult {
+	return protocol.PrewarmAgentResult{Reason: reason}
+}
+
+// startPrewarm resolves the agent exactly as run does for a prompt of
+// p's options (the same settings, so take can compare them), confines
+// it, and starts it.
+func (s *Service) startPrewarm(ctx context.Context, p protocol.ExecutePromptParams, pr agent.Preparer, cwd string) protocol.PrewarmAgentResult {
+	if s.pool().has(warmKey(p)) {
+		return refused(protocol.PrewarmAlreadyWarm)
+	}
+	key, more, err := s.credentials(ctx, nil, p, pr)
+	if err != nil {
+		return s.prewarmFailed(p, "credentials", err)
+	}
+	req, err := s.request(p, pr, cwd, key, more)
+	if err != nil {
+		return s.prewarmFailed(p, "agents", err)
+	}
+	floor := s.floor(p)
+	want := settingsOf(p, req, s.level(p, floor))
+	spec, box, err := s.confine(p, floor, &req)
+	if err != nil {
+		return s.prewarmFailed(p, "sandbox", err)
+	}
+	guard := guardGit(spec)
+	cleanup := func() { restoreGit(nil, guard); spec.Cleanup() }
+	live, err := pr.Prepare(context.WithoutCancel(ctx), req)
+	if err != nil {
+		cleanup()
+		return s.prewarmFailed(p, "start", err)
+	}
+	w := &warmAgent{key: warmKey(p), settings: want, live: live, agentSession: req.Resume, box: box,
+		guard: guard, cleanup: cleanup, level: levelOf(spec)}
+	if why := s.pool().putPrewarmed(w); why != "" {
+		s.pool().stopLater(w)
+		return refused(why)
+	}
+	s.log().Info("agent pre-warmed", "session", p.SessionID, "agentic_tool", p.Tool, "pid", live.Pid(), "sandbox", string(w.level))
+	return protocol.PrewarmAgentResult{Started: true}
+}
+
+func levelOf(spec sandbox.Spec) sandbox.Level {
+	if spec.Level == "" {
+		return sandbox.Off
+	}
+	return spec.Level
+}
+
+func (s *Service) prewarmFailed(p protocol.ExecutePromptParams, what string, err error) protocol.PrewarmAgentResult {
+	s.log().Warn("pre-warm failed", "session", p.SessionID, "agentic_tool", p.Tool, "step", what, "err", err)
+	return refused(protocol.PrewarmFailed)
+}
+
+// turnRuns counts a turn of key's running until the returned func.
+func (s *Service) turnRuns(key string) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy == nil {
+		s.busy = map[string]int{}
+	}
+	s.busy[key]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.busy[key]--; s.busy[key] == 0 {
+			delete(s.busy, key)
+		}
+	}
+}
+
+// turnRunning says a turn of key's runs: its agent is out of the pool, and a
+// pre-warm would only be replaced by it when the turn ends.
+func (s *Service) turnRunning(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy[key] > 0
+}
