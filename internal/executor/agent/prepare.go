@@ -59,3 +59,27 @@ func awaitHandshake(ctx context.Context, ready <-chan struct{}, err *error) erro
 	}
 	return nil
 }
+
+// Ready is closed when l's handshake is over: at once for a process
+// that did not run one ahead of its turn, and nil when it cannot be told
+// (Claude Code's answer to initialize is read by the first turn).
+func Ready(l Live) <-chan struct{} {
+	switch l := l.(type) {
+	case *codexLive:
+		return readyOr(l.ready)
+	case *acpLive:
+		return readyOr(l.ready)
+	case *claudeLive:
+		return nil
+	}
+	return readyOr(nil)
+}
+
+func readyOr(c <-chan struct{}) <-chan struct{} {
+	if c != nil {
+		return c
+	}
+	done := make(chan struct{})
+	close(done)
+	return done
+}

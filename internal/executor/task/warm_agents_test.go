@@ -26,7 +26,9 @@ type realRig struct {
 	cwd  string
 	call func(p map[string]any) protocol.ExecutePromptResult
 	stop func(task string) error
-	n    int
+	// prewarm calls prewarm_agent (prewarm_real_test.go).
+	prewarm func(p map[string]any) protocol.PrewarmAgentResult
+	n       int
 }
 
 func newRealRig(t *testing.T, c agenttest.Case, approve bool) *realRig {
@@ -40,6 +42,13 @@ func newRealRig(t *testing.T, c agenttest.Case, approve bool) *realRig {
 		var res protocol.ExecutePromptResult
 		if err := conn.Call(context.Background(), protocol.MethodExecutePrompt, p, &res); err != nil {
 			t.Fatalf("execute_prompt: %v", err)
+		}
+		return res
+	}
+	r.prewarm = func(p map[string]any) protocol.PrewarmAgentResult {
+		var res protocol.PrewarmAgentResult
+		if err := conn.Call(context.Background(), protocol.MethodPrewarmAgent, p, &res); err != nil {
+			t.Fatalf("prewarm_agent: %v", err)
 		}
 		return res
 	}

@@ -4,6 +4,7 @@
 package agenttest
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,6 +33,12 @@ type Case struct {
 	Bodies func() []string
 	// Arrivals are when the stand-in's requests came, in order.
 	Arrivals func() []time.Time
+	// PromptAt is when the stand-in had the first request after after
+	// that carries text in a conversation (zero: none yet): what a
+	// person's prompt waits for before the model can answer. A request
+	// offering no tools is not one (opencode's title request, Claude
+	// Code's side requests).
+	PromptAt func(text string, after time.Time) time.Time
 }
 
 // Cases starts the four stand-ins (closed when tb ends) and returns the
@@ -65,6 +72,11 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(anth.Requests()) },
 		Arrivals: anth.Times,
+		PromptAt: func(text string, after time.Time) time.Time {
+			return firstAt(anth.Requests(), after, func(r modeltest.AnthRequest) (time.Time, bool) {
+				return r.At, r.Conversation && strings.Contains(string(r.Body), text)
+			})
+		},
 		Bodies: func() []string {
 			return bodies(anth.Requests(), func(r modeltest.AnthRequest) []byte { return r.Body })
 		},
@@ -74,6 +86,11 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(oair.Requests()) },
 		Arrivals: oair.Times,
+		PromptAt: func(text string, after time.Time) time.Time {
+			return firstAt(oair.Requests(), after, func(r modeltest.OpenAIRequest) (time.Time, bool) {
+				return r.At, strings.Contains(string(r.Body), text)
+			})
+		},
 		Bodies: func() []string {
 			return bodies(oair.Requests(), func(r modeltest.OpenAIRequest) []byte { return r.Body })
 		},
@@ -83,6 +100,11 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: modeltest.GeminiCommandMarker + command,
 		Requests: func() int { return len(gem.Requests()) },
 		Arrivals: gem.Times,
+		PromptAt: func(text string, after time.Time) time.Time {
+			return firstAt(gem.Requests(), after, func(r modeltest.GeminiRequest) (time.Time, bool) {
+				return r.At, strings.Contains(string(r.Body), text)
+			})
+		},
 		Bodies: func() []string {
 			return bodies(gem.Requests(), func(r modeltest.GeminiRequest) []byte { return r.Body })
 		},
@@ -94,10 +116,34 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: modeltest.OpenAIChatCommandMarker + command,
 		Requests: func() int { return len(oaic.Requests()) },
 		Arrivals: oaic.Times,
+		PromptAt: func(text string, after time.Time) time.Time {
+			return firstAt(oaic.Requests(), after, func(r modeltest.OpenAIChatRequest) (time.Time, bool) {
+				return r.At, offersTools(r.Body) && strings.Contains(string(r.Body), text)
+			})
+		},
 		Bodies: func() []string {
 			return bodies(oaic.Requests(), func(r modeltest.OpenAIChatRequest) []byte { return r.Body })
 		},
 	}}
+}
+
+// firstAt is the time of the first request after after that match says
+// is the one (zero: none).
+func firstAt[R any](reqs []R, after time.Time, match func(R) (time.Time, bool)) time.Time {
+	for _, r := range reqs {
+		if at, ok := match(r); ok && at.After(after) {
+			return at
+		}
+	}
+	return time.Time{}
+}
+
+// offersTools says an OpenAI chat request offers the model tools.
+func offersTools(body []byte) bool {
+	var b struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	return json.Unmarshal(body, &b) == nil && len(b.Tools) > 0
 }
 
 func bodies[R any](reqs []R, body func(R) []byte) []string {

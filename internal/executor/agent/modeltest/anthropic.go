@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // AnthUsage is the usage one stand-in response reports.
@@ -47,6 +48,7 @@ type AnthRequest struct {
 	Messages     []json.RawMessage // the request's messages
 	Body         []byte
 	Usage        AnthUsage // what the answer reported (zero: a failure)
+	At           time.Time // when the stand-in had read it
 }
 
 // Anthropic is a stand-in of the Anthropic Messages API.
@@ -149,7 +151,7 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
 		return
 	}
-	req := AnthRequest{APIKey: r.Header.Get("x-api-key"), Auth: r.Header.Get("Authorization"), Conversation: len(body.Tools) > 0, Messages: body.Messages, Body: raw}
+	req := AnthRequest{At: time.Now(), APIKey: r.Header.Get("x-api-key"), Auth: r.Header.Get("Authorization"), Conversation: len(body.Tools) > 0, Messages: body.Messages, Body: raw}
 	a.mu.Lock()
 	a.reqs = append(a.reqs, req)
 	blocks, usage, ok := a.reply(req.Conversation, body.Messages)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // GeminiCommandMarker in a user message makes the Gemini stand-in ask for
@@ -41,6 +42,7 @@ type Gemini struct {
 
 // GeminiRequest is one request the stand-in saw.
 type GeminiRequest struct {
+	At   time.Time // when the stand-in had read it
 	Path string
 	Key  string // x-goog-api-key header or key query parameter
 	Body json.RawMessage
@@ -144,7 +146,7 @@ func (g *Gemini) serve(w http.ResponseWriter, r *http.Request) {
 // record notes a request with the key it carried and the usage its
 // answer (by serve) reports.
 func (g *Gemini) record(r *http.Request, body []byte) {
-	req := GeminiRequest{Path: r.URL.Path, Key: r.Header.Get("x-goog-api-key"), Body: body}
+	req := GeminiRequest{At: time.Now(), Path: r.URL.Path, Key: r.Header.Get("x-goog-api-key"), Body: body}
 	if req.Key == "" {
 		req.Key = r.URL.Query().Get("key")
 	}

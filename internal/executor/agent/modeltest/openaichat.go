@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // OpenAIChatCommandMarker in the last user message makes the chat
@@ -44,6 +45,7 @@ type OpenAIChat struct {
 
 // OpenAIChatRequest is one request the stand-in saw.
 type OpenAIChatRequest struct {
+	At   time.Time // when the stand-in had read it
 	Path string
 	Key  string // the bearer token
 	Body json.RawMessage
@@ -121,7 +123,7 @@ type oaicBody struct {
 
 func (o *OpenAIChat) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	req := OpenAIChatRequest{Path: r.URL.Path, Key: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Body: body}
+	req := OpenAIChatRequest{At: time.Now(), Path: r.URL.Path, Key: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Body: body}
 	served := r.URL.Path == "/v1/chat/completions"
 	o.mu.Lock()
 	refuse := o.refuse

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // OpenAIUsage is the usage a response reports, in OpenAI's terms:
@@ -41,6 +42,7 @@ type OpenAIResponsesScript struct {
 
 // OpenAIRequest is one request the stand-in saw.
 type OpenAIRequest struct {
+	At            time.Time       // when the stand-in had read it
 	Authorization string          // the Authorization header as sent
 	Body          json.RawMessage // the whole request body
 	Model         string
@@ -253,7 +255,7 @@ func (b *oairBody) shellParams() map[string]json.RawMessage {
 }
 
 func (b *oairBody) summary(raw []byte, auth string) OpenAIRequest {
-	req := OpenAIRequest{Authorization: auth, Body: raw, Model: b.Model, PreviousResponseID: b.PreviousResponseID}
+	req := OpenAIRequest{At: time.Now(), Authorization: auth, Body: raw, Model: b.Model, PreviousResponseID: b.PreviousResponseID}
 	if t := b.shellTool(); t != nil {
 		req.ShellTool = t.Name
 	}
