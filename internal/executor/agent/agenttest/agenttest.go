@@ -72,11 +72,7 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(anth.Requests()) },
 		Arrivals: anth.Times,
-		PromptAt: func(text string, after time.Time) time.Time {
-			return firstAt(anth.Requests(), after, func(r modeltest.AnthRequest) (time.Time, bool) {
-				return r.At, r.Conversation && strings.Contains(string(r.Body), text)
-			})
-		},
+		PromptAt: promptAt(anth.Requests, func(r modeltest.AnthRequest) (time.Time, []byte, bool) { return r.At, r.Body, r.Conversation }),
 		Bodies: func() []string {
 			return bodies(anth.Requests(), func(r modeltest.AnthRequest) []byte { return r.Body })
 		},
@@ -86,11 +82,7 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: "make the file",
 		Requests: func() int { return len(oair.Requests()) },
 		Arrivals: oair.Times,
-		PromptAt: func(text string, after time.Time) time.Time {
-			return firstAt(oair.Requests(), after, func(r modeltest.OpenAIRequest) (time.Time, bool) {
-				return r.At, strings.Contains(string(r.Body), text)
-			})
-		},
+		PromptAt: promptAt(oair.Requests, func(r modeltest.OpenAIRequest) (time.Time, []byte, bool) { return r.At, r.Body, true }),
 		Bodies: func() []string {
 			return bodies(oair.Requests(), func(r modeltest.OpenAIRequest) []byte { return r.Body })
 		},
@@ -100,11 +92,7 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: modeltest.GeminiCommandMarker + command,
 		Requests: func() int { return len(gem.Requests()) },
 		Arrivals: gem.Times,
-		PromptAt: func(text string, after time.Time) time.Time {
-			return firstAt(gem.Requests(), after, func(r modeltest.GeminiRequest) (time.Time, bool) {
-				return r.At, strings.Contains(string(r.Body), text)
-			})
-		},
+		PromptAt: promptAt(gem.Requests, func(r modeltest.GeminiRequest) (time.Time, []byte, bool) { return r.At, r.Body, true }),
 		Bodies: func() []string {
 			return bodies(gem.Requests(), func(r modeltest.GeminiRequest) []byte { return r.Body })
 		},
@@ -116,26 +104,26 @@ func CasesScripted(tb testing.TB, home, command string, script ...modeltest.Anth
 		Plain: "say hello", ToolPrompt: modeltest.OpenAIChatCommandMarker + command,
 		Requests: func() int { return len(oaic.Requests()) },
 		Arrivals: oaic.Times,
-		PromptAt: func(text string, after time.Time) time.Time {
-			return firstAt(oaic.Requests(), after, func(r modeltest.OpenAIChatRequest) (time.Time, bool) {
-				return r.At, offersTools(r.Body) && strings.Contains(string(r.Body), text)
-			})
-		},
+		PromptAt: promptAt(oaic.Requests, func(r modeltest.OpenAIChatRequest) (time.Time, []byte, bool) {
+			return r.At, r.Body, offersTools(r.Body)
+		}),
 		Bodies: func() []string {
 			return bodies(oaic.Requests(), func(r modeltest.OpenAIChatRequest) []byte { return r.Body })
 		},
 	}}
 }
 
-// firstAt is the time of the first request after after that match says
-// is the one (zero: none).
-func firstAt[R any](reqs []R, after time.Time, match func(R) (time.Time, bool)) time.Time {
-	for _, r := range reqs {
-		if at, ok := match(r); ok && at.After(after) {
-			return at
+// promptAt is a Case's PromptAt over a stand-in's requests: of is a
+// request's time, body, and whether it is a conversation's.
+func promptAt[R any](reqs func() []R, of func(R) (time.Time, []byte, bool)) func(string, time.Time) time.Time {
+	return func(text string, after time.Time) time.Time {
+		for _, r := range reqs() {
+			if at, body, conv := of(r); conv && at.After(after) && strings.Contains(string(body), text) {
+				return at
+			}
 		}
+		return time.Time{}
 	}
-	return time.Time{}
 }
 
 // offersTools says an OpenAI chat request offers the model tools.
