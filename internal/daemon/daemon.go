@@ -206,7 +206,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 	d.srv = &api.Server{Outputs: outputs, Terminals: terms, Watches: watches,
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
-	d.srv.Quotas, d.srv.Retained = d.cfg.Quotas, &api.Retained{Size: d.store.Size}
+	d.srv.Quotas, d.srv.Retained, d.srv.PrewarmIdle = d.cfg.Quotas, &api.Retained{Size: d.store.Size}, ms(d.cfg.Agents.PrewarmIdleMS)
 	d.boundEvents(sink)
 	e = d.cfg.Execution
 	if !e.RunAsUnixUser {

@@ -47,6 +47,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Broker != nil && s.Events != nil && s.Store != nil {
 		m.HandleFunc("POST /v1/executors/{user}/prompt", s.forUser(s.prompt))
+		m.HandleFunc("POST /v1/executors/{user}/prewarm", s.forUser(s.prewarmRoute))
 		m.HandleFunc("POST /v1/sessions/{id}/prompt", s.promptAsync)
 		m.HandleFunc("GET /v1/sessions", s.listSessions)
 		m.HandleFunc("POST /v1/sessions", s.createSession)

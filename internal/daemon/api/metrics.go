@@ -15,11 +15,16 @@ type metrics struct {
 	// rawStreams counts raw terminal streams by how they were carried:
 	// "handoff" (the executor serves the client's connection) or "relay".
 	rawStreams map[string]int64
+	// prewarms counts pre-warms by outcome: started, refused (by the
+	// executor or the daemon), claimed (a new session took its id).
+	prewarms map[string]int64
 }
 
 func (m *metrics) rawStream(how string) { m.bump(&m.rawStreams, how) }
 
 func (m *metrics) taskEnded(status string) { m.bump(&m.tasks, status) }
+
+func (m *metrics) prewarm(outcome string) { m.bump(&m.prewarms, outcome) }
 
 // bump adds one to key in *counts, made on first use.
 func (m *metrics) bump(counts *map[string]int64, key string) {

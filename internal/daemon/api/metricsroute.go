@@ -32,6 +32,10 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	for _, how := range []string{"handoff", "relay"} {
 		fmt.Fprintf(w, "agor_terminal_raw_streams_total{path=%q} %d\n", how, s.metrics.rawStreams[how])
 	}
+	fmt.Fprintln(w, "# HELP agor_prewarm_total Agents pre-warmed ahead of a prompt, by outcome: started, refused, claimed (a new session took the reserved id).\n# TYPE agor_prewarm_total counter")
+	for _, o := range []string{"started", "refused", "claimed"} {
+		fmt.Fprintf(w, "agor_prewarm_total{outcome=%q} %d\n", o, s.metrics.prewarms[o])
+	}
 	fmt.Fprintf(w, "# HELP agor_api_rate_limited_total API requests refused by the per-caller limit.\n# TYPE agor_api_rate_limited_total counter\nagor_api_rate_limited_total %d\n", s.metrics.limited)
 	s.metrics.mu.Unlock()
 	s.Retained.write(w)

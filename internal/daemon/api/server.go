@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agor-sh/agor/internal/daemon/reserve"
 	"log/slog"
 	"net"
 	"net/http"
@@ -80,6 +81,10 @@ type Server struct {
 	// that started it and follows it is gone, with nobody else following
 	// it (default DefaultOrphanGrace); then it is stopped. orphan.go.
 	OrphanGrace time.Duration
+	// PrewarmIdle is agents.prewarm_idle_ms: how long a pre-warmed agent,
+	// and the session id reserved for it, wait for their prompt (0: no
+	// pre-warming). prewarm.go.
+	PrewarmIdle time.Duration
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.
@@ -87,6 +92,9 @@ type Server struct {
 
 	metrics metrics
 	heavy   turns // each person's output-heavy requests served at once (turns.go)
+	// reserved are the session ids pre-warmed agents were started for
+	// before their session existed.
+	reserved reserve.Table
 
 	watching counter[string] // open watch streams per person
 	streams  counter[string] // open event streams per person

@@ -124,6 +124,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// A session made without a prompt: one is coming. Its agent starts
+	// now, with the session's options.
+	b.SessionID = sess.ID
+	s.prewarmLater(t, b.PromptBody)
 	writeJSON(w, http.StatusCreated, sessionView(sess))
 }
 
@@ -356,7 +360,7 @@ type started struct {
 // while the name was uid's), or a new one.
 func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.Session, error) {
 	if b.SessionID == "" {
-		return s.Store.CreateSession(store.Session{ID: newID(), UnixUser: user, UID: int64(uid), AgenticTool: b.Tool, Cwd: b.Cwd,
+		return s.Store.CreateSession(store.Session{ID: s.newSessionID(user, uid, *b), UnixUser: user, UID: int64(uid), AgenticTool: b.Tool, Cwd: b.Cwd,
 			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
 	}
 	sess, err := s.Store.GetSession(b.SessionID)

@@ -143,7 +143,8 @@ func (c *Cap) overLocked() []ask {
 	return out
 }
 
-// liveLocked is every warm agent on the host, least recently used first.
+// liveLocked is every warm agent on the host, unused pre-warms and then
+// the least recently used first.
 // An executor whose connection has ended is gone with its agents (a new
 // connection reports afresh). Ties go to the user who holds more, then
 // by name, so the order is the same every time.
@@ -161,10 +162,19 @@ func (c *Cap) liveLocked() []victim {
 		}
 	}
 	slices.SortFunc(all, func(x, y victim) int {
-		return cmp.Or(cmp.Compare(x.agent.LastUsedMS, y.agent.LastUsedMS), cmp.Compare(count[y.user], count[x.user]),
+		// Unused pre-warms first: no conversation is lost with them, so
+		// a pre-warm under a full host cap gives itself back first.
+		return cmp.Or(cmp.Compare(unused(y.agent), unused(x.agent)), cmp.Compare(x.agent.LastUsedMS, y.agent.LastUsedMS), cmp.Compare(count[y.user], count[x.user]),
 			cmp.Compare(x.user, y.user), cmp.Compare(x.agent.SessionID, y.agent.SessionID), cmp.Compare(x.agent.Tool, y.agent.Tool))
 	})
 	return all
+}
+
+func unused(a protocol.WarmAgent) int {
+	if a.Prewarmed {
+		return 1
+	}
+	return 0
 }
 
 // release asks v's executor, on a goroutine of its own: the report came

@@ -54,16 +54,17 @@ func (f *fakeExec) released() []string {
 	return slices.Clone(f.asked)
 }
 
-// agents parses "s1@100 s2@200" (session@last_used_ms).
+// agents parses "s1@100 s2@200p" (session@last_used_ms, p: pre-warmed).
 func agents(s string) []protocol.WarmAgent {
 	var out []protocol.WarmAgent
 	for _, f := range strings.Fields(s) {
 		id, at, _ := strings.Cut(f, "@")
+		at, pre := strings.CutSuffix(at, "p")
 		var ms int64
 		for _, d := range at {
 			ms = ms*10 + int64(d-'0')
 		}
-		out = append(out, protocol.WarmAgent{SessionID: id, Tool: protocol.ToolClaudeCode, LastUsedMS: ms})
+		out = append(out, protocol.WarmAgent{SessionID: id, Tool: protocol.ToolClaudeCode, LastUsedMS: ms, Prewarmed: pre})
 	}
 	return out
 }
@@ -101,6 +102,12 @@ func TestCap(t *testing.T) {
 		{"an executor gone takes its agents out of the count", 2,
 			[]step{{user: "alice", agents: "a1@100 a2@200"}, {user: "alice", gone: true}, {user: "bob", agents: "b1@300 b2@400"}},
 			nil, 2},
+		{"unused pre-warms first, however recent", 2,
+			[]step{{user: "alice", agents: "a1@100 a2@200"}, {user: "bob", agents: "b1@300p"}},
+			map[string][]string{"bob": {"b1"}}, 3},
+		{"pre-warms among themselves: oldest first", 2,
+			[]step{{user: "alice", agents: "a1@100 a2@400p"}, {user: "bob", agents: "b1@300p"}},
+			map[string][]string{"bob": {"b1"}}, 3},
 		{"no cap", 0, []step{{user: "alice", agents: "a1@1 a2@2 a3@3"}}, nil, 3},
 	}
 	for _, tc := range cases {

@@ -49,6 +49,17 @@ type PromptAccepted struct {
 	Status    string `json:"status"`
 }
 
+// PrewarmAccepted is the reply to POST /v1/executors/{user}/prewarm
+// (202): whether an agent was started ahead of the prompt (Status
+// "started" or "refused", Reason why not), and the session it is for:
+// the one named, or an id reserved for the person's next new session of
+// the same options.
+type PrewarmAccepted struct {
+	SessionID string `json:"session_id,omitempty"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+}
+
 // StoredEvent is one stored event of a task (the envelope; its data is a
 // protocol.Event, the agent's payload): a report_message without its token.
 type StoredEvent struct {

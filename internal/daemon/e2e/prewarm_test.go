@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
+)
+
+// Pre-warming through the daemon, with gemini behind the gateway: POST
+// /v1/executors/{user}/prewarm reserves a session id and starts the
+// agent with that session's token; the stand-in model hears nothing
+// before the prompt; a prompt of other options does not take the
+// reservation; the prompt of the same options gets the reserved session
+// and runs prewarmed, its first model request through the gateway.
+func TestDaemonPrewarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the gemini CLI")
+	}
+	home, err := os.MkdirTemp("", "agor-prewarm-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	_ = os.Chmod(home, 0o777) // the executor's user writes the agent's state
+	c := gatewayAgents(t, home)[1]
+	if c.tool != "gemini" {
+		t.Fatalf("want gemini, have %s", c.tool)
+	}
+	yaml := agentsYAML(agenttest.Case{Tool: c.tool, Binary: agenttest.Binary(t, c.tool), Env: c.env})
+	h := startWith(t, func(string) string { return yaml }, func(cfg *config.Config) {
+		cfg.Gateway.Enabled = true
+		cfg.Gateway.Upstreams[c.family] = c.upstream
+	})
+	h.setCred(t, c.cred, "sk-real-gemini-77aa")
+	name, _ := target(t)
+	opts := map[string]any{"agentic_tool": c.tool, "cwd": ".", "permission_mode": "default"}
+	code, out := h.do(t, "POST", "/v1/executors/"+name+"/prewarm", opts)
+	reserved, _ := out["session_id"].(string)
+	if code != 202 || out["status"] != "started" || reserved == "" {
+		t.Fatalf("prewarm: %d %v", code, out)
+	}
+	h.waitWarm(t, name, reserved)
+	time.Sleep(time.Second) // the agent's start-up is over: still nothing may reach the model
+	if n := len(c.seen()); n != 0 {
+		t.Fatalf("%d model requests before the prompt", n)
+	}
+	other := gatewayPrompt(t, h, name, map[string]any{"permission_mode": "plan"})
+	if other.session == reserved || other.prewarmed {
+		t.Fatalf("a prompt in another mode took the pre-warm: %+v", other)
+	}
+	got := gatewayPrompt(t, h, name, nil)
+	if got.session != reserved || !got.prewarmed || got.warm {
+		t.Fatalf("the matching prompt: %+v, want session %s prewarmed", got, reserved)
+	}
+	if !strings.Contains(h.metrics(t), `agor_prewarm_total{outcome="claimed"} 1`) {
+		t.Error("the claim was not counted")
+	}
+}
+
+type promptRun struct {
+	session         string
+	warm, prewarmed bool
+}
+
+// gatewayPrompt runs a plain gemini prompt of the pre-warm's options
+// (with over's changes) in a new session.
+func gatewayPrompt(t *testing.T, h *harness, user string, over map[string]any) promptRun {
+	t.Helper()
+	body := map[string]any{"agentic_tool": "gemini", "prompt": "say hello", "cwd": ".", "permission_mode": "default", "timeout_ms": 120000}
+	for k, v := range over {
+		body[k] = v
+	}
+	var run promptRun
+	var result map[string]any
+	for _, l := range h.prompt(t, user, body) {
+		if s, ok := l["session_id"].(string); ok && s != "" {
+			run.session = s
+		}
+		if r, ok := l["result"].(map[string]any); ok {
+			result = r
+		}
+	}
+	if result == nil || result["status"] != "completed" {
+		t.Fatalf("prompt %v: result %v", body, result)
+	}
+	run.warm, run.prewarmed = result["warm"] == true, result["prewarmed"] == true
+	return run
+}
