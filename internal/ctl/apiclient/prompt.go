@@ -88,3 +88,13 @@ func (c *Client) PendingPermission(ctx context.Context, task string) (string, er
 	}
 	return "", nil
 }
+
+// Prewarm asks for body's agent to be started ahead of its prompt (the
+// prompt, if any, is not sent): the daemon reserves the session a new
+// prompt of the same options will get.
+func (c *Client) Prewarm(ctx context.Context, user string, body apiwire.PromptBody) (apiwire.PrewarmAccepted, error) {
+	var out apiwire.PrewarmAccepted
+	body.Prompt = ""
+	err := c.Do(ctx, "POST", "/v1/executors/"+url.PathEscape(user)+"/prewarm", body, &out)
+	return out, err
+}

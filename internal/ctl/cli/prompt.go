@@ -25,6 +25,7 @@ type promptOptions struct {
 	tool, cwd, mode, model, session, sandbox string
 	limit                                    time.Duration
 	jsonOut, detach                          bool
+	in                                       promptInput
 }
 
 func newPrompt(a *app) *cobra.Command {
@@ -43,7 +44,10 @@ comes for a while, stderr says so ("waiting for the model: no reply for
 agorctl is killed or loses the daemon, the daemon stops the task 30 s later
 unless someone follows it (agorctl events --follow TASK). --detach returns at
 once with the task's id; the task runs on in the daemon to its end. The
-words of PROMPT are joined with spaces.
+words of PROMPT are joined with spaces; a PROMPT of - alone reads it from
+stdin, --file from a file. While it is read, the daemon starts the agent
+(a pre-warm, with the gateway on), so the prompt does not wait for the
+CLI's start; --no-prewarm does not.
 
 ` + sandboxHelp + `
 
@@ -51,15 +55,16 @@ words of PROMPT are joined with spaces.
 		Example: `  agorctl prompt alice 'explain this repo' --cwd src/app
   agorctl prompt alice --tool codex --mode plan 'add a test for parse'
   agorctl prompt alice --session 3f2a9c 'now fix it'
+  git diff | agorctl prompt alice --tool codex -
   agorctl prompt alice --detach 'run the suite' && agorctl events --follow TASK
   agorctl prompt alice --sandbox workspace --mode bypassPermissions 'fix the build'`,
 		Annotations: map[string]string{"exit": `0 the turn completed; 1 it failed (or the operation did); 2 usage error;
 124 timed out (--limit, --timeout); 130 cancelled (agorctl tasks stop) or
 interrupted.`},
-		Args:              atLeast(2, "USER PROMPT..."),
+		Args:              atLeast(1, "USER PROMPT..."),
 		ValidArgsFunction: completeUser(&f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPrompt(cmd.Context(), a, &f, o, args[0], strings.Join(args[1:], " "))
+			return runPrompt(cmd.Context(), a, &f, o, args[0], args[1:])
 		},
 	}
 	addAPIFlags(c, &f)
@@ -73,6 +78,7 @@ interrupted.`},
 	fs.StringVar(&o.session, "session", "", "continue this session `ID` (printed by an earlier prompt)")
 	fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the raw NDJSON stream instead of rendering it")
+	addPromptInputFlags(fs, &o.in)
 	fs.BoolVar(&o.detach, "detach", false, "start the task and return at once, printing its ids (follow with agorctl events --follow)")
 	c.Flags().Lookup("timeout").Usage = "give up after this `duration` (exit 124) with --detach; the live stream is bounded by --limit"
 	_ = c.RegisterFlagCompletionFunc("tool", fixedCompletions("claude-code", "codex", "gemini", "opencode"))
@@ -83,12 +89,15 @@ interrupted.`},
 
 // runPrompt starts the turn and renders it (or, detached, only starts it).
 // The stream has no --timeout: the agent's own --limit bounds it.
-func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, prompt string) error {
+func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user string, words []string) error {
 	if err := workspaceCwd(o.sandbox, o.cwd); err != nil {
 		return err
 	}
-	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: prompt, Cwd: o.cwd,
+	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(words, " "), Cwd: o.cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds(), Sandbox: o.sandbox}
+	if err := o.in.read(ctx, a, f, user, words, &body); err != nil {
+		return err
+	}
 	if o.detach {
 		c, ctx, cancel := f.client(ctx)
 		defer cancel()
@@ -113,20 +122,6 @@ func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user, 
 		r.stopTask() // interrupted: the person no longer wants it
 	}
 	return err
-}
-
-// stopTask stops the prompt's task when agorctl is interrupted (Ctrl-C,
-// SIGTERM). Had agorctl been killed instead, the daemon would stop it
-// once nobody follows it (docs/operations.md); --detach keeps a task
-// running without a client.
-func (r *renderer) stopTask() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, _, err := r.c.StopTask(ctx, r.task); err != nil {
-		fmt.Fprintf(r.errw, "\nagorctl prompt: stopping task %s: %v (agorctl tasks stop %s)\n", r.task, err, r.task)
-		return
-	}
-	fmt.Fprintf(r.errw, "\nagorctl prompt: interrupted; task %s stopped\n", r.task)
 }
 
 // renderer shows a prompt's stream for a person: the agent's text as it
