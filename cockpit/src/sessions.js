@@ -6,6 +6,7 @@ import { call, get, stream, esc } from "./api.js";
 import { newTranscript, applyLine, applySSE, Lines, SSE, resumable } from "./render.js";
 import { toolView } from "./tools.js";
 import { transcriptView, toolWords } from "./transcript.js";
+import { prewarmer, prewarmBody } from "./prewarm.js";
 
 const _ = cockpit.gettext;
 
@@ -53,6 +54,12 @@ export function sessionsView(me) {
 		h("div.agor-row", field(_("Agent"), tool), field(_("Permission mode"), mode), field(_("Sandbox"), sandbox), field(_("Working directory"), cwd)),
 		field(_("Prompt"), prompt),
 		h("div.agor-row", h("label.agor-check", cont, " ", _("Continue the selected session")), send));
+
+	// Writing a prompt predicts one: its agent starts meanwhile.
+	const schedulePrewarm = prewarmer((b) => call("POST", `/v1/executors/${esc(me.name)}/prewarm`, b));
+	const prewarm = () => schedulePrewarm(prewarmBody({ tool: tool.value, cwd: cwd.value, mode: mode.value, sandbox: sandbox.value, session: cont.checked ? state.session : "" }));
+	prompt.addEventListener("focus", prewarm);
+	for (const el of [tool, mode, sandbox, cwd, cont]) el.addEventListener("change", () => { if (document.activeElement === prompt || prompt.value) prewarm(); });
 
 	async function refreshSessions() {
 		try {
