@@ -81,6 +81,58 @@ gateway_prompt() {
 }
 check "gateway: alice's Claude Code reaches its model through the daemon's gateway; the stand-in sees the daemon's key, alice's processes and files never hold it, the ledger equals the stand-in's count" gateway_prompt
 
+# prewarm_as USER BODY: POST /v1/executors/USER/prewarm as USER; prints the reply.
+prewarm_as() {
+	as "$1" curl -s --unix-socket /run/agor/daemon.sock -X POST -H 'Content-Type: application/json' \
+		-d "$2" "http://agor/v1/executors/$1/prewarm"
+}
+
+# prewarm_prompt USER ARGS...: a prompt as USER with the pre-warm's
+# options (and ARGS); prints "FIRST_MS PREWARMED" and leaves the stream in
+# /tmp/timed.out.
+prewarm_prompt() {
+	local u=$1 t0 first="" line now
+	shift
+	t0=$(date +%s%N)
+	: >/tmp/timed.out
+	while IFS= read -r line; do
+		printf '%s\n' "$line" >>/tmp/timed.out
+		if [ -z "$first" ] && [[ $line == *'"text_delta"'* ]]; then
+			now=$(date +%s%N)
+			first=$(((now - t0) / 1000000))
+		fi
+	done < <(as "$u" agorctl prompt "$u" --json --mode bypassPermissions --model claude-standin "$@" 2>&1)
+	grep '"status":"completed"' /tmp/timed.out >/dev/null || { tail -n 3 /tmp/timed.out >&2; return 1; }
+	if grep '"prewarmed":true' /tmp/timed.out >/dev/null; then echo "${first:-none} true"; else echo "${first:-none} false"; fi
+}
+
+# Pre-warming under the shipped units (the gateway on): alice's pre-warmed
+# Claude Code sends the model nothing before its prompt; bob's prompt of
+# the same options, and alice's in another cwd or at another sandbox
+# level, do not run on it; alice's matching prompt does, faster.
+gateway_prewarm() {
+	start_model -tools 0 -text 'Noted.' -plain 20
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
+	as alice mkdir -p /home/alice/elsewhere
+	local out bob other level cold pre
+	out=$(prewarm_as alice '{"agentic_tool":"claude-code","cwd":".","permission_mode":"bypassPermissions","model":"claude-standin","sandbox":"off"}')
+	echo "$out" | grep '"status":"started"' >/dev/null || { echo "pre-warm: $out"; return 1; }
+	sleep 2 # the agent's start-up is over: still nothing may reach the model
+	want "$(standin_requests | wc -l)" 0
+	bob=$(prewarm_prompt bob --sandbox off 'hello from bob') || return 1
+	other=$(prewarm_prompt alice --sandbox off --cwd elsewhere 'hello from elsewhere') || return 1
+	level=$(prewarm_prompt alice --sandbox read-only 'hello, read-only') || return 1
+	cold=${other% *}
+	for r in "$bob" "$other" "$level"; do
+		[ "${r#* }" = false ] || { echo "a prompt of other options ran on alice's pre-warm: $r"; return 1; }
+	done
+	pre=$(prewarm_prompt alice --sandbox off 'hello, pre-warmed') || return 1
+	[ "${pre#* }" = true ] || { echo "alice's matching prompt did not run pre-warmed"; tail -n 2 /tmp/timed.out; return 1; }
+	echo "first answer event: pre-warmed ${pre% *} ms; cold ${cold} ms (another cwd), ${level% *} ms (read-only), bob ${bob% *} ms"
+	journalctl --no-pager -u agor-executor@alice.service | grep 'agent pre-warmed' | tail -n 1
+}
+check "gateway: alice's pre-warmed Claude Code waits silent for her prompt; bob's, another cwd's and another sandbox level's prompts do not run on it; her matching prompt does (times printed)" gateway_prewarm
+
 # gateway_each: codex, gemini and opencode through the gateway, each to
 # its stand-in (the daemon restarted with that upstream: codex's and
 # opencode's are both "openai"), each CLI's own URL dead: the stand-in
