@@ -236,3 +236,26 @@ func TestPrewarmNeverEvictsUsed(t *testing.T) {
 		t.Fatalf("a used agent was evicted for a pre-warm")
 	}
 }
+
+// Memory: a pre-warm that fits only by evicting a used agent is refused;
+// the used agent stays. Within the budget it is kept, and the next used
+// agent evicts it first.
+func TestPrewarmMemoryBudget(t *testing.T) {
+	t.Parallel()
+	l := prewarmLimits
+	l.MemoryBytes = 250
+	r := newPrewarmRig(t, l)
+	r.svc.pool().rss = func(int) int64 { return 100 }
+	_, used := r.run("u1", "default", nil)
+	opts := aliceOpts()
+	pre := r.mustPrewarm(opts) // 200 of 250
+	_, used2 := r.run("u2", "default", nil)
+	waitFor(t, "the pre-warm evicted first", pre.isClosed)
+	opts["session_id"], opts["gateway_token"] = "s2", "gw.s2"
+	if res, err := r.prewarm(opts); err != nil || res.Reason != protocol.PrewarmNoRoom {
+		t.Fatalf("over the budget: %+v %v", res, err)
+	}
+	if r.live(used).isClosed() || r.live(used2).isClosed() || r.svc.pool().len() != 2 {
+		t.Fatal("a used agent was evicted for a pre-warm")
+	}
+}
