@@ -92,6 +92,8 @@ func TestAuthorizeRefusesForgeries(t *testing.T) {
 		{"from bob's executor", from(bob), tok},
 		{"made for bob, used on alice's session", from(bob), w.m.Signer.Token("s-alice", bob)},
 		{"after its task", from(alice), w.m.Signer.Token("s-done", alice)},
+		// A pre-warmed agent's: its session id reserved, no session yet.
+		{"for a session not made yet (pre-warmed)", from(alice), w.m.Signer.Token("s-reserved-not-made", alice)},
 		{"no peer", context.Background(), tok},
 		{"the real key", from(alice), "sk-daemon"},
 	}
