@@ -95,6 +95,7 @@ func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user s
 	}
 	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(words, " "), Cwd: o.cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds(), Sandbox: o.sandbox}
+	o.in.noPrewarm = o.in.noPrewarm || o.detach // --detach makes the session first, which pre-warms it
 	if err := o.in.read(ctx, a, f, user, words, &body); err != nil {
 		return err
 	}
