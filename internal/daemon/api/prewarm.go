@@ -54,6 +54,9 @@ func (s *Server) prewarm(ctx context.Context, t subject, b apiwire.PromptBody) (
 	if err != nil {
 		return apiwire.PrewarmAccepted{}, err
 	}
+	if s.Gateway.Direct(p.Tool) { // its prompts get the raw key, which no process holds before a task
+		return s.prewarmRefused(p.SessionID, "direct_agent"), nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, prewarmTimeout)
 	defer cancel()
 	_, ping, err := s.Pool.Get(ctx, t.Executor)
