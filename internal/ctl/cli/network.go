@@ -108,7 +108,11 @@ func networkApply(ctx context.Context, a *app, cfgPath, unitDir string, named []
 	for _, u := range changed {
 		fmt.Fprintf(a.stdout, "%s: %s\n", netunit.Dir(unitDir, u), describeChange(plan, u))
 	}
-	if len(changed) == 0 {
+	envChanged, err := mirrorEnvs(a, unitDir)
+	if err != nil {
+		return err
+	}
+	if len(changed) == 0 && !envChanged {
 		fmt.Fprintln(a.stdout, "network drop-ins already match the configuration")
 		return nil
 	}
@@ -224,4 +228,26 @@ func restartChanged(ctx context.Context, a *app, changed []string) error {
 		fmt.Fprintf(a.stdout, "%s stopped: its next request starts it with the new network mode\n", f[0])
 	}
 	return errors.Join(errs...)
+}
+
+// mirrorEnvs gives every environment's units the executor's network
+// drop-ins (netunit.Mirror). A running environment executor keeps its
+// namespace until it exits when idle (or is stopped).
+func mirrorEnvs(a *app, unitDir string) (bool, error) {
+	prefixes, err := netunit.EnvPrefixes(unitDir)
+	if err != nil {
+		return false, err
+	}
+	any := false
+	for _, p := range prefixes {
+		c, err := netunit.Mirror(unitDir, p)
+		if err != nil {
+			return any, fmt.Errorf("%s: %w", p, err)
+		}
+		if c {
+			fmt.Fprintf(a.stdout, "%s@*.service.d: the executor's network drop-ins, mirrored\n", p)
+		}
+		any = any || c
+	}
+	return any, nil
 }

@@ -78,24 +78,31 @@ func MakePlan(n config.Network, users map[string]config.NetworkSet) Plan {
 	return p
 }
 
+// executorPrefix names the host's executor units (PREFIX@USER.service).
+const executorPrefix = "agor-executor"
+
 // Dir is unitDir's drop-in directory for user ("" : the template).
-func Dir(unitDir, user string) string {
+func Dir(unitDir, user string) string { return dirOf(unitDir, executorPrefix, user) }
+
+func dirOf(unitDir, prefix, user string) string {
 	inst := ""
 	if user != "" {
 		inst = account.Escape(user)
 	}
-	return filepath.Join(unitDir, "agor-executor@"+inst+".service.d")
+	return filepath.Join(unitDir, prefix+"@"+inst+".service.d")
 }
 
 // Existing are the users that have a drop-in of ours in unitDir.
-func Existing(unitDir string) ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(unitDir, "agor-executor@?*.service.d", FileName))
+func Existing(unitDir string) ([]string, error) { return existingOf(unitDir, executorPrefix) }
+
+func existingOf(unitDir, prefix string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(unitDir, prefix+"@?*.service.d", FileName))
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, m := range matches {
-		inst := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(filepath.Dir(m)), "agor-executor@"), ".service.d")
+		inst := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(filepath.Dir(m)), prefix+"@"), ".service.d")
 		if u, err := account.Unescape(inst); err == nil {
 			out = append(out, u)
 		}

@@ -62,3 +62,45 @@ func TestApplyPlan(t *testing.T) {
 		t.Errorf("bob's empty drop-in directory stayed: %v", err)
 	}
 }
+
+// TestMirror: an environment's units get the host executor's drop-ins,
+// template and per person, and lose those the host's lost.
+func TestMirror(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	n := config.DefaultNetwork()
+	n.Default = config.NetworkSet{Mode: config.NetworkProxy}
+	sets := map[string]config.NetworkSet{"alice": {Mode: config.NetworkProxy}, "bob": {Mode: config.NetworkOpen}}
+	if _, err := Write(dir, MakePlan(n, sets)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agor-env-py@.service"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prefixes, _ := EnvPrefixes(dir)
+	if !slices.Equal(prefixes, []string{"agor-env-py"}) {
+		t.Fatalf("EnvPrefixes = %q", prefixes)
+	}
+	if changed, err := Mirror(dir, "agor-env-py"); err != nil || !changed {
+		t.Fatalf("Mirror = %v, %v", changed, err)
+	}
+	read := func(prefix, user string) string {
+		b, _ := os.ReadFile(filepath.Join(dirOf(dir, prefix, user), FileName))
+		return string(b)
+	}
+	for _, u := range []string{"", "bob"} {
+		if got, want := read("agor-env-py", u), read("agor-executor", u); got != want || want == "" {
+			t.Errorf("%q: env drop-in %q, host's %q", u, got, want)
+		}
+	}
+	sets["bob"] = config.NetworkSet{Mode: config.NetworkProxy}
+	if _, err := Write(dir, MakePlan(n, sets)); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := Mirror(dir, "agor-env-py"); !changed || read("agor-env-py", "bob") != "" {
+		t.Errorf("bob's env drop-in stayed after his host one went (changed %v)", changed)
+	}
+	if changed, _ := Mirror(dir, "agor-env-py"); changed {
+		t.Error("a second Mirror changed something")
+	}
+}
