@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/envdef"
 	"github.com/agor-sh/agor/internal/executor/task"
 	"github.com/agor-sh/agor/internal/flagenv"
 	"github.com/agor-sh/agor/internal/version"
@@ -67,6 +68,8 @@ func define(fs *flag.FlagSet, o *Options) {
 	fs.StringVar(&o.SocketName, "socket-name", "executor", "`name` of the activated socket (FileDescriptorName= of the .socket unit)")
 	fs.StringVar(&o.DaemonUser, "daemon-user", "agor", "the one non-root `user` (name or uid) served, with root; nobody else, not even its group")
 	fs.StringVar(&o.Config, "config", config.DefaultPath, "the daemon's configuration `file`, root-owned, whose min_uid, allowed_users and allowed_groups the executor applies to its own account (missing: the defaults, min_uid 1000)")
+	fs.StringVar(&o.Environment, "environment", "", "the environment `name` this executor runs in (its unit sets it); the account must be in its definition's users or groups, or the executor refuses to serve (exit 78)")
+	fs.StringVar(&o.EnvironmentsDir, "environments-dir", envdef.DefaultDir, "where environment definitions are (`directory`, root-owned)")
 	fs.StringVar(&o.Egress, "egress-socket", "", "under network mode proxy: relay a loopback HTTP proxy port to the daemon's egress service at this Unix socket `path`, and point agents, commands and terminals at it (HTTPS_PROXY, HTTP_PROXY); served only inside a network namespace of the executor's own (PrivateNetwork=yes; agorctl network apply writes both)")
 	fs.StringVar(&o.Gateway, "gateway-socket", "/run/agor/gateway.sock", "the daemon's model gateway at this Unix socket `path`: a task the daemon gives a gateway token has its agent pointed at a loopback port relayed here, with the token in place of the key")
 	fs.IntVar(&o.EgressPort, "egress-port", 3128, "the loopback `port` of the proxy served with --egress-socket")

@@ -39,28 +39,32 @@ const (
 // Options is what Run needs: the command line's settings (ParseFlags
 // reads them, --help says what each means) and the process's streams.
 type Options struct {
-	Root        string // file, exec and watch paths resolve beneath it
-	RootGiven   bool   // Root was named (flag or environment): failing to open it is fatal
-	Agents      string // the agent CLIs' settings file
-	Listen      string // a Unix socket to listen on instead of the activated one
-	Dial        string // host:port of the daemon's dial-back listener (a Slurm job)
-	DialCA      string
-	DialName    string
-	JobID       string
-	SocketName  string // FileDescriptorName= of the activated socket
-	DaemonUser  string // the one non-root account served
-	Config      string // the daemon's configuration file (the execution policy)
-	Egress      string // the daemon's egress socket, under network mode proxy
-	Gateway     string // the daemon's model gateway socket
-	EgressPort  int
-	IdleTimeout time.Duration
-	StopTimeout time.Duration
-	MaxLine     int
-	MaxInFlight int
-	LogFormat   string
-	LogLevel    string
-	Stdin       io.Reader // where --dial reads its token (nil: os.Stdin)
-	Stderr      io.Writer // the log (nil: os.Stderr)
+	Root       string // file, exec and watch paths resolve beneath it
+	RootGiven  bool   // Root was named (flag or environment): failing to open it is fatal
+	Agents     string // the agent CLIs' settings file
+	Listen     string // a Unix socket to listen on instead of the activated one
+	Dial       string // host:port of the daemon's dial-back listener (a Slurm job)
+	DialCA     string
+	DialName   string
+	JobID      string
+	SocketName string // FileDescriptorName= of the activated socket
+	DaemonUser string // the one non-root account served
+	Config     string // the daemon's configuration file (the execution policy)
+	// Environment names the environment this executor runs in ("": the
+	// host); its definition in EnvironmentsDir must list the account.
+	Environment     string
+	EnvironmentsDir string
+	Egress          string // the daemon's egress socket, under network mode proxy
+	Gateway         string // the daemon's model gateway socket
+	EgressPort      int
+	IdleTimeout     time.Duration
+	StopTimeout     time.Duration
+	MaxLine         int
+	MaxInFlight     int
+	LogFormat       string
+	LogLevel        string
+	Stdin           io.Reader // where --dial reads its token (nil: os.Stdin)
+	Stderr          io.Writer // the log (nil: os.Stderr)
 }
 
 // Run serves as the executor of the account this process runs as, until

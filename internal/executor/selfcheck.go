@@ -66,6 +66,9 @@ func checkAccount(ctx context.Context, o *Options, log *slog.Logger) (config.Con
 		return c, ExitUsage, false
 	}
 	err = CheckSelf(ctx, identity.Default(), uint32(os.Getuid()), c.Execution)
+	if err == nil && o.Environment != "" {
+		err = CheckEnvironment(ctx, identity.Default(), uint32(os.Getuid()), o.EnvironmentsDir, o.Environment)
+	}
 	if err == nil {
 		return c, 0, true
 	}

@@ -67,7 +67,8 @@ EXIT STATUS
     1   failed while running (no socket, socket in use, ...)
     2   usage or configuration error, including being started as root
     78  this account may not have an executor: its uid is below min_uid, or it is
-        in neither allowed_users nor allowed_groups of --config (the journal says
+        in neither allowed_users nor allowed_groups of --config, or, with
+        --environment, not in the environment's users or groups (the journal says
         which); connections already waiting are closed, and the unit does not
         restart it (RestartPreventExitStatus=78)
 
