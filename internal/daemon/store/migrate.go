@@ -151,6 +151,10 @@ var migrations = []string{
 	) STRICT;
 	CREATE INDEX ledger_by_user ON ledger (unix_user, at);
 	CREATE INDEX ledger_by_task ON ledger (task_id) WHERE task_id != '';`,
+
+	// 8: the environment a session runs in ('' : the host). Additive: a
+	// session of an earlier release ran on the host, which '' says.
+	`ALTER TABLE sessions ADD COLUMN environment TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrate applies the migrations the database has not seen yet.

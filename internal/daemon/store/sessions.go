@@ -20,13 +20,16 @@ type Session struct {
 	PermissionMode string
 	Status         string
 	AgentSessionID string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Environment is the environment the session's work runs in ("": the
+	// host); set when it is made, never changed.
+	Environment string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
-const sessionCols = `id, unix_user, agentic_tool, cwd, model, permission_mode, status, agent_session_id, created_at, updated_at, coalesce(unix_uid, -1)`
+const sessionCols = `id, unix_user, agentic_tool, cwd, model, permission_mode, status, agent_session_id, created_at, updated_at, coalesce(unix_uid, -1), environment`
 
-const insertSessionCols = `id, unix_user, agentic_tool, cwd, model, permission_mode, status, agent_session_id, created_at, updated_at, unix_uid`
+const insertSessionCols = `id, unix_user, agentic_tool, cwd, model, permission_mode, status, agent_session_id, created_at, updated_at, unix_uid, environment`
 
 // CreateSession stores s and returns it with CreatedAt and UpdatedAt set
 // (to now, unless given). An ID already stored is ErrExists.
@@ -40,9 +43,9 @@ func (db *DB) CreateSession(s Session) (Session, error) {
 	if s.UpdatedAt.IsZero() {
 		s.UpdatedAt = s.CreatedAt
 	}
-	_, err := db.exec(`INSERT INTO sessions (`+insertSessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.exec(`INSERT INTO sessions (`+insertSessionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.UnixUser, s.AgenticTool, s.Cwd, s.Model, s.PermissionMode, s.Status, s.AgentSessionID,
-		nanos(s.CreatedAt), nanos(s.UpdatedAt), s.UID)
+		nanos(s.CreatedAt), nanos(s.UpdatedAt), s.UID, s.Environment)
 	if isPrimaryKey(err) {
 		return Session{}, fmt.Errorf("create session %q: %w", s.ID, ErrExists)
 	}
@@ -144,7 +147,7 @@ func scanSession(r scanner) (Session, error) {
 	var s Session
 	var created, updated int64
 	err := r.Scan(&s.ID, &s.UnixUser, &s.AgenticTool, &s.Cwd, &s.Model, &s.PermissionMode, &s.Status,
-		&s.AgentSessionID, &created, &updated, &s.UID)
+		&s.AgentSessionID, &created, &updated, &s.UID, &s.Environment)
 	s.CreatedAt, s.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return s, err
 }
