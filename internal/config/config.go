@@ -31,6 +31,8 @@ type Config struct {
 	Agents    Agents    `yaml:"agents"`    // warm agents, read by the executor (agents.go)
 	Network   Network   `yaml:"network"`   // each person's network egress (network.go)
 	Gateway   Gateway   `yaml:"gateway"`   // the model gateway's prices and budgets (gateway.go)
+	// Environments: the default one and where definitions are (environments.go).
+	Environments Environments `yaml:"environments"`
 }
 
 // Daemon is what the daemon keeps and how it guards itself against its
@@ -122,7 +124,8 @@ func Default() Config {
 		Daemon:  Daemon{StateDir: "/var/lib/agor", PermissionTimeoutMS: 60_000, ExecutorRequestRate: 50, ExecutorRequestBurst: 100},
 		Slurm:   DefaultSlurm(),
 		Quotas:  DefaultQuotas(), Retention: DefaultRetention(), Store: DefaultStore(),
-		Agents: DefaultAgents(), Network: DefaultNetwork(), Gateway: DefaultGateway()}
+		Agents: DefaultAgents(), Network: DefaultNetwork(), Gateway: DefaultGateway(),
+		Environments: DefaultEnvironments()}
 }
 
 // MaxFileSize bounds what Load reads: a configuration is small.

@@ -42,6 +42,9 @@ func (c Config) Validate() error {
 	if err := c.Agents.validate(); err != nil {
 		return err
 	}
+	if err := c.Environments.validate(); err != nil {
+		return err
+	}
 	if err := c.Gateway.validate(); err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/daemon/token"
 	"github.com/agor-sh/agor/internal/daemon/warmcap"
+	"github.com/agor-sh/agor/internal/envdef"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/sdnotify"
 	"github.com/agor-sh/agor/internal/version"
@@ -189,9 +190,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 	d.warm = &warmcap.Cap{Max: d.cfg.Agents.WarmPerHost, PerUser: d.cfg.Agents.WarmPerUser, Log: d.log}
 	d.pool = &pool.Pool{
 		Backend: d.backend,
-		Handler: func(user string) rpc.Handler {
-			return d.warm.Handler(user, terms.Handler(user, outputs.Handler(watches.Handler(user, d.broker.Handler(user)))))
-		},
+		Handler: d.executorHandler(outputs, terms, watches),
 		Keep:    d.warm.Keep,
 		Log:     d.log,
 		Max:     e.MaxExecutors,
@@ -207,6 +206,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.srv.Quotas, d.srv.Retained, d.srv.PrewarmIdle = d.cfg.Quotas, &api.Retained{Size: d.store.Size}, ms(d.cfg.Agents.PrewarmIdleMS)
+	d.srv.Environments = environments(d.cfg)
 	d.boundEvents(sink)
 	e = d.cfg.Execution
 	if !e.RunAsUnixUser {
@@ -246,9 +246,21 @@ func personPolicy(e config.Execution) lifecycle.Policy {
 	return lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
 }
 
+// environments is the API's view of the environments: the policy decides
+// who may use which, from the definitions in the configured directory.
+func environments(c config.Config) api.Environments {
+	pol := personPolicy(c.Execution)
+	pol.EnvironmentsDir = c.Environments.Dir
+	return api.Environments{Default: c.Environments.Default, Check: func(ctx context.Context, user, env string) error {
+		_, err := pol.CheckEnvironment(ctx, user, env)
+		return err
+	}}
+}
+
 func newBackend(o Options, network lifecycle.NetworkFunc) (lifecycle.Backend, func(), error) {
 	e := o.Config.Execution
 	pol := personPolicy(e)
+	pol.EnvironmentsDir = o.Config.Environments.Dir
 	if !e.RunAsUnixUser && (len(pol.AllowedUsers) > 0 || len(pol.AllowedGroups) > 0) {
 		// The lists name people; the shared account runs their work (the
 		// executor makes the same exception when it checks itself).
@@ -437,4 +449,14 @@ func listenTCP(a config.API) (net.Listener, error) {
 		return tls.NewListener(ln, tlsCfg), nil
 	}
 	return ln, nil
+}
+
+// executorHandler serves what an executor asks of the daemon. Its key
+// names the connection (terminals and watches route by it); tokens, keys
+// and warm agents are its account's, in any environment.
+func (d *Daemon) executorHandler(outputs *api.Outputs, terms *api.Terminals, watches *api.Watches) func(string) rpc.Handler {
+	return func(key string) rpc.Handler {
+		account, _ := envdef.SplitKey(key)
+		return d.warm.Handler(account, terms.Handler(key, outputs.Handler(watches.Handler(key, d.broker.Handler(account)))))
+	}
 }

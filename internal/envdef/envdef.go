@@ -48,11 +48,18 @@ var (
 // so it needs no escaping anywhere; 32 bytes keeps the socket path short.
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
+// Host is what a request names to run on the host when a default
+// environment is configured; no environment may be called so.
+const Host = "host"
+
 // ValidName refuses a name that could not be used as is in a unit name
-// and a path.
+// and a path, and the reserved Host.
 func ValidName(name string) error {
 	if !nameRE.MatchString(name) {
 		return fmt.Errorf("%w %q: want [a-z0-9][a-z0-9-]*, at most 32 bytes", ErrInvalidName, name)
+	}
+	if name == Host {
+		return fmt.Errorf("%w %q: reserved for the host", ErrInvalidName, name)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ func TestValidName(t *testing.T) {
 	for name, ok := range map[string]bool{
 		"py313": true, "a": true, "deb-13": true, "0x": true,
 		"": false, "-a": false, "Py": false, "a_b": false, "a.b": false, "a/b": false, "a:b": false,
-		"a@b": false, strings.Repeat("a", 33): false, strings.Repeat("a", 32): true,
+		"a@b": false, "host": false, "hosts": true, strings.Repeat("a", 33): false, strings.Repeat("a", 32): true,
 	} {
 		if err := ValidName(name); (err == nil) != ok {
 			t.Errorf("ValidName(%q) = %v, want ok %v", name, err, ok)

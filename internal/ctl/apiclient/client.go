@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -44,6 +45,23 @@ func Socket() string {
 type Client struct {
 	socket string
 	http   *http.Client
+	// Environment is where exec and terminals run ("": the daemon's
+	// default; "host": the host), sent as ?environment= on their routes.
+	// Prompts carry theirs in the body.
+	Environment string
+}
+
+// envPath adds ?environment= to an executor route's path (which has no
+// query of its own yet, or one starting with '?').
+func (c *Client) envPath(path string) string {
+	if c.Environment == "" {
+		return path
+	}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + "environment=" + url.QueryEscape(c.Environment)
 }
 
 // New returns a client of the daemon listening on socket; it connects

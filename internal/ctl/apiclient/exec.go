@@ -25,7 +25,7 @@ const maxExecLine = 1 << 20
 // JSON reply (before streams) is read as before.
 func (c *Client) Exec(ctx context.Context, user string, body apiwire.ExecBody, stdout, stderr io.Writer) (protocol.ExecResult, error) {
 	hdr := http.Header{"Accept": {apiwire.NDJSON + ", application/json"}}
-	resp, err := c.sendWith(ctx, "POST", "/v1/executors/"+url.PathEscape(user)+"/exec", body, hdr)
+	resp, err := c.sendWith(ctx, "POST", c.envPath("/v1/executors/"+url.PathEscape(user)+"/exec"), body, hdr)
 	if err != nil {
 		return protocol.ExecResult{}, err
 	}

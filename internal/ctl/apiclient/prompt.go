@@ -56,7 +56,7 @@ func (c *Client) PromptDetached(ctx context.Context, user string, body apiwire.P
 	var out apiwire.PromptAccepted
 	if body.SessionID == "" {
 		var sess apiwire.SessionView
-		req := map[string]any{"unix_user": user, "agentic_tool": body.Tool, "cwd": body.Cwd, "model": body.Model, "permission_mode": body.PermissionMode}
+		req := map[string]any{"unix_user": user, "agentic_tool": body.Tool, "cwd": body.Cwd, "model": body.Model, "permission_mode": body.PermissionMode, "environment": body.Environment}
 		if err := c.Do(ctx, "POST", "/v1/sessions", req, &sess); err != nil {
 			return out, err
 		}

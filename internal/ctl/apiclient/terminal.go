@@ -22,7 +22,7 @@ import (
 // SpawnTerminal starts a terminal in user's executor and returns its id.
 func (c *Client) SpawnTerminal(ctx context.Context, user string, p protocol.SpawnTerminalParams) (protocol.SpawnTerminalResult, error) {
 	var res protocol.SpawnTerminalResult
-	err := c.Do(ctx, "POST", "/v1/executors/"+url.PathEscape(user)+"/terminals", p, &res)
+	err := c.Do(ctx, "POST", c.envPath("/v1/executors/"+url.PathEscape(user)+"/terminals"), p, &res)
 	return res, err
 }
 
@@ -67,6 +67,7 @@ func (c *Client) attachTerminal(ctx context.Context, user, id, upgrade string, o
 	if offset > 0 {
 		path += "?offset=" + strconv.FormatInt(offset, 10)
 	}
+	path = c.envPath(path)
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: agor\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", path, upgrade)
 	rd := bufio.NewReaderSize(conn, 64<<10) // a frame's header and payload in one read
 	resp, err := http.ReadResponse(rd, nil)

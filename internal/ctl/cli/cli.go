@@ -8,7 +8,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,4 +86,14 @@ func exitWith(code int) error {
 		return nil
 	}
 	return &exitError{code: code}
+}
+
+// asWritten is v as compact JSON without encoding/json's HTML escapes, so
+// a command shows as the agent wrote it ("id -un > x", not "\u003e").
+func asWritten(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
 }

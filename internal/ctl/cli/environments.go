@@ -16,6 +16,9 @@ import (
 	"github.com/agor-sh/agor/internal/envdef"
 )
 
+// envFlagUsage is --env's help, for the commands that take it.
+const envFlagUsage = "run in environment `NAME` (agorctl environments list; \"host\": the host; default: the daemon's environments.default)"
+
 // envPaths are where environments live; flags change them for tests.
 type envPaths struct {
 	defs, units, state string

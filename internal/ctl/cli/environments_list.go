@@ -22,7 +22,7 @@ func newEnvList(a *app, p *envPaths) *cobra.Command {
 		Long: `List each environment: name, root or image, where agent CLIs come from, who may
 use it, and whether its units are written.`,
 		Example: "  agorctl environments list",
-		Args:  cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			defs, err := envdef.List(p.defs)
 			if err != nil {
@@ -60,7 +60,7 @@ func newEnvRemove(a *app, p *envPaths) *cobra.Command {
 their drop-ins and its definition, and a tree add unpacked for it. A directory
 or image given to add stays where it is.`,
 		Example: "  sudo agorctl environments remove py313",
-		Args: cobra.ExactArgs(1),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return envRemove(cmd.Context(), a, p, args[0], reload)
 		},

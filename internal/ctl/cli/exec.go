@@ -14,7 +14,7 @@ import (
 
 func newExec(a *app) *cobra.Command {
 	var f apiFlags
-	var cwd, level string
+	var cwd, level, env string
 	var limit time.Duration
 	c := &cobra.Command{
 		Use:   "exec USER -- COMMAND [ARG...]",
@@ -41,6 +41,7 @@ failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 			}
 			c, ctx, cancel := f.client(cmd.Context())
 			defer cancel()
+			c.Environment = env
 			body := apiwire.ExecBody{Argv: args[1:], Cwd: cwd, TimeoutMS: limit.Milliseconds(), Sandbox: level}
 			res, err := c.Exec(ctx, args[0], body, a.stdout, a.stderr) // streamed as it comes
 			if err != nil {
@@ -58,6 +59,7 @@ failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
 	c.Flags().StringVar(&cwd, "cwd", ".", "working `directory`, relative to the executor's root (the user's home)")
 	c.Flags().DurationVar(&limit, "limit", 0, "the command's own time limit (0: none but --timeout)")
 	c.Flags().StringVar(&level, "sandbox", "", "sandbox `level`: off, workspace or read-only (default: the daemon's sandbox.default)")
+	c.Flags().StringVar(&env, "env", "", envFlagUsage)
 	return c
 }
 

@@ -22,10 +22,10 @@ import (
 )
 
 type promptOptions struct {
-	tool, cwd, mode, model, session, sandbox string
-	limit                                    time.Duration
-	jsonOut, detach                          bool
-	in                                       promptInput
+	tool, cwd, mode, model, session, sandbox, env string
+	limit                                         time.Duration
+	jsonOut, detach                               bool
+	in                                            promptInput
 }
 
 func newPrompt(a *app) *cobra.Command {
@@ -75,6 +75,7 @@ interrupted.`},
 	fs.StringVar(&o.sandbox, "sandbox", "", "sandbox `level`: off, workspace or read-only (default: the daemon's sandbox.default)")
 	_ = c.RegisterFlagCompletionFunc("sandbox", fixedCompletions("off", "workspace", "read-only"))
 	fs.StringVar(&o.model, "model", "", "model (default: the agent's)")
+	fs.StringVar(&o.env, "env", "", envFlagUsage)
 	fs.StringVar(&o.session, "session", "", "continue this session `ID` (printed by an earlier prompt)")
 	fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the raw NDJSON stream instead of rendering it")
@@ -94,7 +95,7 @@ func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, user s
 		return err
 	}
 	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(words, " "), Cwd: o.cwd,
-		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds(), Sandbox: o.sandbox}
+		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds(), Sandbox: o.sandbox, Environment: o.env}
 	o.in.noPrewarm = o.in.noPrewarm || o.detach // --detach makes the session first, which pre-warms it
 	if err := o.in.read(ctx, a, f, user, words, &body); err != nil {
 		return err
@@ -483,14 +484,4 @@ func (r *renderer) quietLine() {
 		task = " (task " + r.task + "; Ctrl-C stops it)"
 	}
 	fmt.Fprintf(r.errw, "agorctl prompt: waiting for the model: no reply for %s%s\n", (time.Duration(n) * quietEvery).String(), task)
-}
-
-// asWritten is v as compact JSON without encoding/json's HTML escapes, so
-// a command shows as the agent wrote it ("id -un > x", not "\u003e").
-func asWritten(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
 }

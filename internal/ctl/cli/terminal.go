@@ -27,7 +27,7 @@ const DetachKey = 0x1d
 func newTerminal(a *app) *cobra.Command {
 	var f apiFlags
 	var p protocol.SpawnTerminalParams
-	var attachID string
+	var attachID, env string
 	var noTTY bool
 	c := &cobra.Command{
 		Use:   "terminal [USER]",
@@ -59,7 +59,9 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 			if !noTTY && (stdin == nil || !term.IsTerminal(int(stdin.Fd()))) {
 				return errors.New("standard input is not a terminal: run it from one (ssh -t, a terminal window), or pass --no-tty to drive the shell through pipes")
 			}
-			return runTerminal(cmd.Context(), a, apiclient.New(f.socket), stdin, name, p, attachID)
+			client := apiclient.New(f.socket)
+			client.Environment = env
+			return runTerminal(cmd.Context(), a, client, stdin, name, p, attachID)
 		},
 	}
 	addAPIFlags(c, &f)
@@ -67,6 +69,7 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 	c.Flags().StringVar(&p.Shell, "shell", "", "`program` to run (default: the user's login shell)")
 	c.Flags().StringVar(&p.Sandbox, "sandbox", "", "sandbox `level` of the shell: off, workspace or read-only (default: the daemon's sandbox.default)")
 	c.Flags().StringVar(&attachID, "attach", "", "reattach to the running terminal `ID` instead of starting one")
+	c.Flags().StringVar(&env, "env", "", envFlagUsage+"; with --attach, the one the terminal was started in")
 	c.Flags().BoolVar(&noTTY, "no-tty", false, "run without a terminal on standard input: keys from standard input as they come, output to standard output")
 	return c
 }

@@ -22,11 +22,11 @@ func (s *Server) Handler() http.Handler {
 	m.HandleFunc("GET /v1/executors", s.listExecutors)
 	m.HandleFunc("PUT /v1/executors/{user}", s.forUser(s.ensureExecutor))
 	m.HandleFunc("DELETE /v1/executors/{user}", s.ownOrAdmin(s.stopExecutor))
-	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.ownAccount(s.exec)))
+	m.HandleFunc("POST /v1/executors/{user}/exec", s.forUser(s.ownAccount(s.inEnv(s.exec))))
 	if s.Terminals != nil {
-		m.HandleFunc("POST /v1/executors/{user}/terminals", s.forUser(s.ownAccount(s.spawnTerminal)))
-		m.HandleFunc("GET /v1/executors/{user}/terminals", s.forUser(s.ownAccount(s.listTerminals)))
-		m.HandleFunc("GET /v1/executors/{user}/terminals/{id}/attach", s.forUser(s.ownAccount(s.attachTerminal)))
+		m.HandleFunc("POST /v1/executors/{user}/terminals", s.forUser(s.ownAccount(s.inEnv(s.spawnTerminal))))
+		m.HandleFunc("GET /v1/executors/{user}/terminals", s.forUser(s.ownAccount(s.inEnv(s.listTerminals))))
+		m.HandleFunc("GET /v1/executors/{user}/terminals/{id}/attach", s.forUser(s.ownAccount(s.inEnv(s.attachTerminal))))
 	}
 	m.HandleFunc("GET /v1/executors/{user}/files", s.forUser(s.ownAccount(s.listFiles)))
 	m.HandleFunc("POST /v1/executors/{user}/files", s.forUser(s.ownAccount(s.writeFiles)))

@@ -31,7 +31,7 @@ func (s *Server) EventQuotaHit(task string, o events.Owner, quota string, stop b
 		defer cancel()
 		var res protocol.StopTaskResult
 		p := protocol.StopTaskParams{TaskID: task, Reason: "over quotas." + quota}
-		if err := s.Pool.Call(ctx, s.executorOf(o.Name), protocol.MethodStopTask, p, &res); err != nil {
+		if err := s.Pool.Call(ctx, s.runningExecutor(o.Name, task), protocol.MethodStopTask, p, &res); err != nil {
 			s.Log.Warn("stopping a task over its event quota failed", "task_id", task, "err", err)
 		}
 	})

@@ -48,7 +48,7 @@ func (s *Server) TaskNotice(person, task, message string) {
 	defer cancel()
 	var res protocol.TaskNoticeResult
 	p := protocol.TaskNoticeParams{TaskID: task, Code: protocol.NoticeBudget, Message: message}
-	if err := s.Pool.Call(ctx, s.executorOf(person), protocol.MethodTaskNotice, p, &res); err != nil {
+	if err := s.Pool.Call(ctx, s.runningExecutor(person, task), protocol.MethodTaskNotice, p, &res); err != nil {
 		s.log().Warn("a task's notice was not delivered", "task", task, "user", person, "err", err)
 	}
 }

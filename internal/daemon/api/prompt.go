@@ -121,8 +121,10 @@ func (s *Server) readPrompt(w http.ResponseWriter, r *http.Request) (started, er
 			return started{}, err
 		}
 	}
-	var err error
-	t.body.Sandbox, err = s.sandboxLevel(s.Sandbox.PromptLevel(t.body.Sandbox), t.body.Cwd)
+	err := s.promptEnv(r.Context(), &t)
+	if err == nil {
+		t.body.Sandbox, err = s.sandboxLevel(s.Sandbox.PromptLevel(t.body.Sandbox), t.body.Cwd)
+	}
 	if err == nil {
 		err = s.Store.RoomForWork() // reads go on; new work waits for space
 	}
@@ -154,7 +156,7 @@ func (s *Server) admit(t *started) error {
 	if err != nil {
 		return err
 	}
-	bind := token.Binding{User: t.Executor, Session: t.sess.ID, Task: t.id, UID: t.UID, Tool: t.body.Tool}
+	bind := token.Binding{User: t.account(), Session: t.sess.ID, Task: t.id, UID: t.UID, Tool: t.body.Tool}
 	if bind.User != t.Person {
 		bind.Person = t.Person
 	}
@@ -305,4 +307,25 @@ func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine
 		s.statusNotStored("session", sess.ID, err)
 	}
 	return changed
+}
+
+// promptEnv routes a prompt: a new session to the environment it names
+// (or the default), a follow-up to its session's.
+func (s *Server) promptEnv(ctx context.Context, t *started) error {
+	asked := t.body.Environment
+	if t.body.SessionID != "" {
+		sess, err := s.Store.GetSession(t.body.SessionID)
+		if err != nil || sess.UnixUser != t.Person {
+			return nil // session() refuses it as not found, saying nothing more
+		}
+		if asked, err = sessionEnv(sess, asked); err != nil {
+			return err
+		}
+	}
+	sub, err := s.withEnv(ctx, t.subject, asked)
+	if err != nil {
+		return err
+	}
+	t.subject, t.body.Environment = sub, sub.Env
+	return nil
 }

@@ -30,7 +30,7 @@ func (s *Server) resumeTask(ctx context.Context, t store.Task) {
 		s.interrupted(t, sess, err)
 		return
 	}
-	executor := s.executorOf(t.UnixUser)
+	executor := s.taskExecutor(t.UnixUser, t.SessionID)
 	var res json.RawMessage
 	err = s.resumable(ctx, executor)
 	if err == nil {

@@ -77,6 +77,9 @@ type Server struct {
 	Quotas   config.Quotas
 	Retained *Retained // the store's size and what retention removed (metrics); nil: not shown
 	Log      *slog.Logger
+	// Environments are where people's work may run besides the host
+	// (environment.go).
+	Environments Environments
 	// OrphanGrace is how long a prompt's task runs on once the client
 	// that started it and follows it is gone, with nobody else following
 	// it (default DefaultOrphanGrace); then it is stopped. orphan.go.
@@ -215,4 +218,14 @@ func (s *Server) accounts() *identity.Resolver {
 		return s.Accounts
 	}
 	return identity.Default()
+}
+
+// Environments is where a person's work may run besides the host.
+type Environments struct {
+	// Policy decides who may use which (lifecycle.Policy.CheckEnvironment
+	// over the root-owned definitions); nil: no environments.
+	Check func(ctx context.Context, user, env string) error
+	// Default is the environment of a request that names none ("": the
+	// host; a request names "host" to run there anyway).
+	Default string
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/envdef"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -19,7 +20,15 @@ import (
 type subject struct {
 	Person   string
 	UID      uint32
-	Executor string
+	Executor string // an executor key (envdef.Key): the account, in Env
+	Env      string // the environment ("": the host)
+}
+
+// account is the account whose executor runs the work, in any
+// environment: what tokens are bound to and its connection speaks for.
+func (t subject) account() string {
+	a, _ := envdef.SplitKey(t.Executor)
+	return a
 }
 
 type subjectKey struct{}

@@ -17,7 +17,7 @@ import (
 
 func sessionView(s store.Session) apiwire.SessionView {
 	return apiwire.SessionView{ID: s.ID, UnixUser: s.UnixUser, AgenticTool: s.AgenticTool, Cwd: s.Cwd, Model: s.Model,
-		PermissionMode: s.PermissionMode, Status: s.Status, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		PermissionMode: s.PermissionMode, Status: s.Status, Environment: s.Environment, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
 func taskView(t store.Task) apiwire.TaskView {
@@ -104,11 +104,15 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := s.resolve(r.Context(), c, b.UnixUser)
+	if err == nil {
+		t, err = s.withEnv(r.Context(), t, b.Environment)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	uid := t.UID
+	b.Environment = t.Env
 	b.SessionID = ""
 	s.quotaMu.Lock()
 	err = s.Store.RoomForWork()
@@ -196,7 +200,7 @@ func (s *Server) stopTask(w http.ResponseWriter, r *http.Request) {
 	}
 	var res protocol.StopTaskResult
 	p := protocol.StopTaskParams{TaskID: t.ID, Reason: "stopped through the API"}
-	if err := s.Pool.Call(r.Context(), s.executorOf(t.UnixUser), protocol.MethodStopTask, p, &res); err != nil {
+	if err := s.Pool.Call(r.Context(), s.taskExecutor(t.UnixUser, t.SessionID), protocol.MethodStopTask, p, &res); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -361,7 +365,7 @@ type started struct {
 func (s *Server) session(user string, uid uint32, b *apiwire.PromptBody) (store.Session, error) {
 	if b.SessionID == "" {
 		return s.Store.CreateSession(store.Session{ID: s.newSessionID(user, uid, *b), UnixUser: user, UID: int64(uid), AgenticTool: b.Tool, Cwd: b.Cwd,
-			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle"})
+			Model: b.Model, PermissionMode: b.PermissionMode, Status: "idle", Environment: b.Environment})
 	}
 	sess, err := s.Store.GetSession(b.SessionID)
 	if err == nil && sess.UnixUser == user && sess.UID != int64(uid) {

@@ -108,6 +108,9 @@ func (e *directExec) running() bool {
 // Ensure makes user's socket if needed and starts an executor on it when
 // none runs (the last one may have exited when idle).
 func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
+	if err := hostOnly(name, "direct"); err != nil {
+		return Executor{}, err
+	}
 	ex, err := d.Policy.Check(ctx, name)
 	if err != nil {
 		return Executor{}, err

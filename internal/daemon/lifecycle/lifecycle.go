@@ -90,8 +90,11 @@ type Policy struct {
 	MinUID         int
 	AllowedUsers   []string // with AllowedGroups empty too: anyone >= MinUID
 	AllowedGroups  []string
-	SocketTemplate string             // "/run/agor/executors/{user}.sock"; {user} is the escaped name
-	Accounts       *identity.Resolver // nil: identity.Default()
+	SocketTemplate string // "/run/agor/executors/{user}.sock"; {user} is the escaped name
+	// EnvironmentsDir holds the environments' definitions ("":
+	// envdef.DefaultDir).
+	EnvironmentsDir string
+	Accounts        *identity.Resolver // nil: identity.Default()
 }
 
 func (p Policy) accounts() *identity.Resolver {

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/envdef"
 	"github.com/agor-sh/agor/internal/executor/exectest"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -179,16 +181,25 @@ func waitStopped(t *testing.T, d *Direct, name string) {
 
 func TestParseUnit(t *testing.T) {
 	for in, want := range map[string][2]string{
-		"agor-executor@alice.socket":     {"alice", "socket"},
-		`agor-executor@bob\x2d2.service`: {"bob-2", "service"},
+		"agor-executor@alice.socket":       {"alice", "socket"},
+		`agor-executor@bob\x2d2.service`:   {"bob-2", "service"},
+		"agor-env-py313@alice.socket":      {"alice:py313", "socket"},
+		`agor-env-deb-13@bob\x2d2.service`: {"bob-2:deb-13", "service"},
 	} {
 		u, k, ok := parseUnit(in)
 		if !ok || u != want[0] || k != want[1] {
 			t.Errorf("parseUnit(%q) = %q %q %v", in, u, k, ok)
 		}
 	}
-	if _, _, ok := parseUnit("other@x.service"); ok {
-		t.Error("parsed a foreign unit")
+	for _, foreign := range []string{"other@x.service", "agor-env-@x.service", "agor-env-Py@x.service", "agor-executors.slice"} {
+		if _, _, ok := parseUnit(foreign); ok {
+			t.Errorf("parsed a foreign unit %q", foreign)
+		}
+	}
+	for _, key := range []string{"alice", "alice:py313", "bob-2:deb-13"} {
+		if got, _, _ := parseUnit(unitName(key, "service")); got != key {
+			t.Errorf("parseUnit(unitName(%q)) = %q", key, got)
+		}
 	}
 }
 
@@ -235,5 +246,43 @@ func TestDirectRefusesConfinedNetwork(t *testing.T) {
 	mode = config.NetworkOpen
 	if _, err := d.Ensure(context.Background(), name); err != nil {
 		t.Errorf("open: %v", err)
+	}
+}
+
+// TestCheckKey: in an environment, the account's policy and then the
+// environment's definition decide; the socket is in the environment's
+// directory. Backends without environments refuse their keys.
+func TestCheckKey(t *testing.T) {
+	dir := t.TempDir()
+	// A stand-in getent knows one account, whoever runs the test.
+	getent := filepath.Join(dir, "getent")
+	script := "#!/bin/sh\ncase \"$1 $3\" in\n\"passwd ada\"|\"passwd 1500\") echo 'ada:x:1500:1500::/home/ada:/bin/sh';;\n*) exit 2;;\nesac\n"
+	if err := os.WriteFile(getent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	me := &user.User{Username: "ada"}
+	for name, users := range map[string][]string{"open": {me.Username}, "closed": {"someone-else"}} {
+		if err := envdef.Save(dir, envdef.Definition{Name: name, Root: "/srv/" + name, Agents: envdef.AgentsHost, Users: users}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := Policy{SocketTemplate: "/run/agor/executors/{user}.sock", EnvironmentsDir: dir, Accounts: identity.New(identity.NSS{Getent: getent})}
+	ctx := context.Background()
+	ex, err := p.CheckKey(ctx, envdef.Key(me.Username, "open"))
+	if want := "/run/agor/executors/open/" + account.Escape(me.Username) + ".sock"; err != nil || ex.Socket != want {
+		t.Errorf("CheckKey(open) = %+v, %v; want socket %s", ex, err, want)
+	}
+	if _, err := p.CheckKey(ctx, envdef.Key(me.Username, "closed")); !errors.Is(err, ErrEnvironmentNotAllowed) {
+		t.Errorf("CheckKey(closed) = %v, want ErrEnvironmentNotAllowed", err)
+	}
+	if _, err := p.CheckKey(ctx, envdef.Key(me.Username, "gone")); !errors.Is(err, ErrNoSuchEnvironment) {
+		t.Errorf("CheckKey(gone) = %v, want ErrNoSuchEnvironment", err)
+	}
+	if ex, err := p.CheckKey(ctx, me.Username); err != nil || ex.Socket != "/run/agor/executors/"+account.Escape(me.Username)+".sock" {
+		t.Errorf("CheckKey(host) = %+v, %v", ex, err)
+	}
+	d := &Direct{Policy: p}
+	if _, err := d.Ensure(ctx, envdef.Key(me.Username, "open")); !errors.Is(err, ErrEnvironmentUnsupported) {
+		t.Errorf("direct Ensure in an environment = %v, want ErrEnvironmentUnsupported", err)
 	}
 }

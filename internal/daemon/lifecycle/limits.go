@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/envdef"
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 )
@@ -33,7 +34,8 @@ func LimitProperties(ctx context.Context, l config.Limits, p Policy, user string
 // can start it and live on a running one. What was last applied is
 // remembered, so each Ensure costs a call only when something changed.
 func (s *Systemd) applyLimits(ctx context.Context, user string) error {
-	props, err := LimitProperties(ctx, s.Limits, s.Policy, user)
+	account, _ := envdef.SplitKey(user) // her limits, wherever her executor runs
+	props, err := LimitProperties(ctx, s.Limits, s.Policy, account)
 	if err != nil || len(props) == 0 {
 		return err
 	}

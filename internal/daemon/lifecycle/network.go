@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/envdef"
 )
 
 // ErrNetworkUnenforced: a person's network mode needs their executor in a
@@ -58,7 +59,8 @@ func (s *Systemd) checkNetwork(ctx context.Context, user string) error {
 	if s.Network == nil {
 		return nil
 	}
-	set, err := s.Network(ctx, user)
+	account, _ := envdef.SplitKey(user) // her mode, wherever her executor runs
+	set, err := s.Network(ctx, account)
 	if err != nil || !set.Private() {
 		return err
 	}

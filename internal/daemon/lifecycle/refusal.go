@@ -26,6 +26,10 @@ func Unavailable(err error) error {
 		reason = apiwire.ReasonNotAuthorized
 	case errors.Is(err, ErrUnitFailed):
 		reason = apiwire.ReasonUnitFailed
+	case errors.Is(err, ErrEnvironmentNotAllowed):
+		reason = apiwire.ReasonEnvironmentNotAllowed
+	case errors.Is(err, ErrNoSuchEnvironment), errors.Is(err, ErrEnvironmentUnsupported):
+		reason = apiwire.ReasonNoSuchEnvironment
 	}
 	return rpc.Errorf(protocol.CodeExecutorUnavailable, reason, "%v", fmt.Errorf("executor unavailable: %w", err))
 }

@@ -89,6 +89,9 @@ func (r *remote) live() bool { return r.jobID != "" && !(slurm.Job{State: r.stat
 // Ensure submits user's job unless one is queued or running, and returns
 // an Executor whose Dial waits for the job to dial back.
 func (s *Slurm) Ensure(ctx context.Context, user string) (Executor, error) {
+	if err := hostOnly(user, "slurm"); err != nil {
+		return Executor{}, err
+	}
 	ex, err := s.Policy.Check(ctx, user)
 	if err != nil {
 		return Executor{}, err

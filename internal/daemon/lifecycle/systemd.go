@@ -10,6 +10,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/envdef"
 	sd "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 )
@@ -37,16 +38,23 @@ type Systemd struct {
 
 var _ Backend = (*Systemd)(nil)
 
-// unitName is user's unit: the instance is the name as systemd escapes it
-// (the unit gets it back with %I).
-func unitName(user, kind string) string {
-	return "agor-executor@" + account.Escape(user) + "." + kind
+// unitName is the unit of an executor key: agor-executor@USER for the
+// host, agor-env-ENV@USER in an environment. The instance is the name as
+// systemd escapes it (the unit gets it back with %I).
+func unitName(key, kind string) string {
+	user, env := envdef.SplitKey(key)
+	prefix := "agor-executor"
+	if env != "" {
+		prefix = "agor-env-" + env
+	}
+	return prefix + "@" + account.Escape(user) + "." + kind
 }
 
-// Ensure starts user's socket unit and waits for the job. A socket left
-// failed (e.g. trigger-limit-hit) is reset and started once more.
+// Ensure starts the socket unit of user (an executor key) and waits for
+// the job. A socket left failed (e.g. trigger-limit-hit) is reset and
+// started once more.
 func (s *Systemd) Ensure(ctx context.Context, user string) (Executor, error) {
-	ex, err := s.Policy.Check(ctx, user)
+	ex, err := s.Policy.CheckKey(ctx, user)
 	if err != nil {
 		return Executor{}, err
 	}
@@ -130,7 +138,7 @@ func (s *Systemd) List(ctx context.Context) ([]Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	units, err := conn.ListUnitsByPatternsContext(ctx, nil, []string{"agor-executor@*.socket", "agor-executor@*.service"})
+	units, err := conn.ListUnitsByPatternsContext(ctx, nil, []string{"agor-executor@*.socket", "agor-executor@*.service", "agor-env-*@*.socket", "agor-env-*@*.service"})
 	if err != nil {
 		return nil, s.dbusErr("list units", err)
 	}
@@ -160,10 +168,18 @@ func (s *Systemd) List(ctx context.Context) ([]Status, error) {
 	return out, nil
 }
 
-func parseUnit(name string) (user, kind string, ok bool) {
+// parseUnit is unitName's inverse: the executor key and the kind.
+func parseUnit(name string) (key, kind string, ok bool) {
+	env := ""
 	rest, found := strings.CutPrefix(name, "agor-executor@")
 	if !found {
-		return "", "", false
+		var prefix string
+		var isEnv bool
+		prefix, rest, found = strings.Cut(name, "@")
+		env, isEnv = strings.CutPrefix(prefix, "agor-env-")
+		if !found || !isEnv || envdef.ValidName(env) != nil {
+			return "", "", false
+		}
 	}
 	i := strings.LastIndexByte(rest, '.')
 	if i <= 0 {
@@ -173,7 +189,7 @@ func parseUnit(name string) (user, kind string, ok bool) {
 	if err != nil {
 		return "", "", false
 	}
-	return user, rest[i+1:], true
+	return envdef.Key(user, env), rest[i+1:], true
 }
 
 // bus returns the connection, rebuilding it if it dropped: go-systemd's

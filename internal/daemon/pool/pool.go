@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/envdef"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -23,7 +24,9 @@ import (
 type Pool struct {
 	Backend lifecycle.Backend
 	// Handler returns what serves the requests of user's executor to the
-	// daemon; each connection gets its own, which knows whose it is.
+	// daemon; each connection gets its own, which knows whose it is (the
+	// executor key: what routes its terminals' and watches' output back;
+	// anything deciding for a person takes the key's account).
 	// Everything that arrives on the connection is said by user (who can
 	// take the executor's end over: same uid) and may count for user
 	// only; its notifications are paced per user (see paced).
@@ -59,6 +62,17 @@ type entry struct {
 	ping   protocol.PingResult
 	busy   int       // calls in flight through Call; guarded by Pool.mu
 	used   time.Time // last Get or Call; guarded by Pool.mu
+}
+
+// Keys: every user parameter of the pool is an executor key (envdef.Key):
+// the account alone for the host, ACCOUNT:ENV for her executor in
+// environment ENV. One person's executors in several environments are
+// separate entries, run side by side, and are let go when idle each.
+
+// accountOf is whose executor a key names.
+func accountOf(key string) string {
+	a, _ := envdef.SplitKey(key)
+	return a
 }
 
 // Get returns a live connection to user's executor, starting it if need be.
@@ -135,7 +149,9 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 	p.setSocket(user, ex.Socket)
 	var h rpc.Handler
 	if p.Handler != nil {
-		h = p.paced(user, p.Handler(user))
+		// An executor in an environment is still its account's: it speaks
+		// for that person only, under her one notification allowance.
+		h = p.paced(accountOf(user), p.Handler(user))
 	}
 	c, err := dial(ctx, ex, h, rpc.Options{Logger: p.log().With("user", user)})
 	if err != nil {
@@ -146,7 +162,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 		c.Close()
 		return nil, protocol.PingResult{}, rpc.Errorf(protocol.CodeExecutorUnavailable, protocol.ReasonPingFailed, "executor of %s: %v", user, err)
 	}
-	if ping.User != user && ping.UID != ex.UID {
+	if ping.User != ex.User && ping.UID != ex.UID {
 		p.log().Warn("executor runs as another user (direct backend, daemon not root)", "user", user, "executor_user", ping.User)
 	}
 	return c, ping, nil
@@ -296,7 +312,7 @@ func (p *Pool) idle(before time.Time) []*rpc.Client {
 	defer p.mu.Unlock()
 	var out []*rpc.Client
 	for user, e := range p.conns {
-		if e.connected() && e.busy == 0 && e.used.Before(before) && (p.Keep == nil || !p.Keep(user)) {
+		if e.connected() && e.busy == 0 && e.used.Before(before) && (p.Keep == nil || !p.Keep(accountOf(user))) {
 			delete(p.conns, user)
 			out = append(out, e.client)
 		}

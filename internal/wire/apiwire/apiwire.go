@@ -40,6 +40,10 @@ type PromptBody struct {
 	// Sandbox is the level the agent runs under ("" : the configured
 	// default): off, workspace or read-only.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Environment is where a new session runs ("": the configured
+	// default; "host": the host). A follow-up runs where its session
+	// started; naming another environment is refused.
+	Environment string `json:"environment,omitempty"`
 }
 
 // PromptAccepted is the reply to a prompt that answers at once (202).
@@ -130,6 +134,7 @@ type SessionView struct {
 	Model          string    `json:"model,omitempty"`
 	PermissionMode string    `json:"permission_mode"`
 	Status         string    `json:"status"`
+	Environment    string    `json:"environment,omitempty"` // "": the host
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
 }

@@ -33,4 +33,8 @@ const (
 	ReasonUserNotAllowed = "user_not_allowed"
 	ReasonNotAuthorized  = "not_authorized" // polkit refused the daemon
 	ReasonUnitFailed     = "unit_failed"
+	// Environments (also 403 and 400 when the API refuses a request
+	// before any executor is asked for).
+	ReasonEnvironmentNotAllowed = "environment_not_allowed"
+	ReasonNoSuchEnvironment     = "no_such_environment"
 )
