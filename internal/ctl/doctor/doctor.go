@@ -153,6 +153,7 @@ var checks = []check{
 	{"network", checkNetwork},
 	{"network-ns", checkNetworkNamespace},
 	{"gateway", checkGateway},
+	{"environments", checkEnvironments},
 	{"slurm-commands", checkSlurmCommands},
 	{"slurm-tls", checkSlurmTLS},
 	{"slurm-test-job", checkSlurmTestJob},
