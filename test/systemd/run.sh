@@ -96,6 +96,26 @@ teardown() {
 trap 'teardown; rm -rf "$work"' EXIT
 
 
+# env_root RELEASE: the environments concern's root (environments.sh), the
+# other release's minbase with python3, so that its Python differs from
+# the container's: built once, cached by release and package list, as a
+# .tar.gz (gzip is in every minbase; the container has no zstd) without
+# device nodes (MountAPIVFS= gives the unit its /dev). Sets env_tar; not
+# built when AGOR_SUITE_ONLY leaves the concern out.
+env_root() {
+	local other=bookworm pkgs=python3-minimal key
+	env_tar=
+	[ "$1" != bookworm ] || other=trixie
+	case " ${AGOR_SUITE_ONLY:-environments} " in *" environments"*) ;; *) return 0 ;; esac
+	key=$(printf 'env %s %s\n' "$pkgs" "$other" | sha256sum | cut -c1-12)
+	env_tar=test/.cache/envroot-$key.tar.gz
+	if [ ! -s "$env_tar" ]; then
+		echo "== building the environment's root ($other: $pkgs)"
+		mmdebstrap --quiet --variant=minbase --skip=output/dev --include="$pkgs" "$other" "$env_tar.tmp.tar.gz"
+		mv "$env_tar.tmp.tar.gz" "$env_tar"
+	fi
+}
+
 # boot_and_check RELEASE: builds (once, cached by package list and release) and
 # unpacks RELEASE's root filesystem, boots it and runs checks.sh inside;
 # checks.sh's status goes to checks_rc (a function called in an || list would
@@ -121,6 +141,8 @@ boot_and_check() {
 		mmdebstrap --quiet --variant=minbase --include="$pkgs" "$release" "$tarball.tmp.tar.zst"
 		mv "$tarball.tmp.tar.zst" "$tarball"
 	fi
+
+	env_root "$release"
 
 	echo "== unpacking root filesystem"
 	mount -t tmpfs -o size=3G tmpfs "$work/root" # 1 GiB of it the root filesystem, Chromium most of that
@@ -157,7 +179,7 @@ boot_and_check() {
 		SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
 			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self open_tree move_mount mount_setattr' \
 			--register=no --keep-unit --private-network --console=read-only \
-			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" </dev/null >"$work/boot.log" 2>&1
+			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" ${env_tar:+--bind-ro="$top/$env_tar:/opt/envroot.tar.gz"} </dev/null >"$work/boot.log" 2>&1
 	) &
 	nspawn_pid=$!
 	leader=

@@ -17,8 +17,10 @@ import (
 //     a host may lack one);
 //   - /run/agor: the daemon's egress and gateway sockets, which the
 //     executor dials (connect(2) works on a read-only mount). The
-//     executors' own socket directory in it stays root:agor 0750.
-var hostReadOnly = []string{"/etc/agor", "/etc/passwd", "/etc/group", "-/etc/resolv.conf", "-/etc/hosts", "/run/agor"}
+//     executors' own socket directory in it stays root:agor 0750;
+//   - /run/systemd/notify: the executor is Type=notify and has a
+//     watchdog; MountAPIVFS= gives the root an empty /run.
+var hostReadOnly = []string{"/etc/agor", "/etc/passwd", "/etc/group", "-/etc/resolv.conf", "-/etc/hosts", "/run/agor", "-/run/systemd/notify"}
 
 // hostAgents is where the host's agent CLIs live (npm -g installs under
 // /usr/local, vendors' tarballs under /opt), bound read-only with
