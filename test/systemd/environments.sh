@@ -124,6 +124,20 @@ env_bob() {
 }
 check "environments: bob is refused py (not allowed: exec and prompt), cannot reach alice's executor socket in it, and his executor started there anyway exits 78" env_bob
 
+# Cold start in py against the host's executor, both alice's: the median
+# of 21 cycles each, two rounds interleaved so that a drift of the machine
+# falls on both; printed, never asserted.
+env_cold() {
+	local r host env
+	for r in 1 2; do
+		host=$($T/coldbench -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
+		env=$($T/coldbench -socket /run/agor/executors/py/alice.sock -unit agor-env-py@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
+		[ -n "$host" ] && [ -n "$env" ]
+		echo "round $r: cold activation median host ${host} ms, environment py ${env} ms, ratio $(awk -v a="$env" -v b="$host" 'BEGIN { printf "%.2f", a / b }')"
+	done
+}
+check "environments: cold activation of alice's executor in py vs on the host (medians of 21, ratio)" env_cold
+
 env_remove() {
 	agorctl environments add py2 --root /var/lib/agor/environments/py/root --users alice >/dev/null
 	as alice agorctl exec --env py2 alice -- true </dev/null
