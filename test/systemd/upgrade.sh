@@ -35,6 +35,11 @@ upgrade_from_previous() {
 	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
 	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && break; sleep 0.1; done
 	as alice agorctl sessions --json | grep "$sid" >/dev/null
+	# Migration 8 (sessions.environment): a session of the previous release
+	# ran on the host and still does.
+	if as alice agorctl sessions --json | grep -o "\"id\":\"$sid\"[^}]*" | grep '"environment"'; then
+		echo "the upgraded session names an environment"; return 1
+	fi
 	want "$(as alice agorctl events "$task" | wc -l)" "$n"
 	want "$(task_rows "$sid")" "$before"
 	# The new configuration key's default applies to the kept config.yaml,
