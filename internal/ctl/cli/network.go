@@ -238,16 +238,16 @@ func mirrorEnvs(a *app, unitDir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	any := false
+	changed := false
 	for _, p := range prefixes {
 		c, err := netunit.Mirror(unitDir, p)
 		if err != nil {
-			return any, fmt.Errorf("%s: %w", p, err)
+			return changed, fmt.Errorf("%s: %w", p, err)
 		}
 		if c {
 			fmt.Fprintf(a.stdout, "%s@*.service.d: the executor's network drop-ins, mirrored\n", p)
 		}
-		any = any || c
+		changed = changed || c
 	}
-	return any, nil
+	return changed, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/envdef"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -207,12 +208,18 @@ func (s *Server) executorsSeen(c who, list []lifecycle.Status) []lifecycle.Statu
 	case s.SharedAccount != "":
 		return nil
 	}
-	for _, st := range list {
-		if c.sees(st.User) {
-			return []lifecycle.Status{st}
+	var out []lifecycle.Status
+	host := false
+	for _, st := range list { // hers on the host, and in any environment
+		if account, env := envdef.SplitKey(st.User); c.sees(account) {
+			out = append(out, st)
+			host = host || env == ""
 		}
 	}
-	return []lifecycle.Status{{User: c.user.Name, Socket: "inactive", Service: "inactive"}}
+	if !host {
+		out = append([]lifecycle.Status{{User: c.user.Name, Socket: "inactive", Service: "inactive"}}, out...)
+	}
+	return out
 }
 
 // Stored data belongs to an account: a user name and the uid the name

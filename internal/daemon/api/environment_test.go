@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
@@ -87,5 +89,28 @@ func TestWithEnvKey(t *testing.T) {
 	s.SharedAccount = "agent"
 	if _, err := s.withEnv(context.Background(), subject{Person: "alice", Executor: "agent"}, "py"); err == nil {
 		t.Error("an environment with the shared account was allowed")
+	}
+}
+
+// TestExecutorsSeenInEnvironments: a person lists her executors on the
+// host and in environments, nobody else's; with none on the host hers is
+// shown stopped first.
+func TestExecutorsSeenInEnvironments(t *testing.T) {
+	s := &Server{}
+	alice := who{user: identity.User{Name: "alice", UID: 1000}}
+	list := []lifecycle.Status{{User: "bob:py"}, {User: "alice:py"}, {User: "alice"}, {User: "bob"}}
+	var got []string
+	for _, st := range s.executorsSeen(alice, list) {
+		got = append(got, st.User)
+	}
+	if want := []string{"alice:py", "alice"}; !slices.Equal(got, want) {
+		t.Errorf("alice sees %q, want %q", got, want)
+	}
+	got = got[:0]
+	for _, st := range s.executorsSeen(alice, list[:2]) {
+		got = append(got, st.User+"/"+st.Service)
+	}
+	if want := []string{"alice/inactive", "alice:py/"}; !slices.Equal(got, want) {
+		t.Errorf("alice, nothing on the host: %q, want %q", got, want)
 	}
 }

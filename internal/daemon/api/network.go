@@ -8,6 +8,7 @@ import (
 
 	"maps"
 
+	"github.com/agor-sh/agor/internal/envdef"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
@@ -16,6 +17,7 @@ func (s *Server) networkOf(ctx context.Context, user string) *apiwire.ExecutorNe
 	if s.NetworkMode == nil {
 		return nil
 	}
+	user, _ = envdef.SplitKey(user) // her mode and egress, wherever her executor runs
 	n := apiwire.ExecutorNetwork{Mode: s.NetworkMode(ctx, user)}
 	if s.EgressTotals != nil {
 		t := s.EgressTotals()[user]
