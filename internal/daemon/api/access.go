@@ -131,11 +131,13 @@ func (s *Server) unconfined(c who) error {
 	if c.cred.PID <= 0 || c.trusted() || s.Pool == nil {
 		return nil
 	}
-	pid, ok := s.Pool.PID(s.executorOf(c.user.Name))
-	if ok && sandbox.Confined(int(c.cred.PID), pid) {
-		s.log().Warn("request from inside a sandboxed task refused", "user", c.user.Name, "peer_pid", c.cred.PID)
-		return rpc.Errorf(protocol.CodePermissionDenied, apiwire.ReasonConfinedCaller,
-			"this request comes from inside a sandboxed task (pid %d): the daemon does not act for confined work", c.cred.PID)
+	for _, key := range s.Pool.LiveOf(s.executorOf(c.user.Name)) { // on the host and in environments
+		pid, ok := s.Pool.PID(key)
+		if ok && sandbox.Confined(int(c.cred.PID), pid) {
+			s.log().Warn("request from inside a sandboxed task refused", "user", c.user.Name, "peer_pid", c.cred.PID, "executor", key)
+			return rpc.Errorf(protocol.CodePermissionDenied, apiwire.ReasonConfinedCaller,
+				"this request comes from inside a sandboxed task (pid %d): the daemon does not act for confined work", c.cred.PID)
+		}
 	}
 	return nil
 }

@@ -45,21 +45,26 @@ func (s *Server) tcpUnconfined(r *http.Request) error {
 	return s.askHolders(r.Context(), client, u.Name, sock.Inode)
 }
 
-// askHolders asks person's executor, if one runs (no executor, no task),
-// whether a confined task of hers holds the socket.
+// askHolders asks person's executors, those that run (no executor, no
+// task), on the host and in environments, whether a confined task of hers
+// holds the socket.
 func (s *Server) askHolders(ctx context.Context, client netip.AddrPort, person string, inode uint64) error {
-	exe := s.executorOf(person)
-	if _, live := s.Pool.PID(exe); !live {
+	keys := s.Pool.LiveOf(s.executorOf(person))
+	if len(keys) == 0 {
 		return nil
 	}
-	var res protocol.SocketHoldersResult
-	if err := s.Pool.Call(ctx, exe, protocol.MethodSocketHolders, protocol.SocketHoldersParams{Inode: inode}, &res); err != nil {
-		return s.refuseTCP(client, "%s's executor could not say who holds this connection: %v", person, err)
+	holders := 0
+	for _, exe := range keys {
+		var res protocol.SocketHoldersResult
+		if err := s.Pool.Call(ctx, exe, protocol.MethodSocketHolders, protocol.SocketHoldersParams{Inode: inode}, &res); err != nil {
+			return s.refuseTCP(client, "%s's executor %s could not say who holds this connection: %v", person, exe, err)
+		}
+		if res.Confined {
+			return s.refuseTCP(client, "this request comes from inside a sandboxed task of %s's over TCP: the daemon does not act for confined work", person)
+		}
+		holders += res.Holders
 	}
-	if res.Confined {
-		return s.refuseTCP(client, "this request comes from inside a sandboxed task of %s's over TCP: the daemon does not act for confined work", person)
-	}
-	if res.Holders == 0 {
+	if holders == 0 {
 		return s.refuseTCP(client, "no process of %s's holds the client's end of this connection", person)
 	}
 	return nil

@@ -89,6 +89,11 @@ func TestEnvironmentKeys(t *testing.T) {
 	if want := []string{"alice", "alice:py"}; !slices.Equal(live, want) || !slices.Equal(b.ensured, want) || !slices.Equal(handlers, want) {
 		t.Errorf("live %q, ensured %q, handlers %q; want %q each", live, b.ensured, handlers, want)
 	}
+	mine := p.LiveOf("alice")
+	slices.Sort(mine)
+	if want := []string{"alice", "alice:py"}; !slices.Equal(mine, want) || len(p.LiveOf("bob")) != 0 {
+		t.Errorf("LiveOf(alice) = %q, want %q; LiveOf(bob) = %q", mine, want, p.LiveOf("bob"))
+	}
 	if len(p.pacers) != 1 || p.pacers["alice"] == nil {
 		t.Errorf("pacers %v: want alice's one", p.pacers)
 	}

@@ -331,6 +331,20 @@ func (p *Pool) Live() []string {
 	return out
 }
 
+// LiveOf lists the keys of account's connected executors: on the host
+// and in every environment (a question about her processes asks each).
+func (p *Pool) LiveOf(account string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for k, e := range p.conns {
+		if accountOf(k) == account && e.connected() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // PID is the process id of user's connected executor, as its first ping
 // said; false when none is connected.
 func (p *Pool) PID(user string) (int, bool) {
