@@ -29,6 +29,7 @@ func (e UnitChange) Ended() bool {
 const (
 	unitPaths      = "/org/freedesktop/systemd1/unit"
 	executorPrefix = unitPaths + "/agor_2dexecutor_40" // "agor-executor@", bus-escaped
+	envPrefix      = unitPaths + "/agor_2denv_2d"      // "agor-env-": an environment's executors
 	unitInterface  = "org.freedesktop.systemd1.Unit"
 )
 
@@ -90,7 +91,8 @@ func (s *Systemd) watchOnce(ctx context.Context, fn func(UnitChange)) error {
 // units and changes without ActiveState are skipped.
 func unitEvent(sig *godbus.Signal) (UnitChange, bool) {
 	path := string(sig.Path)
-	if !strings.HasPrefix(path, executorPrefix) || len(sig.Body) < 2 {
+	ours := strings.HasPrefix(path, executorPrefix) || strings.HasPrefix(path, envPrefix)
+	if !ours || len(sig.Body) < 2 {
 		return UnitChange{}, false
 	}
 	changed, ok := sig.Body[1].(map[string]godbus.Variant)

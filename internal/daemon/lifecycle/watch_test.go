@@ -24,6 +24,8 @@ func TestUnitEvent(t *testing.T) {
 		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", changed("failed", "failed"), UnitChange{User: "alice", Kind: "service", State: "failed", Sub: "failed"}, true},
 		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_5cx2dx_2esocket", changed("active", ""), UnitChange{User: "j.doe-x", Kind: "socket", State: "active"}, true},
 		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40j_2edoe_2dx_2esocket", changed("active", ""), UnitChange{}, false}, // '-' unescaped: not ours
+		{"/org/freedesktop/systemd1/unit/agor_2denv_2dpy313_40alice_2eservice", changed("inactive", "dead"), UnitChange{User: "alice:py313", Kind: "service", State: "inactive", Sub: "dead"}, true},
+		{"/org/freedesktop/systemd1/unit/agor_2denv_2d_40alice_2eservice", changed("inactive", "dead"), UnitChange{}, false}, // no name
 		{"/org/freedesktop/systemd1/unit/ssh_2eservice", changed("active", "running"), UnitChange{}, false},
 		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2eservice", []any{unitInterface, map[string]godbus.Variant{"SubState": godbus.MakeVariant("x")}, []string{}}, UnitChange{}, false},
 		{"/org/freedesktop/systemd1/unit/agor_2dexecutor_40alice_2", changed("active", ""), UnitChange{}, false},
