@@ -47,11 +47,13 @@ export function sessionsView(me) {
 	const mode = select("mode", [["default", _("default: ask before tools")], ["acceptEdits", "acceptEdits"], ["bypassPermissions", "bypassPermissions"], ["plan", _("plan: change nothing")]], "default");
 	const sandbox = select("sandbox", [["", _("daemon default")], ["off", "off"], ["workspace", "workspace"], ["read-only", "read-only"]], "");
 	const cwd = h("input", { type: "text", name: "cwd", value: ".", "aria-label": "cwd" });
+	// Empty: the daemon's environments.default; a follow-up runs where its session started.
+	const env = h("input", { type: "text", name: "environment", value: "", "aria-label": "environment", placeholder: _("daemon default") });
 	const prompt = h("textarea", { name: "prompt", rows: 3, "aria-label": _("Prompt"), placeholder: _("What should the agent do?") });
 	const cont = h("input", { type: "checkbox", name: "continue", id: "agor-continue" });
 	const send = button(_("Send"), () => runPrompt(), "primary", { id: "agor-send" });
 	const form = h("form.pf-v5-c-form.agor-prompt", { onsubmit: (e) => { e.preventDefault(); runPrompt(); } },
-		h("div.agor-row", field(_("Agent"), tool), field(_("Permission mode"), mode), field(_("Sandbox"), sandbox), field(_("Working directory"), cwd)),
+		h("div.agor-row", field(_("Agent"), tool), field(_("Permission mode"), mode), field(_("Sandbox"), sandbox), field(_("Working directory"), cwd), field(_("Environment"), env)),
 		field(_("Prompt"), prompt),
 		h("div.agor-row", h("label.agor-check", cont, " ", _("Continue the selected session")), send));
 
@@ -129,7 +131,7 @@ export function sessionsView(me) {
 		if (!prompt.value.trim()) return;
 		stopFollowing();
 		fill(errors);
-		const body = { agentic_tool: tool.value, prompt: prompt.value, cwd: cwd.value || ".", permission_mode: mode.value, sandbox: sandbox.value || undefined, session_id: cont.checked ? state.session : "" };
+		const body = { agentic_tool: tool.value, prompt: prompt.value, cwd: cwd.value || ".", permission_mode: mode.value, sandbox: sandbox.value || undefined, environment: env.value.trim() || undefined, session_id: cont.checked ? state.session : "" };
 		const t = newTranscript();
 		const lines = new Lines();
 		send.disabled = true;
