@@ -129,6 +129,9 @@ check "environments: bob is refused py (not allowed: exec and prompt), cannot re
 # falls on both; printed, never asserted.
 env_cold() {
 	local r host env
+	# Both sockets listening (the prompt checks' setup stops alice's).
+	as alice agorctl exec alice -- true </dev/null
+	as alice agorctl exec --env py alice -- true </dev/null
 	for r in 1 2; do
 		host=$($T/coldbench -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
 		env=$($T/coldbench -socket /run/agor/executors/py/alice.sock -unit agor-env-py@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
