@@ -64,7 +64,8 @@ readme_installed() {
 	! systemctl cat agor-daemon.service >/dev/null 2>&1
 	# What the README leaves to the reader: the package where `make deb` put
 	# it (root's shell starts in /root), an API key, and the model's URL (here
-	# the stand-in) in agents.yaml, written once the package has put it there.
+	# the stand-in) as the gateway's upstream in config.yaml, written once the
+	# package has put it there.
 	rm -rf /root/dist && mkdir -p /root/dist && cp "$T"/dist/*.deb /root/dist/
 	README_KEY=sk-ant-readme-0123456789
 	start_model -tools 2 -bash 'id -un > whoami.txt' -text 'I wrote whoami.txt.'
@@ -77,7 +78,7 @@ readme_installed() {
 		case $line in *TASK*) line=${line//TASK/$(newest_id task)} ;; esac
 		echo "$user\$ $line"
 		readme_line "$user" "$line" || return 1
-		case $line in "apt install ./dist/agor_"*) readme_agents_yaml ;; esac
+		case $line in "apt install ./dist/agor_"*) readme_agents_yaml || return 1 ;; esac
 		ran=$((ran + 1))
 	done < <(readme_blocks)
 	[ "$ran" -ge 8 ] || { echo "only $ran lines found in the README's Installed section"; return 1; }
@@ -88,13 +89,16 @@ readme_installed() {
 }
 
 # readme_agents_yaml points Claude Code at the stand-in model, as the README
-# says (/etc/agor/agents.yaml, the model's URL in the agent's env).
+# says: the CLI in /etc/agor/agents.yaml, and where its model requests go
+# in /etc/agor/config.yaml (the packaged configuration has the model
+# gateway on, whose upstream the daemon reads at its start).
 readme_agents_yaml() {
 	cat >>/etc/agor/agents.yaml <<'YAML'
 claude-code:
   binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
-  env:
-    ANTHROPIC_BASE_URL: http://127.0.0.1:18080
 YAML
+	grep -q '^gateway:$' /etc/agor/config.yaml || { echo "the packaged config.yaml has no gateway section"; return 1; }
+	sed -i 's|^gateway:$|gateway:\n  upstreams: {anthropic: "http://127.0.0.1:18080"}|' /etc/agor/config.yaml
+	systemctl restart agor-daemon.service
 }
 check "README, Installed: every line as written, as root then as alice, on $(. /etc/os-release; echo "$PRETTY_NAME")" readme_installed
