@@ -132,12 +132,18 @@ env_cold() {
 	# Both sockets listening (the prompt checks' setup stops alice's).
 	as alice agorctl exec alice -- true </dev/null
 	as alice agorctl exec --env py alice -- true </dev/null
+	# What is timed is systemd's activation, by coldbench's own pings: the
+	# daemon, connected to both executors, is stopped meanwhile, so that no
+	# connection of its starts a unit coldbench has just stopped (once, on
+	# Debian 13: "agor-executor@alice.service did not stop").
+	systemctl stop agor-daemon.service
 	for r in 1 2; do
 		host=$($T/coldbench -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
 		env=$($T/coldbench -socket /run/agor/executors/py/alice.sock -unit agor-env-py@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
-		[ -n "$host" ] && [ -n "$env" ]
+		[ -n "$host" ] && [ -n "$env" ] || { systemctl start agor-daemon.service; return 1; }
 		echo "round $r: cold activation median host ${host} ms, environment py ${env} ms, ratio $(awk -v a="$env" -v b="$host" 'BEGIN { printf "%.2f", a / b }')"
 	done
+	systemctl start agor-daemon.service
 }
 check "environments: cold activation of alice's executor in py vs on the host (medians of 21, ratio)" env_cold
 
