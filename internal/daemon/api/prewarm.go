@@ -144,15 +144,9 @@ func (s *Server) newSessionID(user string, uid uint32, b apiwire.PromptBody) str
 // prewarmLater is prewarm with the daemon's lifetime, for a session just
 // made without a prompt (one is coming). Shutdown cancels and waits.
 func (s *Server) prewarmLater(t subject, b apiwire.PromptBody) {
-	s.tasks.Add(1)
-	go func() {
-		defer s.tasks.Done()
-		ctx := s.BaseContext
-		if ctx == nil {
-			ctx = context.Background()
-		}
+	s.background(func(ctx context.Context) {
 		if out, err := s.prewarm(ctx, t, b); err != nil || out.Status != "started" {
 			s.log().Debug("session not pre-warmed", "session", b.SessionID, "reason", out.Reason, "err", err)
 		}
-	}()
+	})
 }

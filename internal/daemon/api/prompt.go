@@ -220,20 +220,6 @@ func (s *Server) statusNotStored(what, id string, err error) {
 	s.log().Warn(what+" status not stored", what, id, "err", err)
 }
 
-// background runs f with the daemon's lifetime (not a request's): a task
-// outlives the client that started it. Shutdown cancels and waits.
-func (s *Server) background(f func(context.Context)) {
-	s.tasks.Add(1)
-	go func() {
-		defer s.tasks.Done()
-		ctx := s.BaseContext
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		f(ctx)
-	}()
-}
-
 // stopping says whether the daemon is stopping (BaseContext ended).
 func (s *Server) stopping() bool {
 	return s.BaseContext != nil && s.BaseContext.Err() != nil
