@@ -12,6 +12,7 @@ import (
 type extractor struct {
 	api   API
 	usage Usage
+	whole bool // the answer's last usage report was seen
 	find  *finder
 	sse   *events // nil: the body is JSON (one document, or an array stream)
 }
@@ -31,7 +32,10 @@ func isSSE(contentType string) bool {
 	return err == nil && mt == "text/event-stream"
 }
 
-func (x *extractor) found(raw []byte) { apply(x.api, raw, &x.usage) }
+func (x *extractor) found(path int, raw []byte) {
+	apply(x.api, raw, &x.usage)
+	x.whole = x.whole || lastReport[x.api][path]
+}
 
 // Write takes the next piece of the body; it never fails.
 func (x *extractor) Write(p []byte) (int, error) {

@@ -109,7 +109,7 @@ func TestExtractBounded(t *testing.T) {
 // blank line.
 func TestEventsFields(t *testing.T) {
 	var got bytes.Buffer
-	f := newFinder([][]string{{"usage"}}, func(raw []byte) { got.Write(raw); got.WriteByte('|') })
+	f := newFinder([][]string{{"usage"}}, func(_ int, raw []byte) { got.Write(raw); got.WriteByte('|') })
 	e := &events{doc: f}
 	in := ": comment {\"usage\":{\"a\":1}}\nevent: {\"usage\":{\"b\":1}}\nid: 3\ndata\ndat: x\n" +
 		"data:{\"usage\":{\"c\":1}}\n\r\ndata:  {\"usage\":{\"d\":1}}\r\n\r\n"

@@ -13,14 +13,14 @@ const (
 
 // finder scans a JSON document as it streams by, without holding it,
 // and hands found each object value that sits at one of paths (keys from
-// the top, "[]" for any array element). It keeps only the containers
+// the top, "[]" for any array element), with the index of that path. It keeps only the containers
 // down to the longest path, the key being read, and the object being
 // captured, so a body of any size, or a single line of many megabytes,
 // costs the same few bytes. It never fails: bytes that are not JSON
 // leave it finding nothing.
 type finder struct {
 	paths [][]string
-	found func(raw []byte)
+	found func(path int, raw []byte)
 	limit int // frames kept: the longest path's length
 
 	frames  []frame // open containers from the top, at most limit
@@ -30,6 +30,7 @@ type finder struct {
 	inKey   bool    // the string is a key of frames' innermost object
 	key     []byte  // the key read so far, up to maxKey bytes
 	capAt   int     // depth at which the captured object opened; -1: none
+	capPath int     // the index in paths of the captured object's path
 	capture []byte  // the object so far, up to maxCapture bytes
 	capOver bool    // the captured object is over maxCapture
 	skipped int     // wanted objects over maxCapture, not handed on
@@ -42,7 +43,7 @@ type frame struct {
 	key     string // an object's key of the value now read; "" unknown
 }
 
-func newFinder(paths [][]string, found func([]byte)) *finder {
+func newFinder(paths [][]string, found func(path int, raw []byte)) *finder {
 	f := &finder{paths: paths, found: found, capAt: -1}
 	for _, p := range paths {
 		f.limit = max(f.limit, len(p))
@@ -153,10 +154,12 @@ func keyText(raw []byte) string {
 }
 
 func (f *finder) open(c byte) {
-	if c == '{' && f.capAt < 0 && f.wanted() {
-		f.capAt = f.depth
-		f.capture = append(f.capture[:0], c)
-		f.capOver = false
+	if c == '{' && f.capAt < 0 {
+		if i := f.wanted(); i >= 0 {
+			f.capAt, f.capPath = f.depth, i
+			f.capture = append(f.capture[:0], c)
+			f.capOver = false
+		}
 	}
 	if len(f.frames) == f.depth && f.depth < f.limit {
 		f.frames = append(f.frames, frame{obj: c == '{', wantKey: c == '{'})
@@ -179,22 +182,22 @@ func (f *finder) close() {
 	if f.capOver {
 		f.skipped++
 	} else {
-		f.found(f.capture)
+		f.found(f.capPath, f.capture)
 	}
 	f.capture = f.capture[:0]
 }
 
-// wanted says whether a value starting now sits at one of the paths.
-func (f *finder) wanted() bool {
+// wanted is the index of the path a value starting now sits at, or -1.
+func (f *finder) wanted() int {
 	if len(f.frames) != f.depth {
-		return false
+		return -1
 	}
-	for _, p := range f.paths {
+	for i, p := range f.paths {
 		if len(p) == f.depth && f.at(p) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 func (f *finder) at(path []string) bool {

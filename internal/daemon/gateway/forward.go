@@ -43,6 +43,9 @@ func (g *gateway) forward(w http.ResponseWriter, r *http.Request, grant Grant, b
 	if err != nil && r.Context().Err() != nil && !errors.Is(err, errClientGone) {
 		err = fmt.Errorf("%w: %w", errClientGone, err)
 	}
+	if errors.Is(err, errClientGone) && x.whole {
+		err = nil // it left after the answer's last usage report
+	}
 	if enc := resp.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
 		err = errors.Join(err, fmt.Errorf("answer encoded %q: usage not read", enc))
 	}

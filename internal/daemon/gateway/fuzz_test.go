@@ -70,7 +70,7 @@ func FuzzFinder(f *testing.F) {
 			return
 		}
 		var got []string
-		fd := newFinder(paths, func(raw []byte) { got = append(got, string(raw)) })
+		fd := newFinder(paths, func(_ int, raw []byte) { got = append(got, string(raw)) })
 		_, _ = fd.Write(doc)
 		want, err := reference(doc, paths)
 		if err != nil {

@@ -193,3 +193,39 @@ func TestManyStreams(t *testing.T) {
 		seen[e.Usage.Input] = true
 	}
 }
+
+// TestClientGoneAfterLastUsage: a client that leaves once it has the
+// answer's last usage report (codex closes at response.completed, before
+// the stream's own end) had the whole answer; the entry is not an error.
+func TestClientGoneAfterLastUsage(t *testing.T) {
+	up := newWitness(t, "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, heldStart+heldEnd)
+		http.NewResponseController(w).Flush()
+		select { // the stream's end is late
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	gw := newRig(t, authz{grants: map[string]Grant{taskToken: grantFor(Anthropic, up.URL)}}, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/messages", strings.NewReader(anthBody))
+	xAPIKey(taskToken)(req)
+	resp, err := gw.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for _, want := range []string{"message_start", "message_delta", "message_stop"} {
+		if ev, err := readEvent(br); err != nil || !strings.Contains(ev, "event: "+want) {
+			t.Fatalf("event %q, %v; want %s", ev, err, want)
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	e := gw.ledger.next(t)
+	if want := (Usage{Input: 50, Output: 9, CacheRead: 7}); e.Usage != want || e.Err != "" {
+		t.Errorf("entry usage %+v err %q, want %+v and no error", e.Usage, e.Err, want)
+	}
+}

@@ -40,6 +40,17 @@ var usagePaths = map[API][][]string{
 	Gemini: {{"usageMetadata"}, {"[]", "usageMetadata"}},
 }
 
+// lastReport says which of usagePaths' entries is an answer's last
+// report of usage: nothing after it changes the count, and a client that
+// leaves once it has it had the whole answer. Gemini repeats usage in
+// every chunk, so no report of its says it is the last.
+var lastReport = map[API][]bool{
+	Anthropic:       {true, false}, // message_delta or a body; not message_start
+	OpenAIResponses: {true, true},  // a body; response.completed and the like
+	OpenAIChat:      {true},
+	Gemini:          {false, false},
+}
+
 // apply updates u with one usage object of api. A stream reports usage
 // more than once: Anthropic's message_start gives input and cache counts
 // and its message_delta the output so far (fields repeat there or are
