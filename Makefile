@@ -69,6 +69,10 @@ bench: build
 	$(GO) test -run '^$$' -bench . ./internal/daemon/broker ./internal/daemon/store
 	test/agents.sh
 	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/executor/task
+	@# Cold activation under systemd (hardening, and an environment's executor
+	@# against the host's) needs the real-systemd suite's container: root.
+	@if [ "$$(id -u)" = 0 ]; then AGOR_SUITE_ONLY="install bench" ./test/systemd/run.sh bookworm; \
+	else echo "bench: cold activation under systemd skipped: it boots a container (run make bench as root)"; fi
 
 # run: build and start an executor by hand on a private socket, ping it with
 # agorctl, and leave it serving until Ctrl-C.

@@ -1,8 +1,8 @@
 # Environments (issue 39): alice's executor in another Debian release's
 # root, as alice, under the shipped units. run.sh builds the root once (the
-# other release's minbase with python3, cached) and binds it at
+# other release's minbase with python3, git and acl, cached) and binds it at
 # /opt/envroot.tar.gz. Sourced by checks.sh after prompt (setup_agents,
-# start_model) and sandbox.
+# start_model), sandbox and escapes (env_escapes runs its attack in py).
 
 env_root=/opt/envroot.tar.gz
 
@@ -70,6 +70,15 @@ env_confined() {
 }
 check "environments: a confined task (sandbox workspace) inside py writes its workspace and cannot write outside it" env_confined
 
+# The escapes concern's attack, each of the four CLIs confined inside py
+# (the image's git, setfacl and Python; the host's CLIs): judged on the
+# host's disk as there.
+env_escapes() {
+	declare -F escapes >/dev/null || { echo "the escapes concern is not selected (AGOR_SUITE_ONLY)"; return 1; }
+	escapes py
+}
+check "environments: each of the four CLIs, confined inside py, tries the escapes concern's ways out: nothing changes outside, nothing planted runs later unconfined, the daemon refuses its socket and TCP (shipped unit)" env_escapes
+
 env_proxy() {
 	cp /etc/agor/config.yaml /etc/agor/config.yaml.env-orig
 	printf 'network:\n  users:\n    alice: {mode: proxy}\n' >>/etc/agor/config.yaml
@@ -123,29 +132,6 @@ env_bob() {
 	systemctl reset-failed agor-env-py@bob.service 2>/dev/null || true
 }
 check "environments: bob is refused py (not allowed: exec and prompt), cannot reach alice's executor socket in it, and his executor started there anyway exits 78" env_bob
-
-# Cold start in py against the host's executor, both alice's: the median
-# of 21 cycles each, two rounds interleaved so that a drift of the machine
-# falls on both; printed, never asserted.
-env_cold() {
-	local r host env
-	# Both sockets listening (the prompt checks' setup stops alice's).
-	as alice agorctl exec alice -- true </dev/null
-	as alice agorctl exec --env py alice -- true </dev/null
-	# What is timed is systemd's activation, by coldbench's own pings: the
-	# daemon, connected to both executors, is stopped meanwhile, so that no
-	# connection of its starts a unit coldbench has just stopped (once, on
-	# Debian 13: "agor-executor@alice.service did not stop").
-	systemctl stop agor-daemon.service
-	for r in 1 2; do
-		host=$($T/coldbench -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
-		env=$($T/coldbench -socket /run/agor/executors/py/alice.sock -unit agor-env-py@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
-		[ -n "$host" ] && [ -n "$env" ] || { systemctl start agor-daemon.service; return 1; }
-		echo "round $r: cold activation median host ${host} ms, environment py ${env} ms, ratio $(awk -v a="$env" -v b="$host" 'BEGIN { printf "%.2f", a / b }')"
-	done
-	systemctl start agor-daemon.service
-}
-check "environments: cold activation of alice's executor in py vs on the host (medians of 21, ratio)" env_cold
 
 env_remove() {
 	agorctl environments add py2 --root /var/lib/agor/environments/py/root --users alice >/dev/null

@@ -6,6 +6,7 @@
 # (mode, ACL, xattr, time, contents); nothing planted runs in a later
 # unconfined git or prompt; the daemon did nothing for it over its socket
 # or TCP; bob reads nothing of hers. The script's own log says it ran.
+# environments.sh runs the same attack inside an environment (escapes py).
 
 escapes_script=/usr/local/bin/agor-attack
 
@@ -47,15 +48,17 @@ escapes_state() {
 		"open:$(test -e $h/atk-open && echo yes || echo no) pwned:$(ls $h | grep -c '^pwned')"
 }
 
-# escapes_one TOOL: the attack by TOOL, then what alice does unconfined.
+# escapes_one TOOL [ENV]: the attack by TOOL (in environment ENV), then
+# what alice does unconfined (git on the host, a prompt in ENV).
 escapes_one() {
-	local tool=$1 dir=/home/alice/atk/$1 prompt out log
+	local tool=$1 top=atk${2:+-$2} prompt out log
+	local dir=/home/alice/$top/$tool envopt=(${2:+--env "$2"})
 	rm -rf "$dir"
-	as alice install -d /home/alice/atk "$dir"
+	as alice install -d "/home/alice/$top" "$dir"
 	as alice sh -c "cd $dir && git init -q && echo start > notes.txt && git add notes.txt && git -c user.name=alice -c user.email=alice@agortest commit -qm start"
 	prompt="run it. $modes_cmd"
 	case $tool in gemini | opencode) prompt="run the shell command: $modes_cmd" ;; esac
-	out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "atk/$tool" --sandbox workspace 2>&1 </dev/null) || true
+	out=$(as alice agorctl prompt "${envopt[@]}" alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "$top/$tool" --sandbox workspace 2>&1 </dev/null) || true
 	log=$(cat "$dir/attack.log" 2>/dev/null || true)
 	grep -q attack-ended <<<"$log" || { echo "$tool: the attack did not run: $(tail -n 2 <<<"$out" | cut -c1-200)"; return 1; }
 	echo "$tool: $(grep -c '^refused' <<<"$log") refused, done inside its workspace: $(grep '^DONE' <<<"$log" | cut -d' ' -f2- | cut -c1-40 | paste -sd';')"
@@ -65,9 +68,10 @@ escapes_one() {
 	as alice git -C "$dir/nested" status >/dev/null 2>&1 || true
 	as alice git -C "$dir" checkout -q -b later >/dev/null 2>&1 || true
 	start_model -bash true -text 'fine.' >/dev/null
-	as alice agorctl prompt alice 'hello' --cwd "atk/$tool" --sandbox off --mode bypassPermissions >/dev/null 2>&1 </dev/null || true
+	as alice agorctl prompt "${envopt[@]}" alice 'hello' --cwd "$top/$tool" --sandbox off --mode bypassPermissions >/dev/null 2>&1 </dev/null || true
 }
 
+# escapes [ENV]: each CLI's attack (in environment ENV), judged.
 escapes() {
 	local before after tool bad=0
 	setup_agents >/dev/null
@@ -78,7 +82,7 @@ escapes() {
 	before=$(escapes_state)
 	for tool in claude-code codex gemini opencode; do
 		start_model -bash "$modes_cmd" -text 'done.' >/dev/null || return 1
-		escapes_one "$tool" || bad=1
+		escapes_one "$tool" "${1:-}" || bad=1
 		after=$(escapes_state)
 		[ "$after" = "$before" ] || { echo "$tool: outside the workspace, before: $before; after: $after"; bad=1; }
 		{ ls /home/alice | grep '^pwned' || true; } | sed "s/^/$tool: planted and ran: /"

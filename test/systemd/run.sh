@@ -98,15 +98,17 @@ trap 'teardown; rm -rf "$work"' EXIT
 
 # env_root RELEASE: the environments concern's root (environments.sh), the
 # other release's minbase with python3, so that its Python differs from
-# the container's: built once, cached by release and package list, as a
-# .tar.gz (gzip is in every minbase; the container has no zstd) without
-# device nodes (MountAPIVFS= gives the unit its /dev). Sets env_tar; not
-# built when AGOR_SUITE_ONLY leaves the concern out.
+# the container's, and git and acl for the escapes tried inside it: built
+# once, cached by release and package list, as a .tar.gz (gzip is in
+# every minbase; the container has no zstd) without device nodes
+# (MountAPIVFS= gives the unit its /dev). Also bench.sh's, for the cold
+# start in an environment. Sets env_tar; not built when AGOR_SUITE_ONLY
+# leaves both concerns out.
 env_root() {
-	local other=bookworm pkgs=python3-minimal key
+	local other=bookworm pkgs=python3-minimal,git,acl key
 	env_tar=
 	[ "$1" != bookworm ] || other=trixie
-	case " ${AGOR_SUITE_ONLY:-environments} " in *" environments"*) ;; *) return 0 ;; esac
+	case " ${AGOR_SUITE_ONLY:-environments} " in *" environments "* | *" bench "*) ;; *) return 0 ;; esac
 	key=$(printf 'env %s %s\n' "$pkgs" "$other" | sha256sum | cut -c1-12)
 	env_tar=test/.cache/envroot-$key.tar.gz
 	if [ ! -s "$env_tar" ]; then
