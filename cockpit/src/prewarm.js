@@ -28,5 +28,6 @@ export function prewarmBody(o) {
 	const b = { agentic_tool: o.tool, cwd: o.cwd || ".", permission_mode: o.mode };
 	if (o.sandbox) b.sandbox = o.sandbox;
 	if (o.session) b.session_id = o.session;
+	if (o.env) b.environment = o.env;
 	return b;
 }

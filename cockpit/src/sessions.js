@@ -59,9 +59,9 @@ export function sessionsView(me) {
 
 	// Writing a prompt predicts one: its agent starts meanwhile.
 	const schedulePrewarm = prewarmer((b) => call("POST", `/v1/executors/${esc(me.name)}/prewarm`, b));
-	const prewarm = () => schedulePrewarm(prewarmBody({ tool: tool.value, cwd: cwd.value, mode: mode.value, sandbox: sandbox.value, session: cont.checked ? state.session : "" }));
+	const prewarm = () => schedulePrewarm(prewarmBody({ tool: tool.value, cwd: cwd.value, mode: mode.value, sandbox: sandbox.value, env: env.value.trim(), session: cont.checked ? state.session : "" }));
 	prompt.addEventListener("focus", prewarm);
-	for (const el of [tool, mode, sandbox, cwd, cont]) el.addEventListener("change", () => { if (document.activeElement === prompt || prompt.value) prewarm(); });
+	for (const el of [tool, mode, sandbox, cwd, env, cont]) el.addEventListener("change", () => { if (document.activeElement === prompt || prompt.value) prewarm(); });
 
 	async function refreshSessions() {
 		try {

@@ -27,6 +27,10 @@ test("a burst of changes sends the last body once, and the same body not again",
 	timers.run();
 	assert.equal(sent.length, 2);
 	assert.equal(sent[1].session_id, "s1");
+	schedule(prewarmBody({ tool: "gemini", cwd: "src", mode: "plan", session: "s1", env: "py" }));
+	timers.run();
+	assert.equal(sent.length, 3);
+	assert.equal(sent[2].environment, "py");
 });
 
 test("a failed pre-warm may be sent again", async () => {

@@ -25,12 +25,18 @@ type Agents struct {
 	// stopped after this long (0: no pre-warming). It is a warm agent for
 	// every other bound, but never evicts one that has run a turn.
 	PrewarmIdleMS int64 `yaml:"prewarm_idle_ms"`
+	// PrewarmAtExecutorStart: when a person's executor starts for
+	// anything but a prompt (her terminal, the page's files, an exec),
+	// the agent of the session she used last there is pre-warmed, as a
+	// follow-up of it would run.
+	PrewarmAtExecutorStart bool `yaml:"prewarm_at_executor_start"`
 }
 
 // DefaultAgents are the warm-agent bounds a file leaves out; see
 // packaging/config.yaml for the measurements behind them.
 func DefaultAgents() Agents {
-	return Agents{WarmIdleMS: 300_000, WarmPerUser: 4, WarmMemoryBytes: 2 << 30, WarmHostMinAvailableBytes: 1 << 30, WarmPerHost: 16, PrewarmIdleMS: 120_000}
+	return Agents{WarmIdleMS: 300_000, WarmPerUser: 4, WarmMemoryBytes: 2 << 30, WarmHostMinAvailableBytes: 1 << 30, WarmPerHost: 16, PrewarmIdleMS: 120_000,
+		PrewarmAtExecutorStart: true}
 }
 
 func (a Agents) validate() error {

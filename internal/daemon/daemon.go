@@ -206,6 +206,7 @@ func (d *Daemon) build(creds *credstore.Store) {
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.srv.Quotas, d.srv.Retained, d.srv.PrewarmIdle = d.cfg.Quotas, &api.Retained{Size: d.store.Size}, ms(d.cfg.Agents.PrewarmIdleMS)
+	d.srv.PrewarmAtStart = d.cfg.Agents.PrewarmAtExecutorStart
 	d.srv.Environments = environments(d.cfg)
 	d.boundEvents(sink)
 	e = d.cfg.Execution
@@ -414,6 +415,9 @@ func (d *Daemon) unitChanged(ev lifecycle.UnitChange) {
 		d.audit.Log(audit.Record{Action: audit.ExecutorStopped, User: ev.User, Reason: ev.State + "/" + ev.Sub})
 	case started:
 		d.audit.Log(audit.Record{Action: audit.ExecutorStarted, User: ev.User})
+		if d.srv != nil {
+			d.srv.ExecutorStarted(ev.User)
+		}
 	}
 }
 

@@ -39,6 +39,28 @@ func (s *Server) withEnv(ctx context.Context, t subject, env string) (subject, e
 	return t, nil
 }
 
+// routeEnv routes the work of b, t's: a new session to the environment b
+// names (or the default), a follow-up to its session's, and sets b's
+// environment to it. t is the person's subject on the host.
+func (s *Server) routeEnv(ctx context.Context, t subject, b *apiwire.PromptBody) (subject, error) {
+	asked := b.Environment
+	if b.SessionID != "" {
+		sess, err := s.Store.GetSession(b.SessionID)
+		if err != nil || sess.UnixUser != t.Person {
+			return t, nil // session() refuses it as not found, saying nothing more
+		}
+		if asked, err = sessionEnv(sess, asked); err != nil {
+			return t, err
+		}
+	}
+	sub, err := s.withEnv(ctx, t, asked)
+	if err != nil {
+		return t, err
+	}
+	b.Environment = sub.Env
+	return sub, nil
+}
+
 // checkEnv maps the policy's refusals to the API's: 403 for a person the
 // environment does not list, 400 for a name with no definition.
 func (s *Server) checkEnv(ctx context.Context, person, env string) error {

@@ -114,3 +114,23 @@ func TestExecutorsSeenInEnvironments(t *testing.T) {
 		t.Errorf("alice, nothing on the host: %q, want %q", got, want)
 	}
 }
+
+// TestPrewarmInEnvironment: a pre-warm is routed as its prompt would be:
+// refused for a person the environment does not list and for a name
+// with no definition, and, for alice in py, to her executor there.
+func TestPrewarmInEnvironment(t *testing.T) {
+	e := newAccountsEnv(t, users{"root": 0, "alice": 1000, "bob": 1001})
+	e.srv.Environments = Environments{Check: envCheck}
+	body := `{"agentic_tool":"claude-code","cwd":".","environment":"%s"}`
+	if code, out := e.as(t, 1001, "POST", "/v1/executors/bob/prewarm", fmt.Sprintf(body, "py")); code != 403 || reason(out) != apiwire.ReasonEnvironmentNotAllowed {
+		t.Errorf("bob's pre-warm in py: %d %v", code, out)
+	}
+	if code, out := e.as(t, 1000, "POST", "/v1/executors/alice/prewarm", fmt.Sprintf(body, "nope")); code != 400 || reason(out) != apiwire.ReasonNoSuchEnvironment {
+		t.Errorf("alice's pre-warm in nope: %d %v", code, out)
+	}
+	b := apiwire.PromptBody{Tool: "claude-code", Environment: "py"}
+	sub, err := e.srv.routeEnv(context.Background(), subject{Person: "alice", UID: 1000, Executor: "alice"}, &b)
+	if err != nil || sub.Executor != "alice:py" || b.Environment != "py" {
+		t.Errorf("alice's pre-warm in py goes to %+v (body's environment %q), %v", sub, b.Environment, err)
+	}
+}

@@ -20,7 +20,8 @@ const prewarmTimeout = 60 * time.Second
 
 // prewarmRoute serves POST /v1/executors/{user}/prewarm: a prompt's
 // options, without the prompt, whose agent the executor starts now so
-// that the prompt, when it comes, does not wait for the CLI's start.
+// that the prompt, when it comes, does not wait for the CLI's start; in
+// the environment the prompt would run in.
 // Answered 202 whether or not an agent was started: a pre-warm is a
 // hint, and a prompt runs the same without it.
 func (s *Server) prewarmRoute(w http.ResponseWriter, r *http.Request) {
@@ -29,7 +30,12 @@ func (s *Server) prewarmRoute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rpc.InvalidParams("body", err.Error()))
 		return
 	}
-	out, err := s.prewarm(r.Context(), subjectOf(r), b)
+	t, err := s.routeEnv(r.Context(), subjectOf(r), &b)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, err := s.prewarm(r.Context(), t, b)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -37,7 +43,8 @@ func (s *Server) prewarmRoute(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, out)
 }
 
-// prewarm resolves b as a prompt of t's would be (readPrompt, session),
+// prewarm resolves b as a prompt of t's would be (readPrompt, session;
+// t and b already routed to their environment, routeEnv),
 // signs the gateway token for its session (the one named, or an id
 // reserved for t's next new session of these options) and has t's
 // executor start the agent. Without the gateway there is no pre-warm:

@@ -295,23 +295,11 @@ func (s *Server) finish(task string, sess store.Session, last apiwire.PromptLine
 	return changed
 }
 
-// promptEnv routes a prompt: a new session to the environment it names
-// (or the default), a follow-up to its session's.
+// promptEnv routes a prompt (routeEnv).
 func (s *Server) promptEnv(ctx context.Context, t *started) error {
-	asked := t.body.Environment
-	if t.body.SessionID != "" {
-		sess, err := s.Store.GetSession(t.body.SessionID)
-		if err != nil || sess.UnixUser != t.Person {
-			return nil // session() refuses it as not found, saying nothing more
-		}
-		if asked, err = sessionEnv(sess, asked); err != nil {
-			return err
-		}
+	sub, err := s.routeEnv(ctx, t.subject, &t.body)
+	if err == nil {
+		t.subject = sub
 	}
-	sub, err := s.withEnv(ctx, t.subject, asked)
-	if err != nil {
-		return err
-	}
-	t.subject, t.body.Environment = sub, sub.Env
-	return nil
+	return err
 }

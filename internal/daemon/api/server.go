@@ -88,6 +88,10 @@ type Server struct {
 	// and the session id reserved for it, wait for their prompt (0: no
 	// pre-warming). prewarm.go.
 	PrewarmIdle time.Duration
+	// PrewarmAtStart is agents.prewarm_at_executor_start: a person's
+	// executor that starts for anything but a prompt pre-warms her last
+	// session's agent (prewarmstart.go).
+	PrewarmAtStart bool
 
 	// BaseContext bounds background tasks; the daemon cancels it on
 	// shutdown, then calls Wait.

@@ -16,6 +16,7 @@ import (
 type Store interface {
 	CreateSession(s store.Session) (store.Session, error)
 	GetSession(id string) (store.Session, error)
+	IdleLatestSession(user string, uid uint32, env string) (store.Session, error)
 	ListSessions(user string, limit int, after string) ([]store.Session, error)
 	ListSessionsOf(user string, uid uint32, limit int, after string) ([]store.Session, error)
 	UpdateSession(s store.Session) (store.Session, error)

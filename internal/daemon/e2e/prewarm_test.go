@@ -17,26 +17,7 @@ import (
 // reservation; the prompt of the same options gets the reserved session
 // and runs prewarmed, its first model request through the gateway.
 func TestDaemonPrewarm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the gemini CLI")
-	}
-	home, err := os.MkdirTemp("", "agor-prewarm-home")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	_ = os.Chmod(home, 0o777) // the executor's user writes the agent's state
-	c := gatewayAgents(t, home)[1]
-	if c.tool != "gemini" {
-		t.Fatalf("want gemini, have %s", c.tool)
-	}
-	yaml := agentsYAML(agenttest.Case{Tool: c.tool, Binary: agenttest.Binary(t, c.tool), Env: c.env})
-	h := startWith(t, func(string) string { return yaml }, func(cfg *config.Config) {
-		cfg.Gateway.Enabled = true
-		cfg.Gateway.Upstreams[c.family] = c.upstream
-	})
-	h.setCred(t, c.cred, "sk-real-gemini-77aa")
-	name, _ := target(t)
+	h, c, name := geminiBehindGateway(t)
 	opts := map[string]any{"agentic_tool": c.tool, "cwd": ".", "permission_mode": "default"}
 	code, out := h.do(t, "POST", "/v1/executors/"+name+"/prewarm", opts)
 	reserved, _ := out["session_id"].(string)
@@ -58,6 +39,60 @@ func TestDaemonPrewarm(t *testing.T) {
 	}
 	if !strings.Contains(h.metrics(t), `agor_prewarm_total{outcome="claimed"} 1`) {
 		t.Error("the claim was not counted")
+	}
+}
+
+// geminiBehindGateway is a daemon whose gemini runs behind the gateway,
+// against a stand-in (c), with a daemon key; name is the test's person.
+func geminiBehindGateway(t *testing.T) (*harness, gatewayAgent, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the gemini CLI")
+	}
+	home, err := os.MkdirTemp("", "agor-prewarm-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	_ = os.Chmod(home, 0o777) // the executor's user writes the agent's state
+	c := gatewayAgents(t, home)[1]
+	if c.tool != "gemini" {
+		t.Fatalf("want gemini, have %s", c.tool)
+	}
+	yaml := agentsYAML(agenttest.Case{Tool: c.tool, Binary: agenttest.Binary(t, c.tool), Env: c.env})
+	h := startWith(t, func(string) string { return yaml }, func(cfg *config.Config) {
+		cfg.Gateway.Enabled = true
+		cfg.Gateway.Upstreams[c.family] = c.upstream
+	})
+	h.setCred(t, c.cred, "sk-real-gemini-77aa")
+	name, _ := target(t)
+	return h, c, name
+}
+
+// TestPrewarmAtExecutorStart: an executor started by a prompt pre-warms
+// nothing beside it; one started by an exec pre-warms the agent of the
+// session used last, which its follow-up then runs on.
+func TestPrewarmAtExecutorStart(t *testing.T) {
+	h, _, name := geminiBehindGateway(t)
+	first := gatewayPrompt(t, h, name, nil) // starts the executor
+	h.waitWarm(t, name, first.session)      // its own agent, kept; nothing else
+	m := h.metrics(t)
+	for _, none := range []string{`agor_prewarm_total{outcome="started"} 0`, `agor_prewarm_total{outcome="refused"} 0`} {
+		if !strings.Contains(m, none) {
+			t.Fatalf("the prompt's executor start tried a pre-warm: want %s", none)
+		}
+	}
+	if code, out := h.do(t, "DELETE", "/v1/executors/"+name, nil); code != 200 || out["stopped"] != true {
+		t.Fatalf("stop: %d %v", code, out)
+	}
+	h.waitWarm(t, name)
+	if code, out := h.do(t, "POST", "/v1/executors/"+name+"/exec", map[string]any{"argv": []string{"true"}, "cwd": "."}); code != 200 {
+		t.Fatalf("exec: %d %v", code, out)
+	}
+	h.waitWarm(t, name, first.session)
+	next := gatewayPrompt(t, h, name, map[string]any{"session_id": first.session})
+	if next.session != first.session || !next.prewarmed || next.warm {
+		t.Fatalf("the follow-up after the start: %+v, want session %s prewarmed", next, first.session)
 	}
 }
 

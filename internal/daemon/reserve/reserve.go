@@ -34,10 +34,12 @@ type reserved struct {
 const maxReservations = 4096
 
 // Key is who and what a reservation is for: the person (and the
-// uid their account had), the tool, cwd, permission mode, model and the
-// resolved sandbox level. Any difference is another reservation.
+// uid their account had), the tool, cwd, permission mode, model, the
+// resolved sandbox level and the environment (its agent runs in that
+// environment's executor, and its token goes live with the session's
+// first task wherever that runs). Any difference is another reservation.
 func Key(person string, uid uint32, b apiwire.PromptBody) string {
-	return strings.Join([]string{person, strconv.FormatUint(uint64(uid), 10), b.Tool, b.Cwd, b.PermissionMode, b.Model, b.Sandbox}, "\x00")
+	return strings.Join([]string{person, strconv.FormatUint(uint64(uid), 10), b.Tool, b.Cwd, b.PermissionMode, b.Model, b.Sandbox, b.Environment}, "\x00")
 }
 
 // Reserve returns key's live reservation, or makes one lasting ttl.

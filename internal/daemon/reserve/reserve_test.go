@@ -8,7 +8,8 @@ import (
 )
 
 // A reservation of alice's is claimed only by a new session of alice's
-// (same uid) with exactly its options, once, before it expires.
+// (same uid) with exactly its options, environment included, once,
+// before it expires.
 func TestPrewarmReservation(t *testing.T) {
 	t.Parallel()
 	base := apiwire.PromptBody{Tool: "codex", Cwd: "src", PermissionMode: "default", Model: "m1", Sandbox: "workspace"}
@@ -27,6 +28,7 @@ func TestPrewarmReservation(t *testing.T) {
 		{"another mode", "alice", 1001, with(func(b *apiwire.PromptBody) { b.PermissionMode = "plan" })},
 		{"another model", "alice", 1001, with(func(b *apiwire.PromptBody) { b.Model = "" })},
 		{"another tool", "alice", 1001, with(func(b *apiwire.PromptBody) { b.Tool = "gemini" })},
+		{"an environment", "alice", 1001, with(func(b *apiwire.PromptBody) { b.Environment = "py" })},
 	}
 	var r Table
 	id := r.Reserve(Key("alice", 1001, base), time.Minute, now)
