@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +31,15 @@ func TestDaemonPrewarm(t *testing.T) {
 	time.Sleep(time.Second) // the agent's start-up is over: still nothing may reach the model
 	if n := len(c.seen()); n != 0 {
 		t.Fatalf("%d model requests before the prompt", n)
+	}
+	// The pre-warmed process's own token, used before its prompt, from its
+	// own executor's relay, as the agent (or anything of its person's)
+	// could: refused, and nothing reaches the model.
+	if code := earlyRequest(t); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Fatalf("a request with the pre-warmed agent's token before its prompt: %d, want refused", code)
+	}
+	if n := len(c.seen()); n != 0 {
+		t.Fatalf("the early request reached the model (%d requests)", n)
 	}
 	other := gatewayPrompt(t, h, name, map[string]any{"permission_mode": "plan"})
 	if other.session == reserved || other.prewarmed {
@@ -94,6 +106,49 @@ func TestPrewarmAtExecutorStart(t *testing.T) {
 	if next.session != first.session || !next.prewarmed || next.warm {
 		t.Fatalf("the follow-up after the start: %+v, want session %s prewarmed", next, first.session)
 	}
+}
+
+// earlyRequest sends a generateContent request the way the pre-warmed
+// gemini would, with the token and relay address from its environment,
+// and returns the status.
+func earlyRequest(t *testing.T) int {
+	t.Helper()
+	env := processEnv(t, "GOOGLE_GEMINI_BASE_URL")
+	base, tok := env["GOOGLE_GEMINI_BASE_URL"], env["GEMINI_API_KEY"]
+	if base == "" || tok == "" {
+		t.Fatalf("the pre-warmed gemini has no gateway address or token: %q %q", base, tok)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1beta/models/gemini-2.5-pro:generateContent",
+		strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Goog-Api-Key", tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+// processEnv is the environment of the one process that has name in it.
+func processEnv(t *testing.T, name string) map[string]string {
+	t.Helper()
+	paths, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(raw, []byte("\x00"+name+"=")) {
+			continue
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(string(raw), "\x00") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		return env
+	}
+	t.Fatalf("no process has %s", name)
+	return nil
 }
 
 type promptRun struct {
