@@ -38,6 +38,10 @@ func (s *Service) prewarm(ctx context.Context, r *rpc.Request) (any, error) {
 	if s.turnRunning(warmKey(p)) {
 		return refused(protocol.PrewarmRunning), nil
 	}
+	if room := s.pool().room(); room >= 0 && room < prewarmHeadroom {
+		s.log().Info("not pre-warmed: near the memory limit", "session", p.SessionID, "room_bytes", room)
+		return refused(protocol.PrewarmNoMemory), nil
+	}
 	s.pool().report.to(r.Conn) // the daemon's cap hears of it, and may release it
 	return s.startPrewarm(ctx, p, pr, cwd), nil
 }

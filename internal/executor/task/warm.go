@@ -79,6 +79,7 @@ type warmPool struct {
 	log       *slog.Logger
 	rss       func(pid int) int64 // agent.GroupRSS
 	available func() int64        // the host's MemAvailable
+	room      func() int64        // below the executor's cgroup memory limit (cgroupRoom)
 	report    *warmReport         // the set, to the daemon for the host's cap
 
 	mu       sync.Mutex
@@ -88,7 +89,7 @@ type warmPool struct {
 }
 
 func newWarmPool(l WarmLimits, hold Holder, log *slog.Logger) *warmPool {
-	return &warmPool{limits: l, hold: hold, log: log, rss: agent.GroupRSS, available: memAvailable,
+	return &warmPool{limits: l, hold: hold, log: log, rss: agent.GroupRSS, available: memAvailable, room: cgroupRoom,
 		report: &warmReport{log: log}, agents: map[string]*warmAgent{}}
 }
 

@@ -19,6 +19,7 @@ const (
 	PrewarmAlreadyWarm = "already_warm" // the session has a warm agent of the tool
 	PrewarmRunning     = "running"      // a task of the session and tool runs
 	PrewarmNoRoom      = "no_room"      // only by evicting a used warm agent
+	PrewarmNoMemory    = "no_memory"    // the executor's cgroup is near its memory limit
 	PrewarmOff         = "off"          // warm agents are off, or no gateway token
 	PrewarmFailed      = "failed"       // the agent could not be started
 )
