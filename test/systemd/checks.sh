@@ -8,7 +8,7 @@ T=/opt/tests
 . "$T/lib.sh"
 # shellcheck source=scenes.sh
 . "$T/scenes.sh"
-concerns="install readme socket polkit backend daemon limits prompt modes egress terminal cockpit gateway files sandbox escapes environments identity accounts doctor quotas fulldisk bench package upgrade"
+concerns="install readme socket polkit backend daemon limits prompt modes egress terminal cockpit gateway prewarm files sandbox escapes environments identity accounts doctor quotas fulldisk bench package upgrade"
 # AGOR_SUITE_ONLY="install daemon prompt sandbox" make test-systemd runs those
 # (in this order; later files may need what earlier ones set up).
 [ -s "$T/only" ] && concerns=$(cat "$T/only")

@@ -38,6 +38,23 @@ env_exec() {
 }
 check "environments: as alice, exec --env py runs the image's Python (not the host's) as alice, in agor-env-py@alice beside her host executor" env_exec
 
+# A terminal in py, as alice would open one: her shell in the image.
+env_terminal() {
+	local py deb
+	py=$(chroot /var/lib/agor/environments/py/root python3 --version)
+	deb=$(cat /var/lib/agor/environments/py/root/etc/debian_version)
+	in_tmux "agorctl terminal --env py alice"
+	wait_pane 'alice@'
+	tmux send-keys -t agorterm 'python3 --version; cat /etc/debian_version; id -un' Enter
+	wait_pane "^$py\$"
+	wait_pane "^$deb\$"
+	tmux send-keys -t agorterm 'exit 3' Enter
+	wait_pane 'agorctl-exit=3'
+	tmux kill-server
+	echo "alice's terminal in py: $py, Debian $deb (the host: $(python3 --version), Debian $(cat /etc/debian_version)); exit 3 passed through"
+}
+check "environments: agorctl terminal --env py gives alice her shell in the image (its Python and release), exit status passed through" env_terminal
+
 env_prompt() {
 	setup_agents
 	start_model -bash 'id -un > env-who.txt; python3 --version > env-py.txt' -text 'I wrote them.'
