@@ -100,7 +100,7 @@ check "prewarm: for each of the four CLIs, a new session's first prompt cold, pr
 # pw_host: 20 people (pw01...), allowed, each pre-warming Claude Code at
 # once; prints the warm agents that stay and what the host holds.
 pw_host() {
-	local n=20 cap i u kept rss mem
+	local n=20 cap i u main kept rss mem
 	cap=$(sed -n 's/^ *warm_per_host: *\([0-9]*\).*/\1/p' /etc/agor/config.yaml | head -n 1)
 	cap=${cap:-16}
 	pw_upstreams claude-code
@@ -114,13 +114,14 @@ pw_host() {
 	wait
 	grep -L '"status":"started"' /tmp/pw-*.out | sed 's/^/not started: /' || true
 	sleep 15 # the starts are over, the daemon's cap has asked for the least recently used back
+	# An agent is a child of its person's executor; everything else of
+	# hers running is the executor and its agents' processes.
 	kept=0 rss=0 mem=0
 	for i in $(seq -w 1 $n); do
-		u=pw$i
-		for p in $(pgrep -u "$u" -f claude || true); do
-			kept=$((kept + 1))
-			rss=$((rss + $(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
-		done
+		u=pw$i main=$(systemctl show -p MainPID --value "agor-executor@pw$i.service")
+		[ "$main" != 0 ] || continue
+		kept=$((kept + $(pgrep -c -P "$main" || true)))
+		rss=$((rss + $(ps -u "$u" -o rss= | awk '{s += $1} END {print s + 0}') - $(ps -o rss= -p "$main" | awk '{print $1 + 0}')))
 		mem=$((mem + $(systemctl show -p MemoryCurrent --value "agor-executor@$u.service" | sed 's/\[not set\]/0/')))
 	done
 	echo "$n people pre-warmed Claude Code at once: $kept agents kept (warm_per_host $cap), their resident memory $((rss / 1024)) MiB," \
