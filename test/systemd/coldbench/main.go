@@ -24,7 +24,7 @@ func main() {
 	var lat []time.Duration
 	for i := range *n {
 		if err := stop(*unit); err != nil {
-			fail(err)
+			fail(fmt.Errorf("cycle %d: %w\n%s", i, err, whoStarted(*unit, *sock)))
 		}
 		d, err := ping(*sock)
 		if err != nil {
@@ -69,6 +69,21 @@ func ping(sock string) (time.Duration, error) {
 		return 0, fmt.Errorf("ping reply %q: %v", line, err)
 	}
 	return time.Since(t0), nil
+}
+
+// whoStarted says, for a unit that started again at once, its state and
+// the processes connected to its socket: who asked for it.
+func whoStarted(unit, sock string) string {
+	state, _ := exec.Command("systemctl", "show", "-p", "ActiveState,SubState,ExecMainPID", unit).Output()
+	conns, _ := exec.Command("ss", "-xpn").Output()
+	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(strings.TrimSpace(string(state)), "\n", " "))
+	for _, l := range strings.Split(string(conns), "\n") {
+		if strings.Contains(l, sock) {
+			b.WriteString("\n  " + strings.Join(strings.Fields(l), " "))
+		}
+	}
+	return b.String()
 }
 
 func fail(err error) {
