@@ -206,7 +206,9 @@ func (d *Daemon) build(creds *credstore.Store) {
 		MaxFileBytes: d.cfg.API.MaxFileBytes, MaxWatches: d.cfg.API.MaxWatchStreams,
 		Sandbox: sandbox.PolicyOf(d.cfg.Sandbox), Events: sink, Store: d.store, Pool: d.pool, Backend: d.backend, Broker: d.broker, Creds: creds, Audit: d.audit, AdminGroup: d.cfg.API.AdminGroup, Log: d.log}
 	d.srv.Quotas, d.srv.Retained, d.srv.PrewarmIdle = d.cfg.Quotas, &api.Retained{Size: d.store.Size}, ms(d.cfg.Agents.PrewarmIdleMS)
-	d.srv.PrewarmAtStart = d.cfg.Agents.PrewarmAtExecutorStart
+	// Not on Slurm: an agent started on a guess would hold the job's
+	// allocation on a compute node past the executor's idle exit.
+	d.srv.PrewarmAtStart = d.cfg.Agents.PrewarmAtExecutorStart && d.cfg.Execution.Backend != "slurm"
 	d.srv.Environments = environments(d.cfg)
 	d.boundEvents(sink)
 	e = d.cfg.Execution
