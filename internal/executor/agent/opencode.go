@@ -13,6 +13,9 @@ const (
 	// OpencodeBaseURLEnv names the variable in req.Env with the
 	// OpenAI-compatible endpoint (…/v1) opencode is to call.
 	OpencodeBaseURLEnv = "AGOR_OPENCODE_BASE_URL"
+	// opencodeCatalog is the empty models.dev catalog's file name, beside
+	// the configuration.
+	opencodeCatalog = "models-dev.json"
 )
 
 func init() { Register("opencode", NewOpencode()) }
@@ -26,6 +29,16 @@ func init() { Register("opencode", NewOpencode()) }
 // the model with tool_call; bash, edit and webfetch set to "ask" so every
 // such call reaches the ACP client's permission handling; autoupdate off,
 // sharing disabled.
+//
+// The models.dev catalog opencode would otherwise build from the copy
+// bundled in its binary (every provider and model it knows; fetching a
+// newer one is off) is replaced by an empty one (OPENCODE_MODELS_PATH):
+// the "agor" provider is wholly defined in the configuration, and
+// enabled_providers drops every other one, so the catalog only cost time:
+// opencode 1.18 builds it once when the process starts and again on the
+// first session/prompt (its per-directory services start there, not at
+// session/new), about half the CPU of a pre-warmed agent's first turn.
+// The model requests are the same either way.
 //
 // Resume uses session/resume (opencode offers it; no history replay).
 func NewOpencode() *ACP {
@@ -48,13 +61,19 @@ func opencodeSetup(req *Request) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir := filepath.Join(home, ".config", "agor", "opencode")
 	name := strings.NewReplacer("/", "_", string(filepath.Separator), "_").Replace(model) + ".json"
-	path := filepath.Join(home, ".config", "agor", "opencode", name)
+	path := filepath.Join(dir, name)
 	if err := acpWriteFile(path, data); err != nil {
+		return nil, err
+	}
+	catalog := filepath.Join(dir, opencodeCatalog)
+	if err := acpWriteFile(catalog, []byte("{}\n")); err != nil {
 		return nil, err
 	}
 	for _, kv := range [][2]string{
 		{"OPENCODE_CONFIG", path},
+		{"OPENCODE_MODELS_PATH", catalog},
 		{"OPENCODE_DISABLE_MODELS_FETCH", "true"},
 		{"OPENCODE_DISABLE_AUTOUPDATE", "true"},
 		{"OPENCODE_DISABLE_SHARE", "true"},
