@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -71,6 +73,9 @@ func opencodeSetup(req *Request) ([]string, error) {
 	if err := acpWriteFile(catalog, []byte("{}\n")); err != nil {
 		return nil, err
 	}
+	if req.Env, err = opencodeLockServer(req.Env); err != nil {
+		return nil, err
+	}
 	for _, kv := range [][2]string{
 		{"OPENCODE_CONFIG", path},
 		{"OPENCODE_MODELS_PATH", catalog},
@@ -102,4 +107,23 @@ func opencodeConfig(model string) map[string]any {
 			"models": map[string]any{model: map[string]any{"name": model, "tool_call": true}},
 		}},
 	}
+}
+
+// opencodeLockServer gives the agent's HTTP server a password of its own.
+// `opencode acp` serves its ACP side through an HTTP server of its own on
+// 127.0.0.1 (port 4096 when free), which without OPENCODE_SERVER_PASSWORD
+// answers anyone who connects: any local account could drive the agent
+// (sessions, shells, the model through its key) as this user. With a
+// random password only opencode's own client, which reads it from its
+// environment, gets in. An operator's own password (agents.yaml env) is
+// kept.
+func opencodeLockServer(env []string) ([]string, error) {
+	if Getenv(env, "OPENCODE_SERVER_PASSWORD") != "" {
+		return env, nil
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return acpSetenv(env, "OPENCODE_SERVER_PASSWORD", hex.EncodeToString(b)), nil
 }

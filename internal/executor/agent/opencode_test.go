@@ -2,8 +2,11 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -47,4 +50,72 @@ func TestOpencodeSetup(t *testing.T) {
 		len(cfg.EnabledProviders) != 1 || cfg.EnabledProviders[0] != "agor" {
 		t.Errorf("config %s: want model agor/gpt-x/mini, only the agor provider", b)
 	}
+}
+
+// TestOpencodeServerLocked: the HTTP server `opencode acp` runs on
+// 127.0.0.1 for its own ACP side refuses a client without its password
+// (another local account), while the agent still takes its turn.
+func TestOpencodeServerLocked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real opencode CLI; not in -short")
+	}
+	t.Parallel()
+	c := acpCases(t)[1]
+	req, _ := c.request(t, "Say hello.")
+	l, err := c.adapter.(Preparer).Prepare(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	<-Ready(l)
+	ports := listening(t, l.Pid())
+	t.Logf("opencode listens on %v", ports)
+	if len(ports) == 0 {
+		t.Log("opencode serves no TCP port: nothing to lock")
+	}
+	for _, port := range ports {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/path", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("port %d answers a client without the password: %s", port, resp.Status)
+		}
+	}
+	h := &acpHost{}
+	if res, err := l.Turn(t.Context(), req, h); err != nil || res.Status != "completed" || h.text() != c.text {
+		t.Fatalf("turn: %+v %v, text %q", res, err, h.text())
+	}
+}
+
+// listening is the TCP ports pid listens on (IPv4).
+func listening(t *testing.T, pid int) []int {
+	t.Helper()
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ports []int
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
+			continue
+		}
+		_, hexPort, _ := strings.Cut(f[1], ":")
+		if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil {
+			ports = append(ports, int(p))
+		}
+	}
+	return ports
 }
