@@ -38,6 +38,10 @@ type ACP struct {
 	// Setup prepares one run (writes the agent's configuration into
 	// HOME, adds variables to req.Env) and returns the CLI's arguments.
 	Setup func(req *Request) ([]string, error)
+	// Boot, when set, is run by a prepared process's handshake once its
+	// session is open: what the agent would otherwise do on its first
+	// prompt and can be asked to do now (opencodeBoot).
+	Boot func(ctx context.Context, p *Proc, req Request)
 	// ToolOutput, when set, finds what a finished tool call printed when
 	// the agent's tool_call_update carries nothing (gemini's shell tool):
 	// from the agent's own session record, found from its environment.
@@ -92,6 +96,9 @@ func (a *ACP) Prepare(ctx context.Context, req Request) (Live, error) {
 	l.ready = handshake(ctx, &l.readyErr, func(hctx context.Context) error {
 		sid, err := l.c.open(hctx, req)
 		l.sid = sid
+		if err == nil && a.Boot != nil {
+			a.Boot(hctx, l.p, req)
+		}
 		return err
 	})
 	return l, nil

@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestOpencodeSetup: opencode is pointed at its configuration and at an
@@ -68,7 +69,7 @@ func TestOpencodeServerLocked(t *testing.T) {
 	}
 	defer l.Close()
 	<-Ready(l)
-	ports := listening(t, l.Pid())
+	ports := l.(*acpLive).p.ListenPorts()
 	t.Logf("opencode listens on %v", ports)
 	if len(ports) == 0 {
 		t.Log("opencode serves no TCP port: nothing to lock")
@@ -89,33 +90,50 @@ func TestOpencodeServerLocked(t *testing.T) {
 	}
 }
 
-// listening is the TCP ports pid listens on (IPv4).
-func listening(t *testing.T, pid int) []int {
-	t.Helper()
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+// TestOpencodePrewarmBoots: a pre-warmed opencode has started its
+// services for the cwd (its file watcher's watch on it is the sign) by
+// the end of its handshake, before any prompt, instead of on its first
+// session/prompt; and no model request was made for it.
+func TestOpencodePrewarmBoots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real opencode CLI; not in -short")
+	}
+	t.Parallel()
+	c := acpCases(t)[1]
+	req, model := c.request(t, "")
+	l, err := c.adapter.(Preparer).Prepare(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inodes := map[string]bool{}
+	defer l.Close()
+	<-Ready(l)
+	var st syscall.Stat_t
+	if err := syscall.Stat(req.Cwd, &st); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // the watch may be set just after the handshake
+	for !watches(l.Pid(), st.Ino) {
+		if time.Now().After(deadline) {
+			t.Fatal("no inotify watch on the cwd after the handshake: opencode's directory services wait for the first prompt")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if b := model.bodies(); len(b) != 0 {
+		t.Errorf("%d model requests before any prompt", len(b))
+	}
+}
+
+// watches says pid holds an inotify watch on inode ino.
+func watches(pid int, ino uint64) bool {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fdinfo", pid))
+	want := fmt.Sprintf(" ino:%x ", ino)
 	for _, fd := range fds {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
-			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "inotify ") && strings.Contains(line, want) {
+				return true
+			}
 		}
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ports []int
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
-			continue
-		}
-		_, hexPort, _ := strings.Cut(f[1], ":")
-		if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil {
-			ports = append(ports, int(p))
-		}
-	}
-	return ports
+	return false
 }
