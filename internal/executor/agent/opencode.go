@@ -30,7 +30,10 @@ func init() { Register("opencode", NewOpencode()) }
 // opencode from its environment ({env:...}), so the file holds no secret;
 // the model with tool_call; bash, edit and webfetch set to "ask" so every
 // such call reaches the ACP client's permission handling; autoupdate off,
-// sharing disabled.
+// sharing disabled; its "title" agent disabled, so a session's first
+// prompt sends no second model request to name the session (a title agor
+// never shows, paid for by the person, and raced against the prompt's
+// own request).
 //
 // The models.dev catalog opencode would otherwise build from the copy
 // bundled in its binary (every provider and model it knows; fetching a
@@ -97,6 +100,7 @@ func opencodeConfig(model string) map[string]any {
 		"small_model":       "agor/" + model,
 		"enabled_providers": []string{"agor"},
 		"permission":        map[string]string{"bash": "ask", "edit": "ask", "webfetch": "ask"},
+		"agent":             map[string]any{"title": map[string]bool{"disable": true}},
 		"provider": map[string]any{"agor": map[string]any{
 			"npm":  "@ai-sdk/openai-compatible",
 			"name": "agor",

@@ -137,3 +137,31 @@ func watches(pid int, ino uint64) bool {
 	}
 	return false
 }
+
+// TestOpencodeNoTitleRequest: a session's first prompt makes one model
+// request, the conversation's (it offers tools); opencode asks for no
+// title besides.
+func TestOpencodeNoTitleRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real opencode CLI; not in -short")
+	}
+	t.Parallel()
+	c := acpCases(t)[1]
+	req, model := c.request(t, "Say hello.")
+	h := &acpHost{}
+	if res, err := c.run(t, t.Context(), req, h); err != nil || res.Status != "completed" {
+		t.Fatalf("turn: %+v %v", res, err)
+	}
+	bodies := model.bodies()
+	for _, b := range bodies {
+		var r struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if json.Unmarshal([]byte(b), &r) != nil || len(r.Tools) == 0 {
+			t.Errorf("a model request without tools (a title request?): %.200s", b)
+		}
+	}
+	if len(bodies) != 1 {
+		t.Errorf("%d model requests for a plain turn, want 1", len(bodies))
+	}
+}
