@@ -7,6 +7,7 @@ import { newTranscript, applyLine, applySSE, Lines, SSE, resumable } from "./ren
 import { toolView } from "./tools.js";
 import { transcriptView, toolWords } from "./transcript.js";
 import { prewarmer, prewarmBody } from "./prewarm.js";
+import { allPages } from "./pages.js";
 
 const _ = cockpit.gettext;
 
@@ -65,7 +66,7 @@ export function sessionsView(me) {
 
 	async function refreshSessions() {
 		try {
-			const { sessions } = await get("/v1/sessions?limit=100");
+			const sessions = await allPages(q => get("/v1/sessions?" + q), "sessions");
 			sessions.sort((a, b) => b.updated_at.localeCompare(a.updated_at));
 			fill(sessionsBody, sessions.length === 0
 				? h("p.agor-empty", { "data-agor": "no-sessions" }, _("No sessions yet."))
@@ -88,7 +89,7 @@ export function sessionsView(me) {
 	async function refreshTasks() {
 		if (!state.session) return fill(tasksBody);
 		try {
-			const { tasks } = await get(`/v1/sessions/${esc(state.session)}/tasks?limit=100`);
+			const tasks = await allPages(q => get(`/v1/sessions/${esc(state.session)}/tasks?` + q), "tasks");
 			fill(tasksBody, table([_("Task"), _("Prompt"), _("Status"), _("Tokens in/out"), _("Time")], tasks.map(t => {
 				const u = (t.result && t.result.token_usage) || {};
 				const secs = t.ended_at ? ((new Date(t.ended_at) - new Date(t.created_at)) / 1000).toFixed(1) + " s" : "…";

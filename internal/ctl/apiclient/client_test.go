@@ -3,6 +3,7 @@ package apiclient
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -140,5 +141,37 @@ func TestExecStream(t *testing.T) {
 	}
 	if _, err := c.Exec(ctx, "dave", apiwire.ExecBody{}, &out, &errs); !errors.Is(err, errNoResult) {
 		t.Fatalf("dave (cut short): %v", err)
+	}
+}
+
+// TestSessionsEveryPage: Sessions follows the daemon's pages (oldest
+// first) to the newest session, and --json gets them all as one list.
+func TestSessionsEveryPage(t *testing.T) {
+	const n = sessionPage + 5
+	var asked []string
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/sessions", func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.RawQuery)
+		from := 0
+		if a := r.URL.Query().Get("after"); a != "" {
+			fmt.Sscanf(a, "s%d", &from)
+			from++
+		}
+		var out apiwire.SessionList
+		for i := from; i < n && len(out.Sessions) < sessionPage; i++ {
+			out.Sessions = append(out.Sessions, apiwire.SessionView{ID: fmt.Sprintf("s%05d", i), UnixUser: r.URL.Query().Get("user")})
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	got, raw, err := serve(t, m).Sessions(context.Background(), "alice")
+	if err != nil || len(got.Sessions) != n || got.Sessions[n-1].ID != fmt.Sprintf("s%05d", n-1) {
+		t.Fatalf("%d sessions, last %v, %v; want %d", len(got.Sessions), got.Sessions[len(got.Sessions)-1], err, n)
+	}
+	var again apiwire.SessionList
+	if err := json.Unmarshal(raw, &again); err != nil || len(again.Sessions) != n {
+		t.Fatalf("raw: %d sessions, %v", len(again.Sessions), err)
+	}
+	if len(asked) != 2 || !strings.Contains(asked[1], fmt.Sprintf("after=s%05d", sessionPage-1)) {
+		t.Errorf("asked %v", asked)
 	}
 }

@@ -63,14 +63,37 @@ func (c *Client) StopExecutor(ctx context.Context, user string) (apiwire.Executo
 // Sessions lists sessions: the caller's own; an admin's everyone's, or
 // user's ("": all).
 func (c *Client) Sessions(ctx context.Context, user string) (apiwire.SessionList, json.RawMessage, error) {
-	path := "/v1/sessions"
-	if user != "" {
-		path += "?user=" + url.QueryEscape(user)
+	var all apiwire.SessionList
+	after := ""
+	for range maxSessionPages {
+		q := url.Values{"limit": {strconv.Itoa(sessionPage)}}
+		if user != "" {
+			q.Set("user", user)
+		}
+		if after != "" {
+			q.Set("after", after)
+		}
+		var out apiwire.SessionList
+		if _, err := c.call(ctx, "GET", "/v1/sessions?"+q.Encode(), nil, &out); err != nil {
+			return all, nil, err
+		}
+		all.Sessions = append(all.Sessions, out.Sessions...)
+		if len(out.Sessions) < sessionPage {
+			break
+		}
+		after = out.Sessions[len(out.Sessions)-1].ID
 	}
-	var out apiwire.SessionList
-	raw, err := c.call(ctx, "GET", path, nil, &out)
-	return out, raw, err
+	raw, err := json.Marshal(all)
+	return all, raw, err
 }
+
+// The daemon answers at most sessionPage sessions a request, oldest
+// first; Sessions follows the pages to the newest (a person's recent
+// sessions are the ones she looks for), up to maxSessionPages of them.
+const (
+	sessionPage     = 1000
+	maxSessionPages = 100
+)
 
 // Tasks lists session's tasks.
 func (c *Client) Tasks(ctx context.Context, session string) (apiwire.TaskList, json.RawMessage, error) {
