@@ -65,6 +65,9 @@ pw_tool() {
 	wait_s=$(awk -v c="$(pw_median "${cold[@]}")" 'BEGIN { w = c * 1.5 / 1000 + 1; printf "%.1f", w < 2 ? 2 : w }')
 	body="{\"agentic_tool\":\"$tool\",\"cwd\":\"pw/$tool\",\"permission_mode\":\"bypassPermissions\",\"sandbox\":\"off\"${model:+,\"model\":\"$model\"}}"
 	for i in $(seq "$pw_rounds"); do
+		# Her warm agents go (they have run turns, and a pre-warm never
+		# evicts one of those: warm_per_user would refuse it, no_room).
+		systemctl stop agor-executor@alice.service
 		r=$(prewarm_as alice "$body")
 		[[ $r == *'"status":"started"'* ]] || { echo "$tool: pre-warm refused: $r"; return 1; }
 		sleep "$wait_s"
@@ -100,7 +103,7 @@ check "prewarm: for each of the four CLIs, a new session's first prompt cold, pr
 # pw_host: 20 people (pw01...), allowed, each pre-warming Claude Code at
 # once; prints the warm agents that stay and what the host holds.
 pw_host() {
-	local n=20 cap i u main kept rss mem
+	local n=20 cap i u main kept rss mem c
 	cap=$(sed -n 's/^ *warm_per_host: *\([0-9]*\).*/\1/p' /etc/agor/config.yaml | head -n 1)
 	cap=${cap:-16}
 	pw_upstreams claude-code
@@ -122,10 +125,12 @@ pw_host() {
 		[ "$main" != 0 ] || continue
 		kept=$((kept + $(pgrep -c -P "$main" || true)))
 		rss=$((rss + $(ps -u "$u" -o rss= | awk '{s += $1} END {print s + 0}') - $(ps -o rss= -p "$main" | awk '{print $1 + 0}')))
-		mem=$((mem + $(systemctl show -p MemoryCurrent --value "agor-executor@$u.service" | sed 's/\[not set\]/0/')))
+		c=$(systemctl show -p MemoryCurrent --value "agor-executor@$u.service")
+		case $c in '' | *[!0-9]*) mem=none ;; *) [ "$mem" = none ] || mem=$((mem + c)) ;; esac
 	done
-	echo "$n people pre-warmed Claude Code at once: $kept agents kept (warm_per_host $cap), their resident memory $((rss / 1024)) MiB," \
-		"the $n executors' cgroups $((mem / 1048576)) MiB in all; host MemAvailable $(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo) MiB"
+	[ "$mem" = none ] && mem="not counted (no memory controller here)" || mem="$((mem / 1048576)) MiB in all"
+	echo "$n people pre-warmed Claude Code at once: $kept agents kept (warm_per_host $cap), their resident memory $((rss / 1024)) MiB" \
+		"($((rss / 1024 / (kept > 0 ? kept : 1))) MiB each); the $n executors' cgroups $mem; host MemAvailable $(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo) MiB"
 	[ "$kept" -le "$cap" ] || { echo "more pre-warmed agents than warm_per_host"; return 1; }
 	[ "$kept" -gt 0 ] || { echo "no pre-warmed agent at all"; return 1; }
 }
