@@ -69,8 +69,8 @@ env_prompt() {
 	want "$(cat /home/alice/envwork/env-py.txt)" "$(chroot /var/lib/agor/environments/py/root python3 --version)"
 	local s
 	s=$(echo "$out" | sed -n 's/.* · session \([0-9a-f]*\)$/\1/p' | tail -n 1)
-	as alice curl -s --unix-socket /run/agor/daemon.sock "http://agor/v1/sessions/$s" | grep -q '"environment":"py"' ||
-		{ echo "session $s does not record environment py: $(as alice curl -s --unix-socket /run/agor/daemon.sock "http://agor/v1/sessions/$s")"; return 1; }
+	want "$(as alice agorctl sessions --json | python3 -c 'import json, sys
+print(*[x.get("environment", "") for x in json.load(sys.stdin)["sessions"] if x["id"] == sys.argv[1]])' "$s")" py
 	echo "Claude Code in py wrote envwork/env-py.txt ($(cat /home/alice/envwork/env-py.txt)) as alice; the session records py"
 }
 check "environments: as alice, a real Claude Code prompt --env py runs a command that writes files she owns in her workspace, with the image's Python; the session records py" env_prompt
