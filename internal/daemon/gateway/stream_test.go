@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -104,14 +105,7 @@ func TestClientGoneMidStream(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	up := newWitness(t, "", heldStream(release))
-	gw := newRig(t, authz{grants: map[string]Grant{taskToken: grantFor(Anthropic, up.URL)}}, Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/messages", strings.NewReader(anthBody))
-	xAPIKey(taskToken)(req)
-	resp, err := gw.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gw, resp, cancel := leavingClient(t, up.URL)
 	if ev, err := readEvent(bufio.NewReader(resp.Body)); err != nil || ev != heldStart {
 		t.Fatalf("first event %q, %v", ev, err)
 	}
@@ -194,6 +188,23 @@ func TestManyStreams(t *testing.T) {
 	}
 }
 
+// leavingClient sends a Messages request through a new gateway to
+// upstream and returns the gateway, its answer, and cancel to leave it.
+func leavingClient(t *testing.T, upstream *url.URL) (*rig, *http.Response, context.CancelFunc) {
+	t.Helper()
+	gw := newRig(t, authz{grants: map[string]Grant{taskToken: grantFor(Anthropic, upstream)}}, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/messages", strings.NewReader(anthBody))
+	xAPIKey(taskToken)(req)
+	resp, err := gw.client.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(cancel)
+	return gw, resp, cancel
+}
+
 // TestClientGoneAfterLastUsage: a client that leaves once it has the
 // answer's last usage report (codex closes at response.completed, before
 // the stream's own end) had the whole answer; the entry is not an error.
@@ -208,14 +219,7 @@ func TestClientGoneAfterLastUsage(t *testing.T) {
 		case <-time.After(10 * time.Second):
 		}
 	}))
-	gw := newRig(t, authz{grants: map[string]Grant{taskToken: grantFor(Anthropic, up.URL)}}, Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gw.URL+"/v1/messages", strings.NewReader(anthBody))
-	xAPIKey(taskToken)(req)
-	resp, err := gw.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gw, resp, cancel := leavingClient(t, up.URL)
 	br := bufio.NewReader(resp.Body)
 	for _, want := range []string{"message_start", "message_delta", "message_stop"} {
 		if ev, err := readEvent(br); err != nil || !strings.Contains(ev, "event: "+want) {
