@@ -67,7 +67,7 @@ pw_tool() {
 	for i in $(seq "$pw_rounds"); do
 		# Her warm agents go (they have run turns, and a pre-warm never
 		# evicts one of those: warm_per_user would refuse it, no_room).
-		systemctl stop agor-executor@alice.service
+		systemctl stop agor-executor@alice.service 2>/dev/null
 		r=$(prewarm_as alice "$body")
 		[[ $r == *'"status":"started"'* ]] || { echo "$tool: pre-warm refused: $r"; return 1; }
 		sleep "$wait_s"
