@@ -40,8 +40,22 @@ pw_median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int(
 pw_upstreams() {
 	local openai=18081
 	[ "$1" != opencode ] || openai=18083
-	gateway_config "" "anthropic: \"http://127.0.0.1:18080\", openai: \"http://127.0.0.1:$openai\", gemini: \"http://127.0.0.1:18082\""
+	gateway_config "$pw_agents" "anthropic: \"http://127.0.0.1:18080\", openai: \"http://127.0.0.1:$openai\", gemini: \"http://127.0.0.1:18082\""
 	restart_daemon
+}
+
+# No pre-warm at an executor's start here: each round starts alice's
+# executor afresh, and that pre-warm of her last session would start a
+# second CLI beside the one timed.
+pw_agents='agents:
+  prewarm_at_executor_start: false'
+
+# pw_fresh: alice's executor started afresh (her warm agents gone: they
+# have run turns, and a pre-warm never evicts one of those, no_room), so
+# that cold and pre-warmed first prompts each meet a new executor.
+pw_fresh() {
+	systemctl stop agor-executor@alice.service 2>/dev/null
+	as alice agorctl exec alice -- true </dev/null >/dev/null
 }
 
 # pw_tool TOOL: pw_rounds cold first prompts, then pw_rounds pre-warmed
@@ -55,6 +69,7 @@ pw_tool() {
 	# home (its own caches and settings files).
 	pw_time alice "warming up" --tool "$tool" --cwd "pw/$tool" ${model:+--model "$model"} >/dev/null || return 1
 	for i in $(seq "$pw_rounds"); do
+		pw_fresh
 		r=$(pw_time alice "hello $i" --tool "$tool" --cwd "pw/$tool" ${model:+--model "$model"}) || return 1
 		set -- $r
 		[ "$3" = false ] || { echo "$tool: a cold prompt ran pre-warmed"; return 1; }
@@ -65,9 +80,7 @@ pw_tool() {
 	wait_s=$(awk -v c="$(pw_median "${cold[@]}")" 'BEGIN { w = c * 1.5 / 1000 + 1; printf "%.1f", w < 2 ? 2 : w }')
 	body="{\"agentic_tool\":\"$tool\",\"cwd\":\"pw/$tool\",\"permission_mode\":\"bypassPermissions\",\"sandbox\":\"off\"${model:+,\"model\":\"$model\"}}"
 	for i in $(seq "$pw_rounds"); do
-		# Her warm agents go (they have run turns, and a pre-warm never
-		# evicts one of those: warm_per_user would refuse it, no_room).
-		systemctl stop agor-executor@alice.service 2>/dev/null
+		pw_fresh
 		r=$(prewarm_as alice "$body")
 		[[ $r == *'"status":"started"'* ]] || { echo "$tool: pre-warm refused: $r"; return 1; }
 		sleep "$wait_s"
