@@ -120,18 +120,9 @@ func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.execs == nil {
-		d.execs = map[string]*directExec{}
-	}
-	e := d.execs[name]
-	if e == nil {
-		if e, err = listen(ex.Socket); err != nil {
-			return Executor{}, err
-		}
-		d.execs[name] = e
-	}
-	if e.running() && e.dying() {
-		<-e.done // killed but not yet reaped: its socket would never be served
+	e, err := d.entry(name, ex.Socket)
+	if err != nil {
+		return Executor{}, err
 	}
 	if !e.running() {
 		if err := d.spawn(ctx, e, name); err != nil {
@@ -139,6 +130,33 @@ func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
 		}
 	}
 	return ex, nil
+}
+
+// entry is name's socket and executor, made if need be; one killed but
+// not yet reaped is waited for (its socket would never be served), with
+// d.mu let go meanwhile, as its end is told under it. Called and
+// returning with d.mu held.
+func (d *Direct) entry(name, socket string) (*directExec, error) {
+	for {
+		if d.execs == nil {
+			d.execs = map[string]*directExec{}
+		}
+		e := d.execs[name]
+		if e == nil {
+			var err error
+			if e, err = listen(socket); err != nil {
+				return nil, err
+			}
+			d.execs[name] = e
+		}
+		if !e.running() || !e.dying() {
+			return e, nil
+		}
+		done := e.done
+		d.mu.Unlock()
+		<-done
+		d.mu.Lock()
+	}
 }
 
 func listen(path string) (*directExec, error) {
@@ -200,10 +218,14 @@ func (d *Direct) spawn(ctx context.Context, e *directExec, name string) error {
 			ev.State, ev.Sub = "failed", "failed"
 		}
 		d.log().Info("executor exited", "user", name, "pid", cmd.Process.Pid, "status", cmd.ProcessState.String())
-		close(done)
+		// Its end is told before done closes: whoever waits on done (Stop,
+		// Ensure) and then starts the next executor tells that start
+		// after this end, never before (watchers would see two starts
+		// and then an end, and take the new executor for gone).
 		d.mu.Lock()
 		d.emit(ev)
 		d.mu.Unlock()
+		close(done)
 	}(e.done)
 	d.log().Info("executor started", "user", name, "pid", cmd.Process.Pid, "backend", "direct")
 	d.emit(UnitChange{User: name, Kind: "service", State: "active", Sub: "running"})
