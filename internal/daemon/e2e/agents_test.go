@@ -16,7 +16,8 @@ import (
 // Nobody answers an agent's permission question, for each of the four
 // CLIs: after the daemon's permission timeout it is denied with the
 // reason "timeout", the tool does not run, the agent goes back to the
-// model (it was told), and the turn ends completed.
+// model (it was told; opencode ends its turn instead), and the turn ends
+// completed.
 func TestDaemonPermissionTimeoutEachAgent(t *testing.T) { testEachAgent(t, false) }
 
 // A client approves each agent's question through the API: the tool runs
@@ -62,7 +63,9 @@ func testEachAgent(t *testing.T, approve bool) {
 			case !approve && err == nil:
 				t.Fatal("the tool ran without permission")
 			}
-			if n := c.Requests(); n < 2 {
+			// opencode ends its turn on a refused tool call without telling
+			// the model (its one request, now that it asks for no title).
+			if n := c.Requests(); n < 2 && (approve || c.Tool != "opencode") {
 				t.Fatalf("the agent did not go back to the model after the decision: %d requests", n)
 			}
 		})
