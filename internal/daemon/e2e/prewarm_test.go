@@ -35,7 +35,7 @@ func TestDaemonPrewarm(t *testing.T) {
 	// The pre-warmed process's own token, used before its prompt, from its
 	// own executor's relay, as the agent (or anything of its person's)
 	// could: refused, and nothing reaches the model.
-	if code := earlyRequest(t); code != http.StatusUnauthorized && code != http.StatusForbidden {
+	if code := earlyRequest(t, reserved); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Fatalf("a request with the pre-warmed agent's token before its prompt: %d, want refused", code)
 	}
 	if n := len(c.seen()); n != 0 {
@@ -109,11 +109,11 @@ func TestPrewarmAtExecutorStart(t *testing.T) {
 }
 
 // earlyRequest sends a generateContent request the way the pre-warmed
-// gemini would, with the token and relay address from its environment,
-// and returns the status.
-func earlyRequest(t *testing.T) int {
+// gemini of session would, with the token and relay address from its
+// environment, and returns the status.
+func earlyRequest(t *testing.T, session string) int {
 	t.Helper()
-	env := processEnv(t, "GOOGLE_GEMINI_BASE_URL")
+	env := processEnv(t, "GEMINI_API_KEY=agor-gw1."+session+".")
 	base, tok := env["GOOGLE_GEMINI_BASE_URL"], env["GEMINI_API_KEY"]
 	if base == "" || tok == "" {
 		t.Fatalf("the pre-warmed gemini has no gateway address or token: %q %q", base, tok)
@@ -130,13 +130,15 @@ func earlyRequest(t *testing.T) int {
 	return resp.StatusCode
 }
 
-// processEnv is the environment of the one process that has name in it.
-func processEnv(t *testing.T, name string) map[string]string {
+// processEnv is the environment of a process that has an entry starting
+// with prefix: the token names the session, so no other test's agent
+// (packages run side by side) is taken for it.
+func processEnv(t *testing.T, prefix string) map[string]string {
 	t.Helper()
 	paths, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
-		if err != nil || !bytes.Contains(raw, []byte("\x00"+name+"=")) {
+		if err != nil || !bytes.Contains(append([]byte{0}, raw...), []byte("\x00"+prefix)) {
 			continue
 		}
 		env := map[string]string{}
@@ -147,7 +149,7 @@ func processEnv(t *testing.T, name string) map[string]string {
 		}
 		return env
 	}
-	t.Fatalf("no process has %s", name)
+	t.Fatalf("no process has %s", prefix)
 	return nil
 }
 
