@@ -33,20 +33,26 @@ cp test/systemd/*.sh "$work/opt/"
 cp dist/agor-cockpit_0.1.0-1_all.deb test/systemd/cockpit-browser.mjs "$work/opt/"
 mkdir -p "$work/opt/node_modules" && cp -r cockpit/node_modules/playwright-core "$work/opt/node_modules/"
 [ -z "${AGOR_SUITE_ONLY:-}" ] || echo "$AGOR_SUITE_ONLY" >"$work/opt/only"
-# The previous release, for the upgrade check (upgrade.sh): the last commit
-# that landed before the store bound records to uids. Built once, cached.
-prev_ref=5d53026
-prev_deb=test/.cache/agor_prev-$prev_ref.deb
-if [ ! -s "$prev_deb" ] && git cat-file -e "$prev_ref^{commit}" 2>/dev/null; then
-	echo "== building the previous release ($prev_ref)"
-	prev=$(mktemp -d /tmp/agor-prev.XXXXXX)
-	git worktree add --quiet --detach "$prev/src" "$prev_ref"
-	make -s -C "$prev/src" deb PKG_VERSION=0.0.9 >/dev/null && cp "$prev/src/dist/agor_0.0.9-1_amd64.deb" "$prev_deb"
-	git worktree remove --force "$prev/src"
-	rm -rf "$prev"
-fi
-[ -s "$prev_deb" ] && cp "$prev_deb" "$work/opt/agor_prev.deb"
-echo "$prev_ref" >"$work/opt/prev_ref"
+# The previous releases, for the upgrade checks (upgrade.sh), each built
+# once and cached: prev_release REF VERSION NAME puts REF's package,
+# made as VERSION, at /opt/tests/NAME.deb and REF at /opt/tests/NAME_ref.
+prev_release() {
+	local deb=test/.cache/agor_prev-$1.deb dir
+	if [ ! -s "$deb" ] && git cat-file -e "$1^{commit}" 2>/dev/null; then
+		echo "== building the previous release ($1)"
+		dir=$(mktemp -d /tmp/agor-prev.XXXXXX)
+		git worktree add --quiet --detach "$dir/src" "$1"
+		make -s -C "$dir/src" deb PKG_VERSION="$2" >/dev/null && cp "$dir/src/dist/agor_$2-1_amd64.deb" "$deb"
+		git worktree remove --force "$dir/src"
+		rm -rf "$dir"
+	fi
+	[ -s "$deb" ] && cp "$deb" "$work/opt/$3.deb"
+	echo "$1" >"$work/opt/$3_ref"
+}
+# The last release before the store bound records to uids.
+prev_release 5d53026 0.0.9 agor_prev
+# The first release with the model gateway and its ledger (schema 7).
+prev_release 421fcfc 0.1.0 agor_gw
 CGO_ENABLED=0 go test -c -o "$work/opt/identity.test" ./internal/identity
 CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
 CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench

@@ -6,10 +6,10 @@
 
 upgrade_from_previous() {
 	if [ ! -f "$T/agor_prev.deb" ]; then
-		echo "no previous release package (run.sh could not build $(cat "$T/prev_ref" 2>/dev/null))"; return 1
+		echo "no previous release package (run.sh could not build $(cat "$T/agor_prev_ref" 2>/dev/null))"; return 1
 	fi
 	dpkg -i "$T/agor_prev.deb" >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
-	echo "installed the previous release ($(cat "$T/prev_ref"))"
+	echo "installed the previous release ($(cat "$T/agor_prev_ref"))"
 	printf 'execution:\n  allowed_groups: [agorusers]\napi:\n  tcp_address: 127.0.0.1:8123\n' >/etc/agor/config.yaml
 	restart_daemon
 	setup_agents
@@ -133,5 +133,73 @@ name="upgrade from the previous release: sessions, events, keys and bearer token
 if [ -f "$T/agor_prev.deb" ]; then
 	check "$name" upgrade_from_previous
 else # a clone without the release's commit (shallow) cannot build it
-	skip "$name" "no package of the previous release ($(cat "$T/prev_ref")): its commit is not in this clone's history"
+	skip "$name" "no package of the previous release ($(cat "$T/agor_prev_ref")): its commit is not in this clone's history"
+fi
+
+# The first release with the model gateway (agor_gw.deb), filled under
+# the gateway (alice's own key, a prompt through it, its ledger rows and a
+# budget), upgraded to this tree with its config.yaml kept: the ledger
+# reads the same, the budget still counts it, and alice's next prompt
+# reaches the stand-in with the key she stored before, which none of her
+# processes or files holds.
+upgrade_from_gateway_release() {
+	local sid until before after keys p rows
+	dpkg -P agor >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	dpkg -i "$T/agor_gw.deb" >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	echo "installed the gateway's first release ($(cat "$T/agor_gw_ref"), $(dpkg-query -W -f '${Version}' agor))"
+	printf '%s\n' 'execution:' '  allowed_groups: [agorusers]' 'gateway:' '  enabled: true' \
+		'  upstreams: {anthropic: "http://127.0.0.1:18080"}' '  prices: {claude-standin: {input: 10000, output: 20000}}' \
+		'  budgets:' '    users:' '      alice: {month_tokens: 100000000}' >/etc/agor/config.yaml
+	restart_daemon || { journalctl -u agor-daemon -o cat --no-pager | tail -n 20; return 1; }
+	setup_agents
+	printf 'sk-alice-gw-0002\n' | as alice agorctl creds set ANTHROPIC_API_KEY >/dev/null
+	start_model -bash 'echo one > gw-upgrade.txt' -text 'noted.'
+	as alice agorctl prompt alice 'before the upgrade' --mode bypassPermissions --model claude-standin >/tmp/gw1.out 2>&1 || { cat /tmp/gw1.out; return 1; }
+	want "$(standin_keys)" sk-alice-gw-0002
+	sid=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	until=$(date +%Y-%m-%dT%H:%M:%S.%N%:z)
+	before=$(ledger_rows "$until")
+	[ -n "$before" ] || { echo "the gateway's release wrote no ledger row"; return 1; }
+	echo "filled: $(ledger_requests "$until") request(s) in alice's ledger, her own key, a month's token budget"
+
+	dpkg --force-confold -i "$T/agor_0.1.1-1_amd64.deb" >/tmp/dpkg.log 2>&1 </dev/null || { cat /tmp/dpkg.log; return 1; }
+	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
+	for _ in $(seq 50); do [ -S /run/agor/daemon.sock ] && agorctl usage >/dev/null 2>&1 && break; sleep 0.1; done
+	after=$(ledger_rows "$until")
+	want "$after" "$before"
+	agorctl usage --user alice | grep -E '^alice: month tokens [0-9]+ of 100000000' || { agorctl usage --user alice; return 1; }
+	start_model -bash 'echo two >> gw-upgrade.txt' -text 'noted again.'
+	as alice agorctl prompt alice 'after the upgrade' --session "$sid" --mode bypassPermissions --model claude-standin >/tmp/gw2.out 2>&1 || { cat /tmp/gw2.out; return 1; }
+	want "$(tr '\n' ' ' </home/alice/gw-upgrade.txt)" "one two "
+	keys=$(standin_keys)
+	want "$keys" sk-alice-gw-0002
+	for p in $(pgrep -u alice); do
+		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q sk-alice-gw; then echo "alice's process $p holds her key"; return 1; fi
+	done
+	if grep -rqs sk-alice-gw /home/alice; then echo "a file of alice's holds her key"; return 1; fi
+	rows=$(ledger_requests "$(date +%Y-%m-%dT%H:%M:%S.%N%:z)")
+	[ "$rows" -gt "$(ledger_requests "$until")" ] || { echo "no new ledger row after the upgrade ($rows requests)"; return 1; }
+	echo "after the upgrade: alice's ledger reads the same ($before), the budget counts them, and alice's next prompt went through the gateway with her stored key (the stand-in saw $keys; none of her processes or files hold it): $rows requests in all"
+}
+# ledger_requests UNTIL: alice's requests this month up to UNTIL.
+ledger_requests() { ledger_rows "$1" | awk '{n += $3} END {print n + 0}'; }
+# standin_keys: the keys the stand-in on 18080 saw, one line each.
+standin_keys() {
+	python3 -c 'import json, urllib.request
+print("\n".join(sorted({r["key"] for r in json.load(urllib.request.urlopen("http://127.0.0.1:18080/stand-in/requests")) or []})))'
+}
+# ledger_rows UNTIL: alice's ledger this month up to UNTIL, a line per
+# model: its requests, the four token counts and their cost.
+ledger_rows() {
+	agorctl usage --user alice --since "$(date +%Y-%m-01)" --until "$1" --json | python3 -c 'import json, sys
+keys = ("user", "model", "requests", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost")
+for r in json.load(sys.stdin)["rows"]:
+    print(" ".join(str(r.get(k)) for k in keys))'
+}
+
+name="upgrade from the gateway's first release: its ledger, budget and keys intact, the next prompt through the gateway"
+if [ -f "$T/agor_gw.deb" ]; then
+	check "$name" upgrade_from_gateway_release
+else
+	skip "$name" "no package of the gateway's first release ($(cat "$T/agor_gw_ref")): its commit is not in this clone's history"
 fi
