@@ -38,6 +38,11 @@ type Gateway struct {
 	// points one at a provider the gateway does not speak. Each is handed
 	// its key just in time, as with the gateway off, and doctor says so.
 	DirectAgents []string `yaml:"direct_agents"`
+	// MaxInFlight bounds each person's model requests running at once
+	// (restart to change): one more is refused 429, which the CLIs
+	// retry. A budget is checked as a request starts, so this is also
+	// how many requests can pass a bound once it is reached.
+	MaxInFlight int `yaml:"max_in_flight"`
 }
 
 // Direct says whether tool's model calls bypass the gateway.
@@ -85,7 +90,7 @@ func DefaultGateway() Gateway {
 	return Gateway{SocketPath: "/run/agor/gateway.sock", Upstreams: map[string]string{
 		"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com", "gemini": "https://generativelanguage.googleapis.com",
 		"chatgpt": "https://chatgpt.com/backend-api/codex",
-	}, Currency: "USD", Prices: map[string]Price{
+	}, MaxInFlight: 16, Currency: "USD", Prices: map[string]Price{
 		"claude-opus-*":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
 		"claude-sonnet-*":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
 		"claude-haiku-*":    {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
@@ -174,6 +179,9 @@ func MonthStart(t time.Time) time.Time {
 }
 
 func (g Gateway) validate() error {
+	if g.MaxInFlight < 1 || g.MaxInFlight > 1024 {
+		return fmt.Errorf("gateway.max_in_flight: %d is not from 1 to 1024", g.MaxInFlight)
+	}
 	for _, a := range g.DirectAgents {
 		if a != "claude-code" && a != "codex" && a != "gemini" && a != "opencode" {
 			return fmt.Errorf("gateway.direct_agents: %q is not an agent (claude-code, codex, gemini, opencode)", a)

@@ -60,6 +60,9 @@ func TestGatewayPricesAndBudgets(t *testing.T) {
 	if (BudgetSet{}).Bounded() || !bob.Bounded() {
 		t.Error("Bounded: wrong")
 	}
+	if g.MaxInFlight != 16 {
+		t.Errorf("max_in_flight %d by default, want 16", g.MaxInFlight)
+	}
 }
 
 func TestGatewayRefusesBadValues(t *testing.T) {
@@ -68,6 +71,8 @@ func TestGatewayRefusesBadValues(t *testing.T) {
 		"gateway: {budgets: {default: {month_cost: -5}}}",
 		"gateway: {budgets: {groups: [{month_cost: 5}]}}",
 		"gateway: {budgets: {users: {alice: {day_tokens: -1}}}}",
+		"gateway: {max_in_flight: 0}",
+		"gateway: {max_in_flight: 5000}",
 	} {
 		if _, err := Parse(strings.NewReader(y)); err == nil || !strings.Contains(err.Error(), "gateway.") {
 			t.Errorf("%s: err %v, want one naming the key", y, err)

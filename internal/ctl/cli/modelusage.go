@@ -41,7 +41,8 @@ budget (gateway.budgets), for instance
 Budgets run per calendar day and month in the daemon's local time, whatever
 period the table shows. Once a bound is reached the person's model requests
 and prompts are refused until it resets; requests already running finish,
-so the spend may pass the bound a little.
+so the spend may pass the bound by at most gateway.max_in_flight requests
+(16 by default).
 
 The table covers this month by default (the daemon's local time); --period
 day is today. --since and --until give any range: RFC 3339

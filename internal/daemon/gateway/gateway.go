@@ -73,6 +73,9 @@ type Options struct {
 	Log       *slog.Logger // nil: discard
 	// MaxBody bounds a request body; 0: 32 MiB (Anthropic's own limit).
 	MaxBody int64
+	// MaxInFlight bounds each person's requests running at once (one
+	// more is refused 429, which the CLIs retry); 0: DefaultMaxInFlight.
+	MaxInFlight int
 }
 
 // DefaultMaxBody is the request body bound when Options.MaxBody is 0.
@@ -80,7 +83,8 @@ const DefaultMaxBody = 32 << 20
 
 // New returns the gateway's handler.
 func New(auth Authorizer, rec Recorder, opts Options) http.Handler {
-	g := &gateway{auth: auth, rec: rec, transport: opts.Transport, log: opts.Log, maxBody: opts.MaxBody}
+	g := &gateway{auth: auth, rec: rec, transport: opts.Transport, log: opts.Log, maxBody: opts.MaxBody,
+		flights: newFlights(opts.MaxInFlight)}
 	if g.transport == nil {
 		g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
@@ -99,4 +103,5 @@ type gateway struct {
 	transport http.RoundTripper
 	log       *slog.Logger
 	maxBody   int64
+	flights   *flights
 }

@@ -32,6 +32,7 @@ const (
 	msgTooLarge     = "agor gateway: request body too large"
 	msgUnreachable  = "agor gateway: the model API could not be reached"
 	msgMisgranted   = "agor gateway: no model API is set up for this task"
+	msgInFlight     = "agor gateway: %s already has %d model requests running (gateway.max_in_flight); retry when one ends"
 )
 
 // writeError answers in api's error shape: Anthropic's
@@ -41,6 +42,16 @@ const (
 // from these, and a refusal says x-should-retry: false, which the
 // Anthropic and OpenAI SDKs obey.
 func writeError(w http.ResponseWriter, api API, status int, typ, msg string) {
+	writeShaped(w, api, status, typ, msg, false)
+}
+
+// writeRetryLater answers 429 in api's error shape with retry-after: 1,
+// for a refusal that waiting lifts: the CLIs retry it.
+func writeRetryLater(w http.ResponseWriter, api API, msg string) {
+	writeShaped(w, api, http.StatusTooManyRequests, "", msg, true)
+}
+
+func writeShaped(w http.ResponseWriter, api API, status int, typ, msg string, retry bool) {
 	if status < 400 || status > 599 {
 		status = http.StatusForbidden
 	}
@@ -60,7 +71,10 @@ func writeError(w http.ResponseWriter, api API, status int, typ, msg string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
-	if status < 500 {
+	switch {
+	case retry:
+		h.Set("Retry-After", "1")
+	case status < 500:
 		h.Set("X-Should-Retry", "false")
 	}
 	w.WriteHeader(status)

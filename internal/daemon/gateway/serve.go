@@ -26,9 +26,10 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		grant, ok = g.authorize(w, r, rt.api)
 	}
-	if !ok {
+	if !ok || !g.enter(w, rt.api, grant) {
 		return
 	}
+	defer g.flights.leave(grant.Person)
 	if rt.path != "" {
 		r.URL.Path = rt.path
 	}
@@ -47,6 +48,18 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.forward(w, r, grant, body, rt, &e)
 	e.Ended = time.Now()
 	g.rec.Record(e)
+}
+
+// enter takes one of the grant's person's places in flight, answering
+// the client when she has none left.
+func (g *gateway) enter(w http.ResponseWriter, api API, grant Grant) bool {
+	if g.flights.enter(grant.Person) {
+		return true
+	}
+	g.log.Info("gateway: refused", "api", api, "status", http.StatusTooManyRequests, "person", grant.Person,
+		"task", grant.Task, "reason", "requests in flight", "max", g.flights.max)
+	writeRetryLater(w, api, fmt.Sprintf(msgInFlight, grant.Person, g.flights.max))
+	return false
 }
 
 // authorize checks the presented token and answers the client when it

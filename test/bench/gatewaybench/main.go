@@ -189,7 +189,7 @@ func startGateway(ctx context.Context, dir, model string) (string, string, error
 	if err != nil {
 		return "", "", err
 	}
-	srv := &http.Server{Handler: gateway.New(m, m, gateway.Options{Log: quiet}), ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+	srv := &http.Server{Handler: gateway.New(m, m, gateway.Options{Log: quiet, MaxInFlight: 100}) /* one person's 100 streams */, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 		if cred, err := peer.Of(c); err == nil {
 			return peer.NewContext(ctx, cred)
 		}
