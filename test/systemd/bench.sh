@@ -77,7 +77,9 @@ hardening_table() {
 	variant "" "shipped"
 	variant "$UTS" "shipped - ProtectHostname"
 	variant "ProtectProc=default" "shipped - ProtectProc"
-	variant "ProtectKernelTunables=yes" "shipped + ProtectKernelTunables"
+	variant "ProtectKernelTunables=no" "shipped - ProtectKernelTunables"
+	variant "RestrictNamespaces=yes
+SystemCallFilter=~@mount" "shipped - the sandbox's namespaces, mounts"
 	variant "ProtectKernelLogs=no" "shipped - ProtectKernelLogs"
 	variant "ProtectControlGroups=no" "shipped - ProtectControlGroups"
 	variant "ProtectKernelModules=no" "shipped - ProtectKernelModules"

@@ -94,13 +94,13 @@ check "agorctl terminal without a terminal on stdin refuses with a clear message
 
 # What an executor starts gets its person's login umask (Debian's
 # login.defs: UMASK 022 with user private groups, so 0002 for alice), not
-# the unit's UMask=0027; a GECOS umask= (pam_umask's) comes first.
+# the unit's UMask=0077; a GECOS umask= (pam_umask's) comes first.
 terminal_umask() {
 	local gecos t0
 	t0=$(date +%s)
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service # started afresh below
 	want "$(agorctl exec alice -- sh -c umask)" 0002
-	want "$(systemctl show -p UMask --value agor-executor@alice.service)" 0027
+	want "$(systemctl show -p UMask --value agor-executor@alice.service)" 0077
 	in_tmux "agorctl terminal alice"
 	wait_pane 'alice@'
 	tmux send-keys -t agorterm 'echo "um=$(umask)"; touch term-umask.txt; exit' Enter
@@ -108,13 +108,13 @@ terminal_umask() {
 	pane | grep -x 'um=0002' >/dev/null || { pane; return 1; }
 	want "$(stat -c %a /home/alice/term-umask.txt)" 664
 	gecos=$(getent passwd bob | cut -d: -f5)
-	usermod -c 'Bob,,,,umask=0077' bob
+	usermod -c 'Bob,,,,umask=0027' bob
 	systemctl stop agor-executor@bob.socket agor-executor@bob.service # the umask is read at start
-	want "$(agorctl exec bob -- sh -c umask)" 0077
+	want "$(agorctl exec bob -- sh -c umask)" 0027
 	usermod -c "$gecos" bob
 	systemctl stop agor-executor@bob.socket agor-executor@bob.service
 	journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager | grep 'umask 02 from' | tail -n 1 | grep . ||
 		{ echo "no umask line in alice's executor's journal since it started:"; journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager | head -n 5; return 1; }
-	echo "alice: exec and terminal umask 0002 (a new file 664) under the unit's UMask=0027; bob with GECOS umask=0077: 0077"
+	echo "alice: exec and terminal umask 0002 (a new file 664) under the unit's UMask=0077; bob with GECOS umask=0027: 0027"
 }
-check "agents, commands and terminals get the person's login umask (login.defs, user private groups; GECOS umask=), not the unit's UMask=0027" terminal_umask
+check "agents, commands and terminals get the person's login umask (login.defs, user private groups; GECOS umask=), not the unit's UMask=0077" terminal_umask
