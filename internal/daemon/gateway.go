@@ -26,7 +26,8 @@ func (d *Daemon) buildGateway(master []byte, creds *credstore.Store) {
 		return
 	}
 	d.meter = &meter.Meter{Signer: meter.NewSigner(master), Store: d.store, Keys: creds,
-		Config: d.network.Gateway, InGroup: d.inGroup, Log: d.log, Audit: d.audit, Notice: d.srv.TaskNotice}
+		Config: d.network.Gateway, InGroup: d.inGroup, Log: d.log, Audit: d.audit, Notice: d.srv.TaskNotice,
+		Network: d.networkFor}
 	h := gateway.New(d.meter, d.meter, gateway.Options{Log: d.log, MaxInFlight: d.cfg.Gateway.MaxInFlight})
 	d.gatewayS = &http.Server{Handler: h, ConnContext: peerContext, ReadHeaderTimeout: d.api.ReadHeaderTimeout}
 	d.srv.Gateway = d.meter

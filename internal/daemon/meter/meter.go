@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sync"
@@ -42,6 +43,11 @@ type Meter struct {
 	// Notice tells a running task's person something (a budget nearly
 	// spent); nil: nobody is told.
 	Notice func(person, task, message string)
+	// Network is a person's network set now (network:), whose egress
+	// rules her model requests go by; nil: everyone's is open.
+	Network func(ctx context.Context, person string) (config.NetworkSet, error)
+	// Resolve looks a name up for those rules; nil: the system's resolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 
 	mu     sync.Mutex
 	warned map[string]bool // task, period, kind: told once
@@ -83,6 +89,9 @@ func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gat
 	if r != nil {
 		return gateway.Grant{}, r
 	}
+	if r := m.egress(ctx, g); r != nil {
+		return gateway.Grant{}, r
+	}
 	m.warnNearly(g.Person, g.Task, st)
 	key, err := m.Keys.Get(credstore.User(g.Person, uid), KeyName(api))
 	if err != nil {
@@ -102,8 +111,14 @@ func (m *Meter) AuthorizeOwn(ctx context.Context, api gateway.API, upstream, tok
 		upstream = family(api)
 	}
 	g, _, err := m.taskOf(ctx, api, upstream, tok)
-	g.Own = err == nil
-	return g, err
+	if err != nil {
+		return g, err
+	}
+	if r := m.egress(ctx, g); r != nil {
+		return gateway.Grant{}, r
+	}
+	g.Own = true
+	return g, nil
 }
 
 // taskOf is the grant tok stands for, without a key: the signature binds
