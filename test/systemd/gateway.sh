@@ -219,6 +219,37 @@ print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
 }
 check "gateway: a budget refuses alice within her turn and before her next prompt, not bob; raising it lets her go on" gateway_budget
 
+# gateway_network: the gateway goes by its person's egress rules. alice
+# under mode proxy (her executor in its own network namespace) with the
+# stand-in not listed: her agent's requests are refused, saying why, and
+# bob (open) goes on; listing the stand-in (no restart) lets her through,
+# still from her namespace. Everyone is open again afterwards.
+gateway_network() {
+	local out rc=0
+	gateway_agents
+	gateway_config "network: {users: {alice: {mode: proxy, allow: [api.example.test]}}}"
+	restart_daemon
+	agorctl network apply >/dev/null
+	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" yes
+	start_model -bash 'true' -text 'done'
+	if out=$(as alice agorctl prompt alice 'out?' --mode bypassPermissions --model claude-standin 2>&1); then
+		echo "alice's prompt completed with the stand-in not listed: $out"; rc=1
+	fi
+	echo "$out" | grep -o "agor: alice's network rules do not let her model requests reach 127.0.0.1:18080 ([^;]*" | head -n 1 | grep . || { echo "$out"; rc=1; }
+	[ "$(standin_requests | wc -l)" = 0 ] || { echo "the stand-in was reached: $(standin_requests)"; rc=1; }
+	out=$(as bob agorctl prompt bob 'mine' --mode bypassPermissions --model claude-standin 2>&1) || { echo "bob: $out"; rc=1; }
+	gateway_config "network: {users: {alice: {mode: proxy, allow: [api.example.test, \"127.0.0.1:18080\"]}}}"
+	start_model -bash 'true' -text 'done' # bob's turn took the script
+	out=$(as alice agorctl prompt alice 'listed' --mode bypassPermissions --model claude-standin 2>&1) || { echo "alice, listed: $out"; rc=1; }
+	echo "$out" | grep '^completed' >/dev/null || rc=1
+	gateway_config ""
+	agorctl network apply >/dev/null
+	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" no || rc=1
+	[ "$rc" = 0 ] && echo "alice under proxy: refused while the stand-in was not listed (nothing reached it), bob completed; listed, her prompt completed"
+	return $rc
+}
+check "gateway: alice's model requests go by her egress rules (mode proxy: refused unless her lists allow the upstream); bob's do not" gateway_network
+
 # gateway_page: the Cockpit page's Usage tab, in headless Chromium, as
 # alice: her rows of the ledger and her daily cost budget's bar (the
 # page is put back for this check and removed again).
