@@ -219,7 +219,27 @@ print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
 }
 check "gateway: a budget refuses alice within her turn and before her next prompt, not bob; raising it lets her go on" gateway_budget
 
-# gateway_network: the gateway goes by its person's egress rules. alice
+# gateway_page: the Cockpit page's Usage tab, in headless Chromium, as
+# alice: her rows of the ledger and her daily cost budget's bar (the
+# page is put back for this check and removed again).
+gateway_page() {
+	local rc=0
+	dpkg -i $T/agor-cockpit_0.1.0-1_all.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	systemctl start cockpit.socket
+	cockpit_accounts
+	groupdel agor-admins # as the other concerns know the host
+	mkdir -p "$cockpit_shots"
+	ALICE_PW=alice-Cockpit-1 STEPS=usage USAGE_PERIOD=day EXPECT_BUDGET="day cost" \
+		timeout 300 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser-usage.out 2>&1 || rc=$?
+	grep -v "console\] verbose" /tmp/browser-usage.out | grep -v "console\]" | head -n 20
+	cp /tmp/disallowed-users.orig /etc/cockpit/disallowed-users 2>/dev/null || true
+	dpkg -r agor-cockpit >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
+	[ "$rc" = 0 ]
+}
+check "gateway: the Cockpit page's Usage tab shows alice her own ledger rows and her daily budget (headless Chromium)" gateway_page
+
+# gateway_network (after the page, which reads the budget gateway_budget
+# left): the gateway goes by its person's egress rules. alice
 # under mode proxy (her executor in its own network namespace) with the
 # stand-in not listed: her agent's requests are refused, saying why, and
 # bob (open) goes on; listing the stand-in (no restart) lets her through,
@@ -249,25 +269,6 @@ gateway_network() {
 	return $rc
 }
 check "gateway: alice's model requests go by her egress rules (mode proxy: refused unless her lists allow the upstream); bob's do not" gateway_network
-
-# gateway_page: the Cockpit page's Usage tab, in headless Chromium, as
-# alice: her rows of the ledger and her daily cost budget's bar (the
-# page is put back for this check and removed again).
-gateway_page() {
-	local rc=0
-	dpkg -i $T/agor-cockpit_0.1.0-1_all.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
-	systemctl start cockpit.socket
-	cockpit_accounts
-	groupdel agor-admins # as the other concerns know the host
-	mkdir -p "$cockpit_shots"
-	ALICE_PW=alice-Cockpit-1 STEPS=usage USAGE_PERIOD=day EXPECT_BUDGET="day cost" \
-		timeout 300 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser-usage.out 2>&1 || rc=$?
-	grep -v "console\] verbose" /tmp/browser-usage.out | grep -v "console\]" | head -n 20
-	cp /tmp/disallowed-users.orig /etc/cockpit/disallowed-users 2>/dev/null || true
-	dpkg -r agor-cockpit >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
-	[ "$rc" = 0 ]
-}
-check "gateway: the Cockpit page's Usage tab shows alice her own ledger rows and her daily budget (headless Chromium)" gateway_page
 
 gateway_off() {
 	cp /etc/agor/config.yaml.gw-orig /etc/agor/config.yaml
