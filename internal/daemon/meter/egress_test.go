@@ -66,7 +66,9 @@ func TestGatewayGoesByEgressRules(t *testing.T) {
 // Rules that cannot be read refuse, rather than let out.
 func TestGatewayEgressRulesUnreadable(t *testing.T) {
 	w := newWorld(t)
-	w.m.Network = func(context.Context, string) (config.NetworkSet, error) { return config.NetworkSet{}, errors.New("no such user") }
+	w.m.Network = func(context.Context, string) (config.NetworkSet, error) {
+		return config.NetworkSet{}, errors.New("no such user")
+	}
 	_, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("s-alice", alice))
 	var r *gateway.Refusal
 	if !errors.As(err, &r) || r.Message != "agor: the network rules for alice could not be read" {
