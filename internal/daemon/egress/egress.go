@@ -330,25 +330,7 @@ func (s *Service) addresses(ctx context.Context, pol netpolicy.Policy, dst netpo
 	if !open && !pol.Resolvable(dst) {
 		return nil, errUnlisted
 	}
-	resolve := s.Resolve
-	if resolve == nil {
-		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout())
-	defer cancel()
-	addrs, err := resolve(ctx, dst.Host)
-	if err == nil && len(addrs) == 0 {
-		err = errors.New("no address")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", dst.Host, err)
-	}
-	for i := range addrs {
-		addrs[i] = addrs[i].Unmap()
-	}
-	return addrs, nil
+	return netpolicy.Lookup(ctx, s.Resolve, dst.Host, s.timeout())
 }
 
 func (s *Service) timeout() time.Duration {

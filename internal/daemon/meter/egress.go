@@ -61,7 +61,7 @@ func (m *Meter) decide(ctx context.Context, pol netpolicy.Policy, dst netpolicy.
 		addrs = []netip.Addr{a}
 	} else if !pol.Resolvable(dst) {
 		return "not listed"
-	} else if addrs, err = m.resolve(ctx, dst.Host); err != nil {
+	} else if addrs, err = netpolicy.Lookup(ctx, m.Resolve, dst.Host, 10*time.Second); err != nil {
 		return err.Error()
 	}
 	for _, a := range addrs {
@@ -70,25 +70,6 @@ func (m *Meter) decide(ctx context.Context, pol netpolicy.Policy, dst netpolicy.
 		}
 	}
 	return ""
-}
-
-func (m *Meter) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resolve := m.Resolve
-	if resolve == nil {
-		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		}
-	}
-	addrs, err := resolve(ctx, host)
-	if err == nil && len(addrs) == 0 {
-		err = fmt.Errorf("no address")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", host, err)
-	}
-	return addrs, nil
 }
 
 // destinationOf is the host and port u is reached at.

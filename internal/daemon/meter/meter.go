@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/netip"
 	"net/url"
 	"slices"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/netpolicy"
 	"github.com/agor-sh/agor/internal/peer"
 )
 
@@ -47,7 +47,7 @@ type Meter struct {
 	// rules her model requests go by; nil: everyone's is open.
 	Network func(ctx context.Context, person string) (config.NetworkSet, error)
 	// Resolve looks a name up for those rules; nil: the system's resolver.
-	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	Resolve netpolicy.Resolver
 
 	mu     sync.Mutex
 	warned map[string]bool // task, period, kind: told once
