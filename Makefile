@@ -9,8 +9,15 @@ BIN      := bin
 CMDS     := agor-executor agorctl agor-daemon
 # An execution count, not a duration: go1.26's fuzz coordinator can fail a
 # clean run with "context deadline exceeded" at a duration's end
-# (go.dev/issue/75804, fixed in Go 1.27). 100000 runs is 2-10 s per target here.
+# (go.dev/issue/75804, fixed in Go 1.27). `make fuzz` is the long run
+# (100000 inputs a target: 3-175 s each here); `make test` runs each
+# target's corpus (in go test) and then a short run of FUZZTIME_TEST,
+# which is what finds a regression of a decoder's bounds.
 FUZZTIME ?= 100000x
+FUZZTIME_TEST ?= 3000x
+# test/phase NAME CMD: CMD timed under NAME when $$AGOR_TIMES is set
+# (.ci/run sets it and prints the table: docs/testing.md).
+PHASE := test/phase
 # Every package with a fuzz target, named: internal/archtest's TestFuzzListed
 # parses the tree and fails when one is left out or one named has none.
 FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/daemon/gateway ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
@@ -27,16 +34,16 @@ build:
 
 # deps installs what the tests need on a fresh Debian/Ubuntu machine.
 deps:
-	@./test/deps.sh
+	@$(PHASE) deps ./test/deps.sh
 
 # test: vet and staticcheck, unit and activation tests with the race detector, then each fuzz
-# target for a bounded time.
+# target's short run.
 test: deps lint test-cockpit
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
-	$(MAKE) fuzz
+	CGO_ENABLED=1 $(PHASE) "go test -race" test/gotest.sh -race -count=1 ./...
+	@$(PHASE) fuzz $(MAKE) -s fuzz FUZZTIME=$(FUZZTIME_TEST)
 
 vet:
-	$(GO) vet ./...
+	$(PHASE) vet $(GO) vet ./...
 
 fuzz-packages:
 	@echo $(FUZZPKGS)
@@ -45,12 +52,12 @@ fuzz:
 	@set -e; for p in $(FUZZPKGS); do \
 		for t in $$($(GO) test -list '^Fuzz' $$p | grep ^Fuzz); do \
 			echo "fuzz $$p $$t: $(FUZZTIME) inputs"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -parallel 1 $$p; \
+			$(PHASE) $$t $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -parallel 1 $$p; \
 		done; \
 	done
 
 lint: vet
-	$(GO) tool -modfile=tools/go.mod staticcheck ./...
+	$(PHASE) staticcheck $(GO) tool -modfile=tools/go.mod staticcheck ./...
 
 bench: build
 	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
@@ -113,7 +120,7 @@ cockpit: $(COCKPIT_NPM)
 
 # test-cockpit: the page's own tests (its reading of the event streams).
 test-cockpit:
-	node --test cockpit/test/
+	$(PHASE) "cockpit page" node --test cockpit/test/
 
 # deb rpm: agor, and agor-cockpit (packaging/cockpit/nfpm.yaml) beside it.
 deb rpm:
