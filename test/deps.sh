@@ -12,10 +12,12 @@ older() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" != "$2" ]; }
 
 apt_install() {
 	[ "$(id -u)" = 0 ] || { echo "deps: need root to apt-get install $*" >&2; return 1; }
+	# Under the suites' apt lock (test/nspawn.sh): .ci/run builds their
+	# images meanwhile, which installs mmdebstrap.
 	if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -print -quit 2>/dev/null)" ]; then
-		apt-get update -qq
+		flock /tmp/agor-apt.lock apt-get update -qq
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+	DEBIAN_FRONTEND=noninteractive flock /tmp/agor-apt.lock apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 if [ -z "$have_go" ]; then

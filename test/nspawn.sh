@@ -10,9 +10,14 @@ host_tools() {
 	done
 	[ ${#need[@]} -gt 0 ] || return 0
 	echo "== installing ${need[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	apt_locked apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt_locked apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
+
+# apt_locked CMD...: CMD while no other of the project's apt-get runs
+# (test/images.sh installs its tools while make test's deps.sh installs
+# its own; dpkg's own lock would fail the second at once).
+apt_locked() { flock /tmp/agor-apt.lock "$@"; }
 
 # join_cgroup CG PID: moves PID into cgroup CG of every writable hierarchy
 # (cpuset's needs its cpus and mems first), so that a container and all it

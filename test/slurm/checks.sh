@@ -30,7 +30,8 @@ order="cluster install executor prompt terminal security lifecycle timelimit ben
 for c in $order; do
 	[ -z "${AGOR_SLURM_ONLY:-}" ] || [[ " $AGOR_SLURM_ONLY " == *" $c "* ]] || continue
 	echo "== $c"
-	. "test/slurm/checks/$c.sh"
+	phase "$c" . "test/slurm/checks/$c.sh"
 done
 echo "== $pass passed, $fail failed"
+[ -z "${AGOR_COUNTS:-}" ] || echo "slurm $pass $fail" >>"$AGOR_COUNTS"
 [ "$fail" = 0 ]

@@ -13,12 +13,14 @@ cd "$top"
 [ "$(id -u)" = 0 ] || { echo "test-slurm: run as root (it boots containers)" >&2; exit 1; }
 start=$(date +%s)
 . test/slurm/cluster.sh
+# Each step's time goes to $AGOR_TIMES (test/timing.sh).
+. test/timing.sh
 
 # --- host tools and what goes into the containers ------------------------------
 . test/nspawn.sh
-host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd openssl:openssl
+phase "host tools" host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd openssl:openssl
 echo "== building the package"
-make -s deb PKG_VERSION=0.1.1 >/dev/null
+phase package make -s deb PKG_VERSION=0.1.1 >/dev/null
 mkdir -p test/.cache
 work=$(mktemp -d /tmp/agor-slurm.XXXXXX)
 mkdir -p "$work/opt" "$work/home"
@@ -44,15 +46,10 @@ for u in alice:20101 bob:20102; do
 	install -d -m 0750 -o "${u#*:}" -g "${u#*:}" "$work/home/${u%%:*}"
 done
 
-# --- root filesystem, cached by package list -----------------------------------
-pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,procps,iproute2,less,tmux,openssl,slapd,ldap-utils,nslcd,libnss-ldapd,munge,slurmctld,slurmd,slurm-client"
-key=$(printf '%s bookworm\n' "$pkgs" | sha256sum | cut -c1-12)
-tarball=test/.cache/slurm-rootfs-$key.tar.zst
-if [ ! -s "$tarball" ]; then
-	echo "== building root filesystem ($pkgs)"
-	mmdebstrap --quiet --variant=minbase --include="$pkgs" bookworm "$tarball.tmp.tar.zst"
-	mv "$tarball.tmp.tar.zst" "$tarball"
-fi
+# --- root filesystem, cached by package list (test/images.sh) ------------------
+. test/images.sh
+phase "root filesystem" image_slurm >"$work/tarball"
+tarball=$(cat "$work/tarball")
 
 trap cluster_teardown EXIT
 
@@ -60,19 +57,23 @@ trap cluster_teardown EXIT
 echo "== preparing login, node1, node2"
 munge_key=$work/munge.key
 head -c 1024 /dev/urandom >"$munge_key"
-for n in $cluster_nodes; do
-	cluster_unpack "$n" "$tarball"
-	cluster_configure "$n"
-done
-echo "== booting the cluster"
-for n in $cluster_nodes; do cluster_boot "$n"; done
-cluster_network_up
-for n in $cluster_nodes; do cluster_wait "$n"; done
-cluster_wait_slurm
+cluster_up() {
+	for n in $cluster_nodes; do
+		cluster_unpack "$n" "$tarball"
+		cluster_configure "$n"
+	done
+	echo "== booting the cluster"
+	for n in $cluster_nodes; do cluster_boot "$n"; done
+	cluster_network_up
+	for n in $cluster_nodes; do cluster_wait "$n"; done
+	cluster_wait_slurm
+}
+phase "cluster up" cluster_up
 echo "== cluster ready in $(($(date +%s) - start)) s"
 
 # --- checks ------------------------------------------------------------------------
 rc=0
-( . test/slurm/checks.sh ) || rc=$?
+slurm_checks() { ( . test/slurm/checks.sh ); }
+phase checks slurm_checks || rc=$?
 echo "== slurm suite finished in $(($(date +%s) - start)) s"
 exit "$rc"
