@@ -59,9 +59,11 @@ type Anthropic struct {
 	mu     sync.Mutex
 	script []AnthTurn
 	next   int // script turns started
-	// tool is the tool_use id of the last Bash call, until the request
-	// carrying its tool_result has been answered.
-	tool string
+	// pending holds each Bash call's tool_use id, with its turn's index,
+	// until the request carrying its tool_result has been answered. A map,
+	// not the last call's id: conversations served side by side (two
+	// people's prompts at once) each wait on their own call.
+	pending map[string]int
 	reqs []AnthRequest
 }
 
@@ -192,10 +194,12 @@ func (a *Anthropic) reply(conversation bool, msgs []json.RawMessage) ([]anthCont
 	if !conversation {
 		return []anthContent{{text: "Stand-in"}}, AnthUsage{InputTokens: 5, OutputTokens: 2}, true
 	}
-	if a.tool != "" && anthHasResultOf(msgs, a.tool) {
-		a.tool = ""
-		turn := a.script[a.next-1]
-		return []anthContent{{text: turn.Text}}, anthUsageOf(turn), true
+	for id, i := range a.pending {
+		if anthHasResultOf(msgs, id) {
+			delete(a.pending, id)
+			turn := a.script[i]
+			return []anthContent{{text: turn.Text}}, anthUsageOf(turn), true
+		}
 	}
 	if a.next >= len(a.script) {
 		return nil, AnthUsage{}, false
@@ -210,7 +214,10 @@ func (a *Anthropic) reply(conversation bool, msgs []json.RawMessage) ([]anthCont
 		return []anthContent{{text: text}}, anthUsageOf(turn), true
 	}
 	id := fmt.Sprintf("toolu_standin%02d", a.next)
-	a.tool = id
+	if a.pending == nil {
+		a.pending = map[string]int{}
+	}
+	a.pending[id] = a.next - 1
 	return []anthContent{{text: "Running it."}, {command: turn.Bash, id: id}}, anthUsageOf(turn), true
 }
 
