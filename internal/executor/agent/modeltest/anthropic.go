@@ -64,7 +64,7 @@ type Anthropic struct {
 	// not the last call's id: conversations served side by side (two
 	// people's prompts at once) each wait on their own call.
 	pending map[string]int
-	reqs []AnthRequest
+	reqs    []AnthRequest
 }
 
 // NewAnthropic starts a stand-in on 127.0.0.1 that plays script, one
