@@ -8,20 +8,39 @@ T=/opt/tests
 . "$T/lib.sh"
 # shellcheck source=scenes.sh
 . "$T/scenes.sh"
-concerns="install readme socket polkit backend daemon limits prompt modes egress terminal cockpit gateway prewarm files sandbox escapes environments identity accounts doctor quotas fulldisk bench package upgrade"
+# The concerns in order, and the releases each runs on: concerns.txt (and
+# docs/testing.md, which says why). On a release a concern does not run on,
+# its file is still read, for the helpers later concerns use, with check
+# and skip saying only that it ran on the other ("ONCE").
+release=$(. /etc/os-release && echo "$VERSION_CODENAME")
+concerns=$(awk '!/^#/ && NF { print $1 }' "$T/concerns.txt")
 # AGOR_SUITE_ONLY="install daemon prompt sandbox" make test-systemd runs those
-# (in this order; later files may need what earlier ones set up).
+# (in this order; later files may need what earlier ones set up), whatever
+# the release.
 [ -s "$T/only" ] && concerns=$(cat "$T/only")
+# runs_here CONCERN: whether CONCERN's checks run on this release.
+runs_here() {
+	[ -s "$T/only" ] && return 0
+	awk -v c="$1" -v r="$release" '$1 == c { n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == r) f = 1 } END { exit !f }' "$T/concerns.txt"
+}
 # A concern written NAME*N runs N times in a row (the egress concern in a
 # loop under load: AGOR_SUITE_ONLY="install egress*20").
+# Each concern's time (and each check's, lib.sh) for the harness's table.
+mkdir -p /var/log/agor-suite
 for concern in $concerns; do
 	times=1
 	case $concern in *'*'*) times=${concern#*\*} concern=${concern%%\**} ;; esac
+	suite_once=
+	runs_here "$concern" || suite_once=$(awk -v c="$concern" '$1 == c { print $2 }' "$T/concerns.txt")
+	[ -z "$suite_once" ] || echo "ONCE $concern: runs on $suite_once only (docs/testing.md says why)"
 	for _ in $(seq "$times"); do
+		t0=$(date +%s.%N)
 		# shellcheck disable=SC1090
 		. "$T/$concern.sh"
+		[ -n "$suite_once" ] || printf '%s\t%s\t%s\n' "$t0" "$(date +%s.%N)" "$concern" >>/var/log/agor-suite/times.tsv
 	done
 done
+suite_once=
 
 # What the run left on the root tmpfs and in the journal (both bounded).
 echo "root filesystem: $(df -h --output=used,avail / | tail -n 1); $(journalctl --disk-usage 2>&1) ($(du -sh /var/log/journal /run/log/journal 2>/dev/null | tr '\t\n' ': '))"

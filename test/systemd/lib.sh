@@ -7,15 +7,20 @@ skipped=0
 
 # skip NAME REASON: a check that cannot run here, said so (never a pass).
 skip() {
+	[ -z "${suite_once:-}" ] || return 0
 	echo "SKIP $1: $2"
 	skipped=$((skipped + 1))
 }
 
 # check NAME FUNC...: runs FUNC with errexit in force (not inside an if,
 # where bash would ignore it), so the first failing step fails the check.
+# Each check's seconds go to checks.tsv, whose slowest rows the harness prints.
 check() {
-	local name=$1 out rc
+	local name=$1 out rc t0
 	shift
+	# A concern of another release (checks.sh): its helpers, not its checks.
+	[ -z "${suite_once:-}" ] || return 0
+	t0=$(date +%s.%N)
 	out=$(set -e; "$@" 2>&1)
 	rc=$?
 	if [ $rc -eq 0 ]; then
@@ -25,6 +30,8 @@ check() {
 		echo "FAIL $name"
 		fail=$((fail + 1))
 	fi
+	printf '%s\t%s\t%s\t%s\n' "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" \
+		"$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "${concern:-?}" "$name" >>/var/log/agor-suite/checks.tsv
 	[ -z "$out" ] || echo "$out" | sed 's/^/     /'
 }
 

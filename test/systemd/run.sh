@@ -9,25 +9,40 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 [ "$(id -u)" = 0 ] || { echo "test-systemd: run as root (it boots a container)" >&2; exit 1; }
 start=$(date +%s)
+releases=${*:-bookworm trixie}
+# Each step's time goes to $AGOR_TIMES (test/timing.sh), under .ci/run's
+# name for this suite.
+. test/timing.sh
+. test/images.sh
 
 # --- host tools -------------------------------------------------------------
 . test/nspawn.sh
-host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd lintian:lintian rpmlint:rpmlint rpm:rpm
+phase "host tools" host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebstrap zstd:zstd lintian:lintian rpmlint:rpmlint rpm:rpm
+
+# The root filesystems build (or are waited for, when .ci/run's
+# test/images.sh is making them) while the packages are made.
+images_log=$(mktemp /tmp/agor-images.XXXXXX)
+phase "root filesystems (beside the packages)" test/images.sh $releases >"$images_log" 2>&1 &
+images_pid=$!
 
 # --- packages -----------------------------------------------------------------
-echo "== building packages"
-make -s deb rpm PKG_VERSION=0.1.1 >/dev/null
-cp dist/agor_0.1.1-1_amd64.deb dist/agor-0.1.1-1.x86_64.rpm "$top/test/.cache/" 2>/dev/null || { mkdir -p test/.cache; cp dist/agor_0.1.1-1_amd64.deb dist/agor-0.1.1-1.x86_64.rpm test/.cache/; }
-make -s deb rpm >/dev/null # the version the README's `make deb` makes
+packages() {
+	echo "== building packages"
+	make -s deb rpm PKG_VERSION=0.1.1 >/dev/null
+	mkdir -p test/.cache
+	cp dist/agor_0.1.1-1_amd64.deb dist/agor-0.1.1-1.x86_64.rpm test/.cache/
+	make -s deb rpm >/dev/null # the version the README's `make deb` makes
+}
+phase packages packages
 work=$(mktemp -d /tmp/agor-systemd.XXXXXX)
-mkdir -p "$work/opt/dist" "$work/root"
+mkdir -p "$work/opt/dist"
 cp dist/agor_0.1.0-1_amd64.deb test/.cache/agor_0.1.1-1_amd64.deb "$work/opt/"
 # readme.sh follows the README: the package `make deb` made, as its dist/ holds it.
 cp "$(ls -t dist/agor_*_amd64.deb | head -n 1)" "$(ls -t dist/agor-cockpit_*_all.deb | head -n 1)" "$work/opt/dist/"
 cp README.md "$work/opt/"
 # checks.sh runs the concern files (install.sh, socket.sh, ... upgrade.sh)
 # with the helpers of lib.sh; this script is the container harness.
-cp test/systemd/*.sh "$work/opt/"
+cp test/systemd/*.sh test/systemd/concerns.txt "$work/opt/"
 # agor's Cockpit page (cockpit.sh): its package, and the browser driver
 # with playwright-core from cockpit/node_modules (make deb installed it).
 cp dist/agor-cockpit_0.1.0-1_all.deb test/systemd/cockpit-browser.mjs "$work/opt/"
@@ -50,22 +65,26 @@ prev_release() {
 	echo "$1" >"$work/opt/$3_ref"
 }
 # The last release before the store bound records to uids.
-prev_release 5d53026 0.0.9 agor_prev
+phase "previous release 5d53026" prev_release 5d53026 0.0.9 agor_prev
 # The first release with the model gateway and its ledger (schema 7).
-prev_release 421fcfc 0.1.0 agor_gw
-CGO_ENABLED=0 go test -c -o "$work/opt/identity.test" ./internal/identity
-CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
-CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench
-CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
+phase "previous release 421fcfc" prev_release 421fcfc 0.1.0 agor_gw
+test_binaries() {
+	CGO_ENABLED=0 go test -c -o "$work/opt/identity.test" ./internal/identity
+	CGO_ENABLED=0 go build -o "$work/opt/coldbench" ./test/systemd/coldbench
+	CGO_ENABLED=0 go build -o "$work/opt/daemonbench" ./test/systemd/daemonbench
+	CGO_ENABLED=0 go build -o "$work/opt/demomodel" ./test/demomodel
+}
+phase "test binaries" test_binaries
 # The four real agent CLIs for the prompt and modes checks (make test
 # installs them), and the host's Node.js for gemini, which is a Node.js
 # program (the others are native binaries).
-./test/agents.sh >/dev/null
+phase "agent CLIs" ./test/agents.sh >/dev/null
 node_bin=$(readlink -f "$(command -v node)")
 # The host's npm (make test's deps install it), for the egress checks.
 npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 
 # --- lint the packages on the host -------------------------------------------
+lint_packages() {
 lint_out=$work/opt/lint.txt
 {
 	echo "# lintian"; lintian dist/agor_0.1.0-1_amd64.deb 2>&1 | grep -v '^running with root' || true
@@ -80,9 +99,12 @@ lint_out=$work/opt/lint.txt
 	echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-cockpit-0.1.0-1.noarch.rpm 2>&1 | grep -E '^agor|badness' || true
 	echo "# rpm -qpR"; rpm -qpR dist/agor-cockpit-0.1.0-1.noarch.rpm
 } >"$work/opt/lint-cockpit.txt" 2>&1
+}
+phase "lintian and rpmlint" lint_packages
 
 # --- teardown of a booted release, whatever happens --------------------------
-cg=agor-test-$$
+# Each release boots from its own root ($work/root-RELEASE) in its own
+# cgroup; cg and root are set by boot_and_check.
 nspawn_pid=
 teardown() {
 	set +e
@@ -95,33 +117,22 @@ teardown() {
 		wait "$nspawn_pid" 2>/dev/null
 	fi
 	nspawn_pid= leader=
-	leave_cgroup "$cg"
-	umount "$work/root" 2>/dev/null
+	[ -z "${cg:-}" ] || leave_cgroup "$cg"
+	[ -z "${root:-}" ] || umount "$root" 2>/dev/null
 	return 0
 }
-trap 'teardown; rm -rf "$work"' EXIT
+trap 'teardown; kill $others 2>/dev/null; wait $others; rm -rf "$work"' EXIT
+others=
 
 
-# env_root RELEASE: the environments concern's root (environments.sh), the
-# other release's minbase with python3, so that its Python differs from
-# the container's, and git and acl for the escapes tried inside it: built
-# once, cached by release and package list, as a .tar.gz (gzip is in
-# every minbase; the container has no zstd) without device nodes
-# (MountAPIVFS= gives the unit its /dev). Also bench.sh's, for the cold
-# start in an environment. Sets env_tar; not built when AGOR_SUITE_ONLY
-# leaves both concerns out.
+# env_root RELEASE: the environments concern's root (test/images.sh), also
+# bench.sh's, for the cold start in an environment. Sets env_tar; not
+# built when AGOR_SUITE_ONLY leaves both concerns out.
 env_root() {
-	local other=bookworm pkgs=python3-minimal,git,acl key
 	env_tar=
-	[ "$1" != bookworm ] || other=trixie
 	case " ${AGOR_SUITE_ONLY:-environments} " in *" environments "* | *" bench "*) ;; *) return 0 ;; esac
-	key=$(printf 'env %s %s\n' "$pkgs" "$other" | sha256sum | cut -c1-12)
-	env_tar=test/.cache/envroot-$key.tar.gz
-	if [ ! -s "$env_tar" ]; then
-		echo "== building the environment's root ($other: $pkgs)"
-		mmdebstrap --quiet --variant=minbase --skip=output/dev --include="$pkgs" "$other" "$env_tar.tmp.tar.gz"
-		mv "$env_tar.tmp.tar.gz" "$env_tar"
-	fi
+	env_tar=$(image_envroot "$1")
+	env_tar=${env_tar#"$top/"}
 }
 
 # boot_and_check RELEASE: builds (once, cached by package list and release) and
@@ -129,33 +140,53 @@ env_root() {
 # checks.sh's status goes to checks_rc (a function called in an || list would
 # run without errexit, and a failed setup step must end the suite).
 boot_and_check() {
-	local release=$1 pkgs key tarball root state t0
+	local release=$1 tarball state t0
+	root=$work/root-$release cg=agor-test-$$-$release
 	t0=$(date +%s)
 	echo "== Debian $release"
-	# slapd, nslcd and libnss-ldapd: a real directory (test/systemd/directory);
-	# systemd-userdbd: the user database the daemon asks over varlink;
-	# iproute2, curl, git and pip: the egress checks' private network and clients;
-	# acl: the sandbox checks try ACLs outside a workspace.
-	pkgs="systemd,systemd-sysv,dbus,polkitd,pkexec,libpam-systemd,python3-minimal,util-linux,tmux,less,slapd,ldap-utils,nslcd,libnss-ldapd,systemd-userdbd,iproute2,curl,git,python3-pip,acl"
-	# Cockpit and a browser for agor's page (cockpit.sh). Chromium runs in the
-	# container, beside cockpit-ws on its private network, so that the check
-	# drives it from inside like every other check (no host browser to reach
-	# into the container's namespace).
-	pkgs="$pkgs,cockpit-ws,cockpit-bridge,cockpit-system,chromium,fonts-dejavu-core"
-	key=$(printf '%s %s\n' "$pkgs" "$release" | sha256sum | cut -c1-12)
-	tarball=test/.cache/rootfs-$key.tar.zst
-	if [ ! -s "$tarball" ]; then
-		echo "== building root filesystem ($pkgs)"
-		mmdebstrap --quiet --variant=minbase --include="$pkgs" "$release" "$tarball.tmp.tar.zst"
-		mv "$tarball.tmp.tar.zst" "$tarball"
+	phase "root filesystem (waited for)" image_rootfs "$release" >"$work/tarball-$release" || { cat "$images_log"; exit 1; }
+	tarball=$(cat "$work/tarball-$release")
+	phase "environment root (waited for)" env_root "$release" || { cat "$images_log"; exit 1; }
+	phase "unpack and boot" unpack_and_boot "$release" "$tarball"
+	inside sh -c '. /etc/os-release; echo "== booted $PRETTY_NAME, systemd $(systemctl --version | sed -n "1s/^systemd \\([0-9]*\\).*/\\1/p")"'
+	checks_rc=0
+	inside bash /opt/tests/checks.sh || checks_rc=$?
+	concern_times "$release"
+	# The Cockpit check's screenshots, out of the container before teardown.
+	if [ -d "$root/var/log/agor-suite/cockpit" ]; then
+		rm -rf "test/.logs/cockpit-$release" && mkdir -p test/.logs && cp -r "$root/var/log/agor-suite/cockpit" "test/.logs/cockpit-$release"
+		echo "== screenshots: $top/test/.logs/cockpit-$release/"
 	fi
+	echo "== Debian $release: checks took $(( $(date +%s) - t0 )) s"
+	phase teardown teardown
+}
 
-	env_root "$release"
+# inside CMD...: CMD in the booted container, as root.
+inside() { nsenter -t "$leader" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 
+# concern_times RELEASE: each concern's time, recorded under this phase,
+# and the slowest checks (the container's /var/log/agor-suite).
+concern_times() {
+	local log=$root/var/log/agor-suite
+	if [ -s "$log/times.tsv" ]; then
+		while IFS=$'\t' read -r s e c; do phase_record "$s" "$e" "${AGOR_PHASE:+$AGOR_PHASE > }concern $c"; done <"$log/times.tsv"
+	fi
+	if [ -s "$log/checks.tsv" ]; then
+		mkdir -p test/.logs && cp "$log/checks.tsv" "test/.logs/checks-$1.tsv"
+		echo "== the slowest checks on $1 (seconds, result, concern, check):"
+		sort -t $'\t' -k1,1 -rn "$log/checks.tsv" | head -n 12 | cut -c1-150 | sed 's/^/   /'
+		[ -z "${AGOR_COUNTS:-}" ] || awk -F'\t' -v r="$1" '{ n[$2]++ } END { printf "systemd-%s %d %d\n", r, n["PASS"], n["FAIL"] }' "$log/checks.tsv" >>"$AGOR_COUNTS"
+	fi
+}
+
+# unpack_and_boot RELEASE TARBALL: the root on a tmpfs, its accounts and
+# directory, booted; sets root and leader.
+unpack_and_boot() {
+	local release=$1 tarball=$2 state
 	echo "== unpacking root filesystem"
-	mount -t tmpfs -o size=3G tmpfs "$work/root" # 1 GiB of it the root filesystem, Chromium most of that
-	tar -C "$work/root" --zstd -xf "$tarball"
-	root=$work/root
+	mkdir -p "$root"
+	mount -t tmpfs -o size=3G tmpfs "$root" # 1 GiB of it the root filesystem, Chromium most of that
+	tar -C "$root" --zstd -xf "$tarball"
 	echo agortest >"$root/etc/hostname"
 	test/systemd/directory/setup.sh "$root"
 	chroot "$root" groupadd agorusers # allowed by the daemon checks' config; carol is not in it
@@ -187,7 +218,7 @@ boot_and_check() {
 		SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
 			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self open_tree move_mount mount_setattr' \
 			--register=no --keep-unit --private-network --console=read-only \
-			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" ${env_tar:+--bind-ro="$top/$env_tar:/opt/envroot.tar.gz"} </dev/null >"$work/boot.log" 2>&1
+			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" ${env_tar:+--bind-ro="$top/$env_tar:/opt/envroot.tar.gz"} </dev/null >"$work/boot-$release.log" 2>&1
 	) &
 	nspawn_pid=$!
 	leader=
@@ -197,9 +228,8 @@ boot_and_check() {
 		leader=
 		sleep 0.1
 	done
-	[ -n "$leader" ] || { echo "container did not start:"; cat "$work/boot.log"; exit 1; }
+	[ -n "$leader" ] || { echo "container did not start:"; cat "$work/boot-$release.log"; exit 1; }
 	for _ in $(seq 100); do [ -S "/proc/$leader/root/run/systemd/private" ] && break; sleep 0.1; done
-	inside() { nsenter -t "$leader" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 	state=$(inside timeout 60 systemctl is-system-running --wait || true)
 	echo "== system state: $state"
 	if [ "$state" != running ] && [ "$state" != degraded ]; then
@@ -207,25 +237,35 @@ boot_and_check() {
 		exit 1
 	fi
 	[ "$state" = running ] || inside systemctl --failed --no-pager --plain || true
-
-	inside sh -c '. /etc/os-release; echo "== booted $PRETTY_NAME, systemd $(systemctl --version | sed -n "1s/^systemd \\([0-9]*\\).*/\\1/p")"'
-	checks_rc=0
-	inside bash /opt/tests/checks.sh || checks_rc=$?
-	# The Cockpit check's screenshots, out of the container before teardown.
-	if [ -d "$root/var/log/agor-suite/cockpit" ]; then
-		rm -rf "test/.logs/cockpit-$release" && mkdir -p test/.logs && cp -r "$root/var/log/agor-suite/cockpit" "test/.logs/cockpit-$release"
-		echo "== screenshots: $top/test/.logs/cockpit-$release/"
-	fi
-	echo "== Debian $release: checks took $(( $(date +%s) - t0 )) s"
-	teardown
 }
 
-# --- checks, one release after another --------------------------------------------
-releases=${*:-bookworm trixie}
+# --- checks, the releases side by side -------------------------------------------
+# The first release's lines as they come; each other release's (fewer
+# concerns: concerns.txt) beside it, marked with its name. Their checks
+# wait on events, not on the clock, so a second container's load slows
+# them without changing what they find.
+# release_in_background RELEASE: boot_and_check in a subshell of its own
+# (its own container and teardown); its status in $work/rc-RELEASE.
+release_in_background() {
+	(
+		trap teardown EXIT
+		phase "$1" boot_and_check "$1"
+		echo "$checks_rc" >"$work/rc-$1"
+	) 2>&1 | sed -u "s/^/[$1] /"
+}
 rc=0 failed=
-for release in $releases; do
-	boot_and_check "$release"
-	[ "$checks_rc" = 0 ] || { rc=1; failed="$failed $release"; }
+first=${releases%% *}
+for release in ${releases#"$first"}; do
+	release_in_background "$release" &
+	others="$others $!"
 done
+phase "$first" boot_and_check "$first"
+[ "$checks_rc" = 0 ] || { rc=1; failed="$failed $first"; }
+wait $others || true
+others=
+for release in ${releases#"$first"}; do
+	[ "$(cat "$work/rc-$release" 2>/dev/null)" = 0 ] || { rc=1; failed="$failed $release"; }
+done
+wait "$images_pid" || true
 echo "== suite took $(( $(date +%s) - start )) s${failed:+; failed on:$failed}"
 exit $rc
