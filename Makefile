@@ -24,7 +24,7 @@ FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./inte
 
 export CGO_ENABLED ?= 0
 
-.PHONY: all build test deps vet fuzz fuzz-packages lint bench run clean man completions cockpit test-cockpit deb rpm test-systemd test-slurm
+.PHONY: all build test deps vet fuzz fuzz-packages lint bench bench-smoke bench-list run clean man completions cockpit test-cockpit deb rpm test-systemd test-slurm
 
 all: build
 
@@ -59,26 +59,38 @@ fuzz:
 lint: vet
 	$(PHASE) staticcheck $(GO) tool -modfile=tools/go.mod staticcheck ./...
 
+# bench: every figure. bench-smoke: every bench of the same list once,
+# one round and small sizes (go test -short; the programs' own flags), so
+# that a bench that fails fails CI (.ci/run runs it after make test); its
+# figures mean nothing. The suite's cold activation (root) is the
+# real-systemd suite's bench concern, which CI runs there.
+SMOKE :=
+# $(call B,FULL,SMOKE): a bench's arguments in the full run, or the smoke's.
+B = $(if $(SMOKE),$(2),$(1))
 bench: build
-	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor
-	$(GO) run ./test/bench/egressbench
-	$(GO) run ./test/bench/gatewaybench
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/executor/files
-	$(GO) test -run '^$$' -bench . -benchtime 300x ./internal/executor/procexec
-	$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e
-	$(GO) test -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e
-	$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon/e2e
-	$(GO) test -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
-	$(GO) test -run '^$$' -bench Usage100 -benchtime 11x ./internal/daemon/lifecycle
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
-	$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon/e2e
-	$(GO) test -run '^$$' -bench BlindAcrossRestart -benchtime 11x ./internal/daemon/e2e
-	$(GO) test -run '^$$' -bench . ./internal/daemon/broker ./internal/daemon/store
+	@$(MAKE) -s bench-list
+bench-smoke: build
+	@$(PHASE) "bench smoke" $(MAKE) -s bench-list SMOKE=1
+bench-list:
+	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor $(call B,,-pings 2000 -rounds 2 -pipelined 2000 -notifications 3000 -notify-rounds 1)
+	$(GO) run ./test/bench/egressbench $(call B,,-size 1048576 -rounds 1)
+	$(GO) run ./test/bench/gatewaybench $(call B,,-rounds 1)
+	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,3x,1x) ./internal/executor/files
+	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,300x,1x) ./internal/executor/procexec
+	$(GO) test $(call B,,-short) -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e
+	$(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e
+	$(GO) test $(call B,,-short) -run '^$$' -bench Files -benchtime $(call B,5x,1x) ./internal/daemon/e2e
+	$(GO) test $(call B,,-short) -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
+	$(GO) test $(call B,,-short) -run '^$$' -bench Usage100 -benchtime $(call B,11x,1x) ./internal/daemon/lifecycle
+	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
+	$(GO) test $(call B,,-short) -run '^$$' -bench Terminal -benchtime $(call B,5x,1x) ./internal/daemon/e2e
+	$(GO) test $(call B,,-short) -run '^$$' -bench BlindAcrossRestart -benchtime $(call B,11x,1x) ./internal/daemon/e2e
+	$(GO) test $(call B,,-short) -run '^$$' -bench . $(call B,,-benchtime 1x) ./internal/daemon/broker ./internal/daemon/store
 	test/agents.sh
-	$(GO) test -timeout 30m -run '^$$' -bench . -benchtime 5x ./internal/executor/task
+	$(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench . -benchtime $(call B,5x,1x) ./internal/executor/task
 	@# Cold activation under systemd (hardening, and an environment's executor
 	@# against the host's) needs the real-systemd suite's container: root.
-	@if [ "$$(id -u)" = 0 ]; then AGOR_SUITE_ONLY="install bench" ./test/systemd/run.sh bookworm; \
+	@if [ -n "$(SMOKE)" ]; then :; elif [ "$$(id -u)" = 0 ]; then AGOR_SUITE_ONLY="install bench" ./test/systemd/run.sh bookworm; \
 	else echo "bench: cold activation under systemd skipped: it boots a container (run make bench as root)"; fi
 
 # run: build and start an executor by hand on a private socket, ping it with

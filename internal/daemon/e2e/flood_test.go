@@ -72,8 +72,12 @@ func TestFloodLoad(t *testing.T) {
 // 8 MiB of NULs, 6 replays of a 400 MB task, 400 × 500 KB lines from
 // alice's agent (make bench).
 func BenchmarkFlood(b *testing.B) {
+	sz := floodFull
+	if testing.Short() { // make bench-smoke: that it runs, not its figures
+		sz = floodSmall
+	}
 	for range b.N {
-		r := runFlood(b, floodFull)
+		r := runFlood(b, sz)
 		b.ReportMetric(float64(r.peakRSS)/(1<<20), "daemon-peak-RSS-MiB")
 		b.ReportMetric(float64(r.idleP99.Microseconds())/1000, "bob-idle-p99-ms")
 		b.ReportMetric(float64(r.busyP99.Microseconds())/1000, "bob-flood-p99-ms")

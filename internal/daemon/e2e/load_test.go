@@ -19,11 +19,15 @@ import (
 func BenchmarkLoad(b *testing.B) {
 	h := start(b)
 	name, _ := target(b)
+	sessions, prompts, events := 500, 200, 5000
+	if testing.Short() { // make bench-smoke: that it runs, not its figures
+		sessions, prompts, events = 20, 10, 200
+	}
 	b.ResetTimer()
 	for range b.N {
-		b.ReportMetric(sessionsPerSecond(b, h, name, 500), "sessions/s")
-		b.ReportMetric(promptsPerSecond(b, h, name, 200), "prompts-accepted/s")
-		b.ReportMetric(fanOut(b, h, name, 5000, 10), "events/s-delivered")
+		b.ReportMetric(sessionsPerSecond(b, h, name, sessions), "sessions/s")
+		b.ReportMetric(promptsPerSecond(b, h, name, prompts), "prompts-accepted/s")
+		b.ReportMetric(fanOut(b, h, name, events, 10), "events/s-delivered")
 	}
 	b.ReportMetric(float64(rssKiB())/1024, "RSS-MiB")
 }
