@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -30,9 +32,17 @@ type Gateway struct {
 	// Currency names the unit of Prices and of the cost budgets.
 	Currency string `yaml:"currency"`
 	// Prices per million tokens, by model: an exact name, or a prefix
-	// ending in "*" (the longest match wins); "default" prices the rest.
-	Prices  map[string]Price `yaml:"prices"`
-	Budgets Budgets          `yaml:"budgets"`
+	// ending in "*" (the longest match wins); "default", when the
+	// operator writes one, prices the rest. A model no entry prices, and
+	// Free does not name, is refused: its cost could not be counted.
+	Prices map[string]Price `yaml:"prices"`
+	// Free are models (exact names, or prefixes ending in "*") served at
+	// no cost: counted in the ledger and the token budgets, charged 0.
+	Free []string `yaml:"free"`
+	// Reserve is what a request holds against its person's budgets
+	// while it runs.
+	Reserve Reserve `yaml:"reserve"`
+	Budgets Budgets `yaml:"budgets"`
 	// DirectAgents are agents (claude-code, codex, gemini, opencode)
 	// whose model calls do not go through the gateway: an operator who
 	// points one at a provider the gateway does not speak. Each is handed
@@ -40,8 +50,7 @@ type Gateway struct {
 	DirectAgents []string `yaml:"direct_agents"`
 	// MaxInFlight bounds each person's model requests running at once
 	// (restart to change): one more is refused 429, which the CLIs
-	// retry. A budget is checked as a request starts, so this is also
-	// how many requests can pass a bound once it is reached.
+	// retry.
 	MaxInFlight int `yaml:"max_in_flight"`
 }
 
@@ -54,6 +63,38 @@ type Price struct {
 	Output     float64 `yaml:"output"`
 	CacheRead  float64 `yaml:"cache_read"`
 	CacheWrite float64 `yaml:"cache_write"`
+	// MaxOutput is the most output tokens the model answers with: what
+	// is reserved for a request that names no bound of its own; 0:
+	// Reserve.MaxOutput.
+	MaxOutput int64 `yaml:"max_output,omitempty"`
+}
+
+// Reserve says what a request's worst case is, held against each of
+// its person's bounds from when it is authorised until its usage is in
+// the ledger: the output tokens it asks for at most (else its model's
+// MaxOutput, else MaxOutput here), plus its body's bytes over
+// BytesPerToken as input tokens, at most MaxInput; each at the dearest
+// of the model's prices for its kind.
+type Reserve struct {
+	MaxOutput     int64 `yaml:"max_output"`
+	BytesPerToken int64 `yaml:"bytes_per_token"`
+	MaxInput      int64 `yaml:"max_input"`
+}
+
+// Worst is what a request may spend at most: tokens, and their cost in
+// millionths of the currency at price p. maxOutput is the output bound
+// the request names (0: none), bodyBytes its body's size.
+func (r Reserve) Worst(p Price, maxOutput, bodyBytes int64) (tokens, micros int64) {
+	out := maxOutput
+	if out <= 0 {
+		out = p.MaxOutput
+	}
+	if out <= 0 {
+		out = r.MaxOutput
+	}
+	in := min(bodyBytes/max(r.BytesPerToken, 1)+1, r.MaxInput)
+	inPrice := max(p.Input, p.CacheRead, p.CacheWrite)
+	return in + out, int64(math.Ceil(float64(in)*inPrice + float64(out)*p.Output))
 }
 
 // Budgets bound each person's spend: a default, then each group override
@@ -84,40 +125,60 @@ type BudgetSet struct {
 
 // DefaultGateway: list prices as the providers published them in 2025
 // for the models the four CLIs use by default (per million tokens, USD),
-// and for any other model the dearest of them, so that an unknown model
-// never spends a cost budget slower than a known one. No budgets.
+// with each family's most output tokens. No price for any other model
+// (one is refused until the operator prices it, or lists it as free),
+// and no budgets.
 func DefaultGateway() Gateway {
 	return Gateway{SocketPath: "/run/agor/gateway.sock", Upstreams: map[string]string{
 		"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com", "gemini": "https://generativelanguage.googleapis.com",
 		"chatgpt": "https://chatgpt.com/backend-api/codex",
 	}, MaxInFlight: 16, Currency: "USD", Prices: map[string]Price{
-		"claude-opus-*":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
-		"claude-sonnet-*":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
-		"claude-haiku-*":    {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
-		"gpt-5*":            {Input: 1.25, Output: 10, CacheRead: 0.125},
-		"gemini-2.5-pro*":   {Input: 1.25, Output: 10, CacheRead: 0.31},
-		"gemini-2.5-flash*": {Input: 0.3, Output: 2.5, CacheRead: 0.075},
-		"default":           {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
-	}}
+		"claude-opus-*":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75, MaxOutput: 32_000},
+		"claude-sonnet-*":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75, MaxOutput: 64_000},
+		"claude-haiku-*":    {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25, MaxOutput: 64_000},
+		"gpt-5*":            {Input: 1.25, Output: 10, CacheRead: 0.125, MaxOutput: 128_000},
+		"gemini-2.5-pro*":   {Input: 1.25, Output: 10, CacheRead: 0.31, MaxOutput: 65_536},
+		"gemini-2.5-flash*": {Input: 0.3, Output: 2.5, CacheRead: 0.075, MaxOutput: 65_536},
+	}, Reserve: Reserve{MaxOutput: 128_000, BytesPerToken: 2, MaxInput: 2_000_000}}
 }
 
-// PriceOf is model's price: its exact entry, else the longest prefix
-// entry, else "default", else nothing (free).
+// PriceOf is model's price as PriceFor says, nothing (0) when unpriced.
 func (g Gateway) PriceOf(model string) Price {
+	p, _ := g.PriceFor(model)
+	return p
+}
+
+// PriceFor is model's price: its exact entry, else the longest prefix
+// entry, else 0 when Free names it, else "default"; false when none of
+// these prices it.
+func (g Gateway) PriceFor(model string) (Price, bool) {
 	if p, ok := g.Prices[model]; ok {
-		return p
+		return p, true
 	}
+	if best, ok := longestPrefix(model, maps.Keys(g.Prices)); ok {
+		return g.Prices[best], true
+	}
+	if slices.Contains(g.Free, model) {
+		return Price{}, true
+	}
+	if _, ok := longestPrefix(model, slices.Values(g.Free)); ok {
+		return Price{}, true
+	}
+	p, ok := g.Prices["default"]
+	return p, ok
+}
+
+// longestPrefix is the longest of patterns ending in "*" whose prefix
+// model has.
+func longestPrefix(model string, patterns iter.Seq[string]) (string, bool) {
 	best, found := "", false
-	for k := range g.Prices {
+	for k := range patterns {
 		prefix, ok := strings.CutSuffix(k, "*")
-		if ok && strings.HasPrefix(model, prefix) && (!found || len(prefix) > len(best)) {
-			best, found = prefix, true
+		if ok && strings.HasPrefix(model, prefix) && (!found || len(k) > len(best)) {
+			best, found = k, true
 		}
 	}
-	if found {
-		return g.Prices[best+"*"]
-	}
-	return g.Prices["default"]
+	return best, found
 }
 
 // CostMicros is what the tokens cost, in millionths of the currency.
@@ -196,7 +257,13 @@ func (g Gateway) validate() error {
 			return fmt.Errorf("gateway.upstreams.%s: %q is not an http(s) base URL", name, u)
 		}
 	}
+	if g.Reserve.MaxOutput < 1 || g.Reserve.BytesPerToken < 1 || g.Reserve.MaxInput < 1 {
+		return fmt.Errorf("gateway.reserve: max_output, bytes_per_token and max_input are 1 or more")
+	}
 	for model, p := range g.Prices {
+		if p.MaxOutput < 0 {
+			return fmt.Errorf("gateway.prices.%s: max_output is 0 (gateway.reserve.max_output) or more", model)
+		}
 		for _, v := range []float64{p.Input, p.Output, p.CacheRead, p.CacheWrite} {
 			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("gateway.prices.%s: prices are per million tokens, 0 or more", model)

@@ -20,6 +20,10 @@
 //     server for it), the response by a streaming scanner that keeps only
 //     the usage object it is reading (at most 64 KiB) and a few bytes of
 //     state, however long the answer or its lines.
+//   - A request is sent only once its worst case is held against its
+//     person's budget, when the Authorizer is a Reserver (askOf reads the
+//     output bound from each API's own field); the hold is released once
+//     its Entry is recorded, or on whatever path ends the request.
 //   - Server-sent events reach the client event by event: each read from
 //     the provider is written and flushed before the next.
 //

@@ -6,10 +6,9 @@ import "sync"
 // at once when Options.MaxInFlight is 0.
 const DefaultMaxInFlight = 16
 
-// flights counts each person's requests running through the gateway. A
-// budget is checked when a request starts, so the requests already
-// running when it is reached are what it can be passed by: this bound
-// is also the bound on that overshoot.
+// flights counts each person's requests running through the gateway.
+// (Budgets are not bounded by it: each request in flight holds its worst
+// case against them, Reserver.)
 type flights struct {
 	max int
 	mu  sync.Mutex

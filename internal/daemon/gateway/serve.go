@@ -45,6 +45,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.Model == "" {
 		e.Model = modelOf(body)
 	}
+	release, ok := g.reserve(w, rt.api, grant, askOf(rt.api, r.URL.Path, e.Model, body))
+	if !ok {
+		return
+	}
+	defer release() // after Record: the usage is in the ledger before its hold is gone
 	g.forward(w, r, grant, body, rt, &e)
 	e.Ended = time.Now()
 	g.rec.Record(e)

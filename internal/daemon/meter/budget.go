@@ -12,12 +12,18 @@ import (
 
 // Standing is a person's spend against her budget in one period.
 type Standing struct {
-	Period   string // "day" or "month"
-	Kind     string // "cost" or "tokens"
-	Spent    float64
+	Period string // "day" or "month"
+	Kind   string // "cost" or "tokens"
+	Spent  float64
+	// Reserved is what her requests in flight hold: their worst case,
+	// until their usage is in the ledger (Reserve).
+	Reserved float64
 	Bound    float64
 	ResetsAt time.Time
 }
+
+// Left is what the bound leaves after what is spent and reserved.
+func (s Standing) Left() float64 { return max(s.Bound-s.Spent-s.Reserved, 0) }
 
 // Reached reports whether the bound is spent.
 func (s Standing) Reached() bool { return s.Bound > 0 && s.Spent >= s.Bound }
@@ -30,13 +36,19 @@ func (s Standing) Fraction() float64 {
 	return s.Spent / s.Bound
 }
 
-// Standings are user's spend against each bound her budget sets.
+// Standings are user's spend, and her requests in flight's holds,
+// against each bound her budget sets.
 func (m *Meter) Standings(user string) ([]Standing, error) {
 	cfg := m.Config()
 	b, err := cfg.Budgets.For(user, func(g string) (bool, error) { return m.InGroup(user, g) })
 	if err != nil || !b.Bounded() {
 		return nil, err
 	}
+	// The holds first, then the ledger: a request's usage is in the
+	// ledger before its hold is released (the gateway releases after
+	// Record), so read in this order, a request settling meanwhile is
+	// counted once or twice, never not at all.
+	held := m.holds.of(user)
 	now := m.now()
 	var out []Standing
 	for _, p := range []struct {
@@ -59,10 +71,12 @@ func (m *Meter) Standings(user string) ([]Standing, error) {
 			micros, tokens = micros+t.CostMicros, tokens+t.Tokens()
 		}
 		if p.cost > 0 {
-			out = append(out, Standing{Period: p.name, Kind: "cost", Spent: float64(micros) / 1e6, Bound: p.cost, ResetsAt: p.next})
+			out = append(out, Standing{Period: p.name, Kind: "cost", Spent: float64(micros) / 1e6, Reserved: held.in("cost"),
+				Bound: p.cost, ResetsAt: p.next})
 		}
 		if p.tokens > 0 {
-			out = append(out, Standing{Period: p.name, Kind: "tokens", Spent: float64(tokens), Bound: p.tokens, ResetsAt: p.next})
+			out = append(out, Standing{Period: p.name, Kind: "tokens", Spent: float64(tokens), Reserved: held.in("tokens"),
+				Bound: p.tokens, ResetsAt: p.next})
 		}
 	}
 	return out, nil

@@ -51,6 +51,7 @@ type Meter struct {
 
 	mu     sync.Mutex
 	warned map[string]bool // task, period, kind: told once
+	holds  holds           // the requests in flight's reservations
 }
 
 // keyOf is the credential each API family's key is stored under (as
