@@ -78,14 +78,17 @@ function word(w) {
 }
 
 // budget is one bound's standing as the page shows it: agorctl's line
-// ("alice: month cost 12.40 of 20.00 USD (62%), resets 2026-12-01"),
+// ("alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD
+// (62%), resets 2026-12-01": reserved is what requests in flight hold),
 // the share ("62%"), the bar's width (0-100) and its state: "danger"
 // once the bound is reached, "warning" from WARN_AT of it, else "".
 export function budget(b, currency) {
 	const spent = Number(b.spent) || 0;
 	const bound = Number(b.bound) || 0;
-	let amounts = cockpit.format(_("$0 of $1"), fixed(spent, 0), fixed(bound, 0));
-	if (b.kind === "cost") amounts = cockpit.format(_("$0 of $1"), fixed(spent, 2), fixed(bound, 2)) + (currency ? " " + currency : "");
+	const amount = (digits) => cockpit.format(_("$0 spent, $1 reserved, $2 left of $3"), fixed(spent, digits),
+		fixed(Number(b.reserved) || 0, digits), fixed(Number(b.left) || 0, digits), fixed(bound, digits));
+	let amounts = amount(0);
+	if (b.kind === "cost") amounts = amount(2) + (currency ? " " + currency : "");
 	const fraction = bound > 0 ? spent / bound : 0;
 	const reached = bound > 0 && spent >= bound;
 	let share = bound > 0 ? fixed(100 * spent / bound, 0) + "%" : "-";

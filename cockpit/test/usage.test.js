@@ -13,7 +13,7 @@ const rep = {
 		{ user: "bob", model: "gpt-5", requests: 2, input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0, cost: 0.0001 },
 	],
 	budgets: [
-		{ user: "alice", period: "month", kind: "cost", spent: 16.5, bound: 20, resets_at: "2026-12-01T00:00:00+01:00" },
+		{ user: "alice", period: "month", kind: "cost", spent: 16.5, reserved: 2.5, left: 1, bound: 20, resets_at: "2026-12-01T00:00:00+01:00" },
 		{ user: "bob", period: "day", kind: "tokens", spent: 1500, bound: 1000, resets_at: "2026-11-28T00:00:00+01:00" },
 	],
 };
@@ -40,7 +40,7 @@ test("each bound is a PatternFly progress bar: its line, share, width and state"
 	assert.deepEqual(["data-user", "data-period", "data-kind", "data-state"].map(a => bob.getAttribute(a)), ["bob", "day", "tokens", "danger"]);
 	assert.equal(alice.className, "pf-v5-c-progress pf-m-warning");
 	assert.equal(bob.className, "pf-v5-c-progress pf-m-danger");
-	assert.equal(agor(alice, "budget-line")[0].textContent, "alice: month cost 16.50 of 20.00 USD (82%), resets 2026-12-01");
+	assert.equal(agor(alice, "budget-line")[0].textContent, "alice: month cost 16.50 spent, 2.50 reserved, 1.00 left of 20.00 USD (82%), resets 2026-12-01");
 	assert.equal(cls(alice, "pf-v5-c-progress__measure")[0].textContent, "82%");
 	assert.equal(cls(alice, "pf-v5-c-progress__indicator")[0].getAttribute("style"), "width:82.5%;");
 	assert.equal(cls(alice, "pf-v5-c-progress__bar")[0].getAttribute("aria-valuenow"), "83");

@@ -36,13 +36,15 @@ gateway.currency, priced by gateway.prices when each request was made.
 Then, while the gateway is on, a line per bound of each listed person's
 budget (gateway.budgets), for instance
 
-  alice: month cost 12.40 of 20.00 USD (62%), resets 2026-12-01
+  alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD (62%), resets 2026-12-01
 
 Budgets run per calendar day and month in the daemon's local time, whatever
-period the table shows. Once a bound is reached the person's model requests
-and prompts are refused until it resets; requests already running finish,
-so the spend may pass the bound by at most gateway.max_in_flight requests
-(16 by default).
+period the table shows. Reserved is what the person's requests in flight
+hold: each one's worst case (the output it asks for at most, plus its input
+as estimated from its size), held from when it is authorised until its usage
+is in the ledger. A request is sent only if its worst case fits in what is
+left of every bound, so requests running at once cannot pass one together;
+once a bound is reached her prompts are refused too until it resets.
 
 The table covers this month by default (the daemon's local time); --period
 day is today. --since and --until give any range: RFC 3339
@@ -160,12 +162,13 @@ func money(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// budgetLine is e.g. "alice: month cost 12.40 of 20.00 USD (62%),
-// resets 2026-12-01", the date the daemon's own.
+// budgetLine is e.g. "alice: month cost 12.40 spent, 1.10 reserved,
+// 6.50 left of 20.00 USD (62%), resets 2026-12-01", the date the
+// daemon's own; reserved is what her requests in flight hold.
 func budgetLine(b apiwire.BudgetStanding, currency string) string {
-	amounts := fmt.Sprintf("%.0f of %.0f", b.Spent, b.Bound)
+	amounts := fmt.Sprintf("%.0f spent, %.0f reserved, %.0f left of %.0f", b.Spent, b.Reserved, b.Left, b.Bound)
 	if b.Kind == "cost" {
-		amounts = strings.TrimSpace(fmt.Sprintf("%.2f of %.2f %s", b.Spent, b.Bound, currency))
+		amounts = strings.TrimSpace(fmt.Sprintf("%.2f spent, %.2f reserved, %.2f left of %.2f %s", b.Spent, b.Reserved, b.Left, b.Bound, currency))
 	}
 	share := "-"
 	if b.Bound > 0 {

@@ -42,7 +42,7 @@ func usageReport() apiwire.UsageReport {
 			{User: "bob", Model: "gpt-5", Requests: 2, InputTokens: 10, OutputTokens: 5, Cost: 0.0001},
 		},
 		Budgets: []apiwire.BudgetStanding{
-			{User: "alice", Period: "month", Kind: "cost", Spent: 12.4, Bound: 20, ResetsAt: time.Date(2026, 12, 1, 0, 0, 0, 0, cet)},
+			{User: "alice", Period: "month", Kind: "cost", Spent: 12.4, Reserved: 1.1, Left: 6.5, Bound: 20, ResetsAt: time.Date(2026, 12, 1, 0, 0, 0, 0, cet)},
 			{User: "bob", Period: "day", Kind: "tokens", Spent: 1500, Bound: 1000, ResetsAt: time.Date(2026, 11, 28, 0, 0, 0, 0, cet)},
 		},
 	}
@@ -57,8 +57,8 @@ func TestUsageTable(t *testing.T) {
 alice  claude-sonnet-4  31        120000  9000  800000      40000        12.40
 bob    gpt-5            2         10      5     0           0            <0.01
 
-alice: month cost 12.40 of 20.00 USD (62%), resets 2026-12-01
-bob: day tokens 1500 of 1000 (150%, reached), resets 2026-11-28
+alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD (62%), resets 2026-12-01
+bob: day tokens 1500 spent, 0 reserved, 0 left of 1000 (150%, reached), resets 2026-11-28
 `
 	if r.code != exitOK || r.stdout != want || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", r.code, r.stderr, r.stdout, want)

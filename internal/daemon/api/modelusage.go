@@ -127,7 +127,8 @@ func (s *Server) standings(user string, totals []store.SpendTotal) []apiwire.Bud
 			continue
 		}
 		for _, x := range st {
-			out = append(out, apiwire.BudgetStanding{User: p, Period: x.Period, Kind: x.Kind, Spent: x.Spent, Bound: x.Bound, ResetsAt: x.ResetsAt})
+			out = append(out, apiwire.BudgetStanding{User: p, Period: x.Period, Kind: x.Kind, Spent: x.Spent,
+				Reserved: x.Reserved, Left: x.Left(), Bound: x.Bound, ResetsAt: x.ResetsAt})
 		}
 	}
 	return out

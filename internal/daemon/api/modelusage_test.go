@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/meter"
 	"github.com/agor-sh/agor/internal/daemon/pool"
 	"github.com/agor-sh/agor/internal/daemon/store"
@@ -162,7 +164,8 @@ func TestUsageBudgets(t *testing.T) {
 		InGroup: func(string, string) (bool, error) { return false, nil }}
 	now := time.Now()
 	aliceMonth := apiwire.BudgetStanding{User: "alice", Period: "month", Kind: "cost", Spent: 12.4001, Bound: 20, ResetsAt: config.MonthStart(now).AddDate(0, 1, 0)}
-	bobDay := apiwire.BudgetStanding{User: "bob", Period: "day", Kind: "tokens", Spent: 10, Bound: 100, ResetsAt: config.DayStart(now).AddDate(0, 0, 1)}
+	aliceMonth.Left = aliceMonth.Bound - aliceMonth.Spent
+	bobDay := apiwire.BudgetStanding{User: "bob", Period: "day", Kind: "tokens", Spent: 10, Left: 90, Bound: 100, ResetsAt: config.DayStart(now).AddDate(0, 0, 1)}
 	for _, tc := range []struct {
 		name  string
 		uid   uint32
@@ -183,6 +186,16 @@ func TestUsageBudgets(t *testing.T) {
 				t.Errorf("budgets (-want +got):\n%s", d)
 			}
 		})
+	}
+	// A request in flight: its worst case is reserved, and not left.
+	release, err := e.srv.Gateway.(*meter.Meter).Reserve(gateway.Grant{Person: "alice"}, gateway.Ask{Model: "claude-sonnet-4", MaxOutput: 10_000, Bytes: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, rep, _ := usageAs(t, e, alice, "")
+	if b := rep.Budgets[0]; b.Reserved != 0.153754 || math.Abs(b.Left-(20-12.4001-0.153754)) > 1e-9 {
+		t.Errorf("with 10000 out and 1001 in at 15 and 3.75 a million held: %+v", b)
 	}
 }
 

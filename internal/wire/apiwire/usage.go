@@ -33,13 +33,17 @@ type UsageRow struct {
 
 // BudgetStanding is a person's spend against one bound of her budget:
 // Period "day" or "month", Kind "cost" (in Currency) or "tokens" (every
-// kind together). Spent may pass Bound by the requests that were already
-// running when it was reached.
+// kind together). Reserved is what her requests in flight hold (each
+// one's worst case, until its usage is in the ledger); Left is Bound
+// less Spent and Reserved, 0 at least. A request is sent only when its
+// worst case fits in Left.
 type BudgetStanding struct {
 	User     string    `json:"user"`
 	Period   string    `json:"period"`
 	Kind     string    `json:"kind"`
 	Spent    float64   `json:"spent"`
+	Reserved float64   `json:"reserved"`
+	Left     float64   `json:"left"`
 	Bound    float64   `json:"bound"`
 	ResetsAt time.Time `json:"resets_at"`
 }

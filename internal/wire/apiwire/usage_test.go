@@ -17,7 +17,7 @@ func TestGoldenUsage(t *testing.T) {
 	v := UsageReport{Since: at, Until: at.AddDate(0, 1, 0), Currency: "USD",
 		Rows: []UsageRow{{User: "alice", Model: "claude-sonnet-4", Requests: 31, InputTokens: 120000, OutputTokens: 9000,
 			CacheReadTokens: 800000, CacheWriteTokens: 40000, Cost: 12.4}},
-		Budgets: []BudgetStanding{{User: "alice", Period: "month", Kind: "cost", Spent: 12.4, Bound: 20, ResetsAt: at.AddDate(0, 1, 0)}}}
+		Budgets: []BudgetStanding{{User: "alice", Period: "month", Kind: "cost", Spent: 12.4, Reserved: 1.1, Left: 6.5, Bound: 20, ResetsAt: at.AddDate(0, 1, 0)}}}
 	path := filepath.Join("testdata", "usage", "usage_report.json")
 	got, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
