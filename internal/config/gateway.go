@@ -124,8 +124,9 @@ type BudgetSet struct {
 }
 
 // DefaultGateway: list prices as the providers published them in 2025
-// for the models the four CLIs use by default (per million tokens, USD),
-// with each family's most output tokens. No price for any other model
+// for the models the four CLIs use by default (per million tokens, USD;
+// Claude Code's small model, OpenCode's gpt-4.1-mini included), with
+// each family's most output tokens. No price for any other model
 // (one is refused until the operator prices it, or lists it as free),
 // and no budgets.
 func DefaultGateway() Gateway {
@@ -136,7 +137,11 @@ func DefaultGateway() Gateway {
 		"claude-opus-*":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75, MaxOutput: 32_000},
 		"claude-sonnet-*":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75, MaxOutput: 64_000},
 		"claude-haiku-*":    {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25, MaxOutput: 64_000},
+		"claude-3-5-haiku*": {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1, MaxOutput: 8192},
 		"gpt-5*":            {Input: 1.25, Output: 10, CacheRead: 0.125, MaxOutput: 128_000},
+		"gpt-4.1*":          {Input: 2, Output: 8, CacheRead: 0.5, MaxOutput: 32_768},
+		"gpt-4.1-mini*":     {Input: 0.4, Output: 1.6, CacheRead: 0.1, MaxOutput: 32_768},
+		"gpt-4.1-nano*":     {Input: 0.1, Output: 0.4, CacheRead: 0.025, MaxOutput: 32_768},
 		"gemini-2.5-pro*":   {Input: 1.25, Output: 10, CacheRead: 0.31, MaxOutput: 65_536},
 		"gemini-2.5-flash*": {Input: 0.3, Output: 2.5, CacheRead: 0.075, MaxOutput: 65_536},
 	}, Reserve: Reserve{MaxOutput: 128_000, BytesPerToken: 2, MaxInput: 2_000_000}}
