@@ -78,22 +78,22 @@ function word(w) {
 }
 
 // budget is one bound's standing as the page shows it: agorctl's line
-// ("alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD
-// (62%), resets 2026-12-01": reserved is what requests in flight hold),
+// ("alice: month cost 12.40 of 20.00 USD (62%), 1.10 reserved, 6.50 left,
+// resets 2026-12-01": reserved is what her requests in flight hold),
 // the share ("62%"), the bar's width (0-100) and its state: "danger"
 // once the bound is reached, "warning" from WARN_AT of it, else "".
 export function budget(b, currency) {
 	const spent = Number(b.spent) || 0;
 	const bound = Number(b.bound) || 0;
-	const amount = (digits) => cockpit.format(_("$0 spent, $1 reserved, $2 left of $3"), fixed(spent, digits),
-		fixed(Number(b.reserved) || 0, digits), fixed(Number(b.left) || 0, digits), fixed(bound, digits));
-	let amounts = amount(0);
-	if (b.kind === "cost") amounts = amount(2) + (currency ? " " + currency : "");
+	const digits = b.kind === "cost" ? 2 : 0;
+	let amounts = cockpit.format(_("$0 of $1"), fixed(spent, digits), fixed(bound, digits));
+	if (b.kind === "cost" && currency) amounts += " " + currency;
+	const held = cockpit.format(_("$0 reserved, $1 left"), fixed(Number(b.reserved) || 0, digits), fixed(Number(b.left) || 0, digits));
 	const fraction = bound > 0 ? spent / bound : 0;
 	const reached = bound > 0 && spent >= bound;
 	let share = bound > 0 ? fixed(100 * spent / bound, 0) + "%" : "-";
 	if (reached) share += _(", reached");
-	const text = cockpit.format(_("$0: $1 $2 $3 ($4), resets $5"), b.user, word(b.period), word(b.kind), amounts, share, day(b.resets_at));
+	const text = cockpit.format(_("$0: $1 $2 $3 ($4), $5, resets $6"), b.user, word(b.period), word(b.kind), amounts, share, held, day(b.resets_at));
 	let state = "";
 	if (reached) state = "danger";
 	else if (fraction >= WARN_AT) state = "warning";

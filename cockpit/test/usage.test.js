@@ -40,7 +40,7 @@ test("each bound is a PatternFly progress bar: its line, share, width and state"
 	assert.deepEqual(["data-user", "data-period", "data-kind", "data-state"].map(a => bob.getAttribute(a)), ["bob", "day", "tokens", "danger"]);
 	assert.equal(alice.className, "pf-v5-c-progress pf-m-warning");
 	assert.equal(bob.className, "pf-v5-c-progress pf-m-danger");
-	assert.equal(agor(alice, "budget-line")[0].textContent, "alice: month cost 16.50 spent, 2.50 reserved, 1.00 left of 20.00 USD (82%), resets 2026-12-01");
+	assert.equal(agor(alice, "budget-line")[0].textContent, "alice: month cost 16.50 of 20.00 USD (82%), 2.50 reserved, 1.00 left, resets 2026-12-01");
 	assert.equal(cls(alice, "pf-v5-c-progress__measure")[0].textContent, "82%");
 	assert.equal(cls(alice, "pf-v5-c-progress__indicator")[0].getAttribute("style"), "width:82.5%;");
 	assert.equal(cls(alice, "pf-v5-c-progress__bar")[0].getAttribute("aria-valuenow"), "83");

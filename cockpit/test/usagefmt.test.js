@@ -43,15 +43,15 @@ test("a row without a model shows -, missing counts 0; no rows, no total", () =>
 
 test("the golden reply reads as agorctl prints it", () => {
 	assert.deepEqual(usageRows(golden).rows[0].cells, ["alice", "claude-sonnet-4", "31", "120000", "9000", "800000", "40000", "12.40"]);
-	assert.deepEqual(budgets(golden).map(b => b.text), ["alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD (62%), resets 2026-12-01"]);
+	assert.deepEqual(budgets(golden).map(b => b.text), ["alice: month cost 12.40 of 20.00 USD (62%), 1.10 reserved, 6.50 left, resets 2026-12-01"]);
 	assert.equal(span(golden), "From 2026-11-01 00:00:00 to 2026-12-01 00:00:00");
 	assert.equal(gatewayOff(golden), "");
 });
 
 test("budget lines are agorctl's, with the bar's share and state", () => {
 	assert.deepEqual(budgets(report), [
-		{ user: "alice", period: "month", kind: "cost", text: "alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD (62%), resets 2026-12-01", share: "62%", percent: 62, state: "" },
-		{ user: "bob", period: "day", kind: "tokens", text: "bob: day tokens 1500 spent, 0 reserved, 0 left of 1000 (150%, reached), resets 2026-11-28", share: "150%, reached", percent: 100, state: "danger" },
+		{ user: "alice", period: "month", kind: "cost", text: "alice: month cost 12.40 of 20.00 USD (62%), 1.10 reserved, 6.50 left, resets 2026-12-01", share: "62%", percent: 62, state: "" },
+		{ user: "bob", period: "day", kind: "tokens", text: "bob: day tokens 1500 of 1000 (150%, reached), 0 reserved, 0 left, resets 2026-11-28", share: "150%, reached", percent: 100, state: "danger" },
 	]);
 });
 
@@ -67,9 +67,9 @@ test("a bar warns from 80% of its bound and is danger once it is reached", () =>
 		assert.equal(b.share, share, `share at ${spent} of 20`);
 		assert.ok(Math.abs(b.percent - percent) < 1e-9, `bar at ${spent} of 20: ${b.percent}`);
 	}
-	assert.equal(at(16).text, "alice: day cost 16.00 spent, 0.00 reserved, 0.00 left of 20.00 EUR (80%), resets 2026-11-29", "the reset in the daemon's calendar, not the browser's");
+	assert.equal(at(16).text, "alice: day cost 16.00 of 20.00 EUR (80%), 0.00 reserved, 0.00 left, resets 2026-11-29", "the reset in the daemon's calendar, not the browser's");
 	assert.equal(budget({ user: "x", period: "month", kind: "cost", spent: 1, bound: 2, resets_at: "2026-12-01T00:00:00Z" }, "").text,
-		"x: month cost 1.00 spent, 0.00 reserved, 0.00 left of 2.00 (50%), resets 2026-12-01", "no currency, no trailing space");
+		"x: month cost 1.00 of 2.00 (50%), 0.00 reserved, 0.00 left, resets 2026-12-01", "no currency, no trailing space");
 	assert.equal(budget({ user: "x", period: "day", kind: "tokens", spent: 5, bound: 0, resets_at: "" }, "USD").share, "-", "no bound, no share");
 });
 

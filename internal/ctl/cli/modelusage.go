@@ -36,7 +36,7 @@ gateway.currency, priced by gateway.prices when each request was made.
 Then, while the gateway is on, a line per bound of each listed person's
 budget (gateway.budgets), for instance
 
-  alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD (62%), resets 2026-12-01
+  alice: month cost 12.40 of 20.00 USD (62%), 1.10 reserved, 6.50 left, resets 2026-12-01
 
 Budgets run per calendar day and month in the daemon's local time, whatever
 period the table shows. Reserved is what the person's requests in flight
@@ -162,14 +162,15 @@ func money(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// budgetLine is e.g. "alice: month cost 12.40 spent, 1.10 reserved,
-// 6.50 left of 20.00 USD (62%), resets 2026-12-01", the date the
-// daemon's own; reserved is what her requests in flight hold.
+// budgetLine is e.g. "alice: month cost 12.40 of 20.00 USD (62%), 1.10
+// reserved, 6.50 left, resets 2026-12-01", the date the daemon's own;
+// reserved is what her requests in flight hold.
 func budgetLine(b apiwire.BudgetStanding, currency string) string {
-	amounts := fmt.Sprintf("%.0f spent, %.0f reserved, %.0f left of %.0f", b.Spent, b.Reserved, b.Left, b.Bound)
+	digits, unit := 0, ""
 	if b.Kind == "cost" {
-		amounts = strings.TrimSpace(fmt.Sprintf("%.2f spent, %.2f reserved, %.2f left of %.2f %s", b.Spent, b.Reserved, b.Left, b.Bound, currency))
+		digits, unit = 2, currency
 	}
+	amounts := strings.TrimSpace(fmt.Sprintf("%.*f of %.*f %s", digits, b.Spent, digits, b.Bound, unit))
 	share := "-"
 	if b.Bound > 0 {
 		share = fmt.Sprintf("%.0f%%", 100*b.Spent/b.Bound)
@@ -177,5 +178,6 @@ func budgetLine(b apiwire.BudgetStanding, currency string) string {
 	if b.Bound > 0 && b.Spent >= b.Bound {
 		share += ", reached"
 	}
-	return fmt.Sprintf("%s: %s %s %s (%s), resets %s", b.User, b.Period, b.Kind, amounts, share, b.ResetsAt.Format(time.DateOnly))
+	return fmt.Sprintf("%s: %s %s %s (%s), %.*f reserved, %.*f left, resets %s", b.User, b.Period, b.Kind, amounts, share,
+		digits, b.Reserved, digits, b.Left, b.ResetsAt.Format(time.DateOnly))
 }

@@ -57,8 +57,8 @@ func TestUsageTable(t *testing.T) {
 alice  claude-sonnet-4  31        120000  9000  800000      40000        12.40
 bob    gpt-5            2         10      5     0           0            <0.01
 
-alice: month cost 12.40 spent, 1.10 reserved, 6.50 left of 20.00 USD (62%), resets 2026-12-01
-bob: day tokens 1500 spent, 0 reserved, 0 left of 1000 (150%, reached), resets 2026-11-28
+alice: month cost 12.40 of 20.00 USD (62%), 1.10 reserved, 6.50 left, resets 2026-12-01
+bob: day tokens 1500 of 1000 (150%, reached), 0 reserved, 0 left, resets 2026-11-28
 `
 	if r.code != exitOK || r.stdout != want || r.stderr != "" {
 		t.Fatalf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", r.code, r.stderr, r.stdout, want)
