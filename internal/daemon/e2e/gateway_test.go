@@ -96,6 +96,14 @@ func TestGatewayBudget(t *testing.T) {
 	name, _ := target(t)
 	budget := func(c *config.Config, usd float64) {
 		c.Gateway.Prices["stand-in"] = config.Price{Input: 10_000} // 120 tokens: 1.20 a request
+		// A request holds its worst case before it is sent: at the
+		// default reserve, the real Claude Code's body (tens of kB, 2
+		// bytes a token) at this price is hundreds of dollars, so even
+		// the first request would be refused and no raise to 10 would
+		// fit. Reserve one input token (0.01) and price no output, so
+		// what refuses her is what she spent: the first request's 1.20
+		// passes 1, the next one is refused within the turn.
+		c.Gateway.Reserve = config.Reserve{MaxOutput: 1, BytesPerToken: 1 << 20, MaxInput: 1}
 		c.Gateway.Budgets.Users = map[string]config.BudgetSet{name: {DayCost: usd}}
 	}
 	h := startWith(t, claudeSettings(bin, "http://127.0.0.1:9"), func(c *config.Config) { gatewayOn(model.URL)(c); budget(c, 1) })
