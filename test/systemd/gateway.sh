@@ -192,6 +192,17 @@ gateway_forged() {
 }
 check "gateway: a token used by another person, after its task, or forged is refused" gateway_forged
 
+# gw_small_reserve: what each request holds against alice's budget while
+# it runs, one input token: 0.01 at claude-standin's price (which prices
+# no output). At the default reserve (the body's bytes over 2 as input
+# tokens) a request holds 5.00 a kB of its body at that price, Claude
+# Code's (tens of kB) hundreds of dollars: her first request would be
+# refused, not her second, and the raise to 100 would not let her go on.
+# With this, what refuses her is what she spent (1.20 a request), as this
+# check means; the reservation's own bounds are tested in
+# internal/daemon/meter.
+gw_small_reserve='  reserve: {max_output: 1, bytes_per_token: 1048576, max_input: 1}'
+
 # gateway_budget: alice's daily budget (what she spent today and 1.00
 # more, at 1.20 a request) is reached within her turn: its second request is refused with the
 # budget's words, and her next prompt before any agent starts; bob's
@@ -202,7 +213,8 @@ gateway_budget() {
 print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
 	# One request (1.20) fits under what she spent today plus 1.00; a second does not.
 	gateway_agents
-	gateway_config "  budgets: {users: {alice: {day_cost: $(python3 -c "print($spent + 1)")}}}"
+	gateway_config "$gw_small_reserve
+  budgets: {users: {alice: {day_cost: $(python3 -c "print($spent + 1)")}}}"
 	restart_daemon # the upstream is Anthropic's again
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
 	start_model -bash 'true' -text 'done' -tools 3
@@ -212,7 +224,8 @@ print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
 	echo "$out" | grep budget_reached >/dev/null || { echo "$out"; return 1; }
 	out=$(as bob agorctl prompt bob 'mine' --mode bypassPermissions --model claude-standin 2>&1) || { echo "bob: $out"; return 1; }
 	echo "$out" | grep '^completed' >/dev/null
-	gateway_config '  budgets: {users: {alice: {day_cost: 100}}}'
+	gateway_config "$gw_small_reserve
+  budgets: {users: {alice: {day_cost: 100}}}"
 	out=$(as alice agorctl prompt alice 'raised' --mode bypassPermissions --model claude-standin 2>&1) || { echo "after the raise: $out"; return 1; }
 	journalctl --no-pager -o cat -u agor-daemon.service AGOR_AUDIT_ACTION=budget_reached | tail -n 1
 	echo "alice refused mid-turn and before her next prompt; bob completed; alice completed after her budget was raised"
