@@ -27,12 +27,20 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
+// String is what was written so far. Under the lock: the copy goes on
+// writing while the test reads (a read outside it was a data race the
+// race detector caught once in CI).
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
 func (w *syncWriter) wait(t *testing.T, s string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		w.mu.Lock()
-		ok, all := strings.Contains(w.b.String(), s), w.b.String()
-		w.mu.Unlock()
+		all := w.String()
+		ok := strings.Contains(all, s)
 		if ok {
 			return
 		}
@@ -89,8 +97,8 @@ func TestDaemonTerminalRaw(t *testing.T) {
 	_ = b.Send(apiwire.Frame{Resize: &[2]int{100, 30}})
 	_ = b.Send(apiwire.Frame{Input: []byte("stty size\n")})
 	out2.wait(t, "30 100")
-	if strings.Contains(out2.b.String(), "first-42") {
-		t.Fatalf("output before the offset replayed: %q", out2.b.String())
+	if got := out2.String(); strings.Contains(got, "first-42") {
+		t.Fatalf("output before the offset replayed: %q", got)
 	}
 
 	third, err := c.AttachTerminal(ctx, name, id)
