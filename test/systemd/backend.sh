@@ -38,7 +38,7 @@ ensure_20() {
 	done
 	out=$(as agor agorctl executors ensure "${users[@]}")
 	for u in "${users[@]}"; do
-		echo "$out" | grep -q "^$u .*\"user\":\"$u\"" || { echo "no answer from $u"; echo "$out"; return 1; }
+		grep -q "^$u .*\"user\":\"$u\"" <<<"$out" || { echo "no answer from $u"; echo "$out"; return 1; }
 	done
 	echo "20 users brought up concurrently, each executor answered as its user"
 	as agor agorctl executors stop --no-daemon "${users[@]}" >/dev/null

@@ -97,7 +97,7 @@ daemon_20() {
 	for i in $(seq -w 1 20); do users+=("user$i"); done
 	out=$(api executors start --json "${users[@]}")
 	for u in "${users[@]}"; do
-		echo "$out" | grep -q "^{\"user\":\"$u\".*\"uid\":$(id -u "$u")," || { echo "no answer from $u"; echo "$out"; return 1; }
+		grep -q "^{\"user\":\"$u\".*\"uid\":$(id -u "$u")," <<<"$out" || { echo "no answer from $u"; echo "$out"; return 1; }
 	done
 	echo "20 users brought up concurrently through the daemon, each answered with its uid"
 	api executors stop "${users[@]}" >/dev/null

@@ -10,7 +10,7 @@ eg_url=http://files.egress.test:18080/files/hello.txt
 
 # eg_up makes the private network and starts the servers in it, once.
 eg_up() {
-	if ! ip netns list | grep -qw "$eg_ns"; then
+	if ! grep -qw "$eg_ns" <<<"$(ip netns list)"; then
 		ip netns add "$eg_ns"
 		ip link add eg-host type veth peer name eg-peer
 		ip link set eg-peer netns "$eg_ns"

@@ -70,7 +70,7 @@ gateway_prompt() {
 	want "$(standin_requests | cut -d' ' -f1 | sort -u)" sk-ant-suite-0123456789
 	# The key is in none of alice's processes' environments, nor her files.
 	for p in $(pgrep -u alice); do
-		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q sk-ant-suite; then echo "pid $p of alice holds the key"; return 1; fi
+		if grep -qa sk-ant-suite "/proc/$p/environ" 2>/dev/null; then echo "pid $p of alice holds the key"; return 1; fi
 	done
 	if grep -rl sk-ant-suite /home/alice 2>/dev/null; then echo "alice's files hold the key"; return 1; fi
 	# The ledger equals the stand-in's own count, request for request.

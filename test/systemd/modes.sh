@@ -156,7 +156,7 @@ modes_recall() {
 		systemctl restart agor-executor@alice.service # its warm agent goes with it
 		out=$(as alice agorctl prompt alice "What did I tell you before?" --tool "$tool" --session "$s" --mode bypassPermissions 2>&1 </dev/null) ||
 			{ echo "$tool, follow-up: $out"; bad=1; continue; }
-		if echo "$out" | grep -q "$word"; then
+		if grep -q "$word" <<<"$out"; then
 			echo "$tool: recalled $word in session $s after its executor restarted"
 		else
 			echo "$tool: did not recall $word: $out"

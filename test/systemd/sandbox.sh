@@ -99,7 +99,7 @@ sandbox_view() {
 	kill -0 "$outside" || { echo "the confined exec killed a process of hers outside"; return 1; }
 	kill "$outside"
 	want "$(stat -c '%a %Y' /home/alice/.bashrc) $(md5sum <"$proj/.git/config") $(md5sum <"$proj/.claude/settings.json")" "$before"
-	if getfacl -c /home/alice/.bashrc 2>/dev/null | grep -q bob; then echo "an ACL was set outside"; return 1; fi
+	if grep -q bob <<<"$(getfacl -c /home/alice/.bashrc 2>/dev/null)"; then echo "an ACL was set outside"; return 1; fi
 	[ -d "$proj/.git" ] && [ ! -e "$proj/.git-away" ] || { echo ".git was renamed"; return 1; }
 	[ -e "$proj/sub/.git/config.agor-disabled" ] || { echo "the nested repository's config was not disabled"; ls -la "$proj/sub/.git"; return 1; }
 	# Later, unconfined, as she would: nothing planted runs.

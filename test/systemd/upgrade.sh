@@ -101,7 +101,7 @@ print(" ".join(sorted({r["key"] for r in json.load(urllib.request.urlopen("http:
 	want "$keys" sk-alice-own-0001
 	local p
 	for p in $(pgrep -u alice); do
-		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q sk-alice-own; then echo "alice's process $p holds her key"; return 1; fi
+		if grep -qa sk-alice-own "/proc/$p/environ" 2>/dev/null; then echo "alice's process $p holds her key"; return 1; fi
 	done
 	if grep -rqs sk-alice-own /home/alice; then echo "a file of alice's holds her key"; return 1; fi
 	rows=$(agorctl usage --user alice --since "$(date -d "@$t0" +%Y-%m-%dT%H:%M:%S.%N%:z)" --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["rows"]))')
@@ -174,7 +174,7 @@ upgrade_from_gateway_release() {
 	keys=$(standin_keys)
 	want "$keys" sk-alice-gw-0002
 	for p in $(pgrep -u alice); do
-		if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q sk-alice-gw; then echo "alice's process $p holds her key"; return 1; fi
+		if grep -qa sk-alice-gw "/proc/$p/environ" 2>/dev/null; then echo "alice's process $p holds her key"; return 1; fi
 	done
 	if grep -rqs sk-alice-gw /home/alice; then echo "a file of alice's holds her key"; return 1; fi
 	rows=$(ledger_requests "$(date +%Y-%m-%dT%H:%M:%S.%N%:z)")
