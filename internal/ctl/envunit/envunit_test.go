@@ -33,7 +33,7 @@ func TestRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"User=%I\n", "Slice=agor-executors.slice\n", "NoNewPrivileges=yes\n", "RestrictNamespaces=user mnt pid\n",
+		"User=%I\n", "Slice=agor-executors.slice\n", "NoNewPrivileges=yes\n", "RestrictNamespaces=user mnt pid ipc\n",
 		"RestartPreventExitStatus=78\n", "Requires=agor-env-py@%i.socket\n", "After=agor-env-py@%i.socket\n",
 		"[Service]\n# Environment py", "Environment=AGOR_EXECUTOR_ENVIRONMENT=py\n", "RootDirectory=/srv/py\n",
 		"BindReadOnlyPaths=/usr/libexec/agor/agor-executor /etc/agor /etc/passwd /etc/group -/etc/resolv.conf -/etc/hosts /run/agor -/run/systemd/notify -/usr/local -/opt\n",
