@@ -50,6 +50,8 @@ func probe(what string) int {
 		err = unix.Kill(pid, syscall.SIGCONT)
 	case "write":
 		err = os.WriteFile(arg, []byte("x"), 0o600)
+	default:
+		err = probeShared(verb, arg)
 	}
 	if err != nil {
 		fmt.Println(err)

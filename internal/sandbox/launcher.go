@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
 )
 
 // ExitLauncher is the launcher's status when it cannot confine or start
@@ -52,9 +53,11 @@ func Main(args []string, stderr io.Writer) int {
 // devices are what a confined process may open for writing in /dev: what
 // a terminal and common tools need. Not /dev/shm (host-wide) nor any other
 // device. /dev/pts is among them: agents' shell tools allocate PTYs
-// (gemini's forkpty), and Landlock cannot tell a new PTY from another of
-// the user's terminals, so such text can still be written there (typed
-// input cannot: TIOCSTI is the kernel's to refuse).
+// (gemini's forkpty). Landlock cannot tell a new PTY from another of the
+// user's terminals: in a view, /dev/pts is a devpts instance of the
+// task's own (ownDevices), which has none of hers; without one (the
+// plain launcher) such text can still be written there (typed input
+// cannot: TIOCSTI is the kernel's to refuse).
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
 
 // restrict applies the rules. Best effort up to the ABI this kernel has
@@ -67,6 +70,7 @@ func restrict(rw []string) error {
 		rules = append(rules, landlock.RWFiles(d).WithIoctlDev().IgnoreIfMissing())
 	}
 	rules = append(rules, landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing())
+	rules = append(rules, ownTerminals()...)
 	for _, p := range rw {
 		fi, err := os.Stat(p)
 		switch {
@@ -85,6 +89,30 @@ func restrict(rw []string) error {
 	}
 	return nil
 }
+
+// ownTerminals lets the process reopen the terminal it was started on
+// (/dev/stdout, /dev/stderr, /proc/self/fd/N), which a view's devpts no
+// longer shows: a rule on the inode of each of fds 0-2 that is a PTY
+// slave. The fds themselves are open already; nothing new is reached.
+func ownTerminals() []landlock.Rule {
+	var rules []landlock.Rule
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+			continue
+		}
+		if m := unix.Major(st.Rdev); m < ptySlaveMajor || m >= ptySlaveMajor+8 {
+			continue
+		}
+		p := "/proc/self/fd/" + strconv.Itoa(fd)
+		rules = append(rules, landlock.RWFiles(p).WithIoctlDev().IgnoreIfMissing())
+	}
+	return rules
+}
+
+// ptySlaveMajor is the first of the kernel's 8 majors for UNIX 98 PTY
+// slaves (UNIX98_PTY_SLAVE_MAJOR, char-pts in systemd's DeviceAllow=).
+const ptySlaveMajor = 136
 
 func execve(argv []string, argv0 string) error {
 	path, err := exec.LookPath(argv[0])

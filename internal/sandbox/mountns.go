@@ -23,7 +23,10 @@ import (
 //     temp directory) bound back read-write, as they were before the
 //     root became read-only, and the private temp directory also on /tmp
 //     and /var/tmp;
-//   - /dev and /proc as they were (devices and the process's own files);
+//   - /dev and /proc as they were (devices and the process's own files),
+//     but with a devpts instance of the task's own on /dev/pts (and its
+//     ptmx on /dev/ptmx), so that it can allocate terminals and sees none
+//     of her others, and the IPC namespace's own mqueue on /dev/mqueue;
 //   - inside the workspace, what another program would run later unasked
 //     (git's config and hooks, the agent CLIs' and editors' project
 //     settings: Protected) bound read-only on top, and .git itself made a
@@ -150,6 +153,34 @@ func (v view) build() error {
 		return err
 	}
 	mountProc()
+	return ownDevices()
+}
+
+// ownDevices mounts, over the host's, a new devpts instance on /dev/pts
+// (any user may open its ptmx; slaves are the task's, 0620, in her own
+// group: no gid= that names a host group) with its ptmx bound on
+// /dev/ptmx, and this IPC namespace's mqueue on /dev/mqueue, where they
+// exist. A terminal the task was started on stays open as the fds it
+// inherited (restrict lets it reopen those). Either mount failing fails
+// the view: the host's terminals would stay in reach.
+func ownDevices() error {
+	const nodev = unix.MS_NOSUID | unix.MS_NOEXEC
+	if dirExists("/dev/pts") {
+		if err := unix.Mount("devpts", "/dev/pts", "devpts", nodev, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+			return fmt.Errorf("own devpts on /dev/pts: %w", err)
+		}
+		// A symlink (pts/ptmx, in containers) already names the new one.
+		if fi, err := os.Lstat("/dev/ptmx"); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+			if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("bind /dev/pts/ptmx on /dev/ptmx: %w", err)
+			}
+		}
+	}
+	if dirExists("/dev/mqueue") {
+		if err := unix.Mount("mqueue", "/dev/mqueue", "mqueue", nodev|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("own mqueue on /dev/mqueue: %w", err)
+		}
+	}
 	return nil
 }
 

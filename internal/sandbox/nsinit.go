@@ -31,7 +31,9 @@ const statusFD = 3
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 
 // nsParent starts the launcher again (with the same arguments and
-// nsInitArg) as the init of new user, mount and PID namespaces, in which
+// nsInitArg) as the init of new user, mount, PID and IPC namespaces (the
+// last so that no SysV object or POSIX queue of her other programs is
+// the task's to read, change or forge), in which
 // the person is mapped to herself; the init holds CAP_SYS_ADMIN there, in
 // that user namespace only, until the view is built. It waits, and ends
 // as the command did.
@@ -47,7 +49,7 @@ func nsParent(args []string, stderr io.Writer) int {
 	cmd.ExtraFiles = []*os.File{w}
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC,
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,
