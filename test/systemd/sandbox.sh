@@ -71,6 +71,36 @@ sandbox_escapes() {
 }
 check "as alice, a confined exec cannot reach the daemon's socket, a tmux server of hers or D-Bus, cannot chmod ~/.bashrc, and a workspace needs --cwd (shipped unit)" sandbox_escapes
 
+# Kernel objects the mount view alone does not cover: a confined task has
+# an IPC namespace and a devpts instance of its own, so her SysV segments
+# and queues and her other terminals are not its to read, change or
+# remove; it still gets terminals of its own. The same probe unconfined
+# sees hers: the difference is the task's namespaces.
+sandbox_kernel_objects() {
+	install -d -o alice -g alice /home/alice/proj
+	local shm q tty probe in out
+	shm=$(as alice ipcmk -M 4096 | sed -n 's/.*id: *\([0-9]*\).*/\1/p')
+	q=$(as alice ipcmk -Q | sed -n 's/.*id: *\([0-9]*\).*/\1/p')
+	as alice tmux -S /home/alice/.tmux-ipc new-session -d -s outside 'sleep 120'
+	tty=$(as alice tmux -S /home/alice/.tmux-ipc display -p '#{pane_tty}')
+	test -n "$shm" && test -n "$q" && test -n "$tty"
+	probe="ipcs -m -i $shm >/dev/null 2>&1 && echo shm-seen || echo shm-hidden
+		ipcs -q -i $q >/dev/null 2>&1 && echo queue-seen || echo queue-hidden
+		( : >$tty ) 2>/dev/null && echo tty-opened || echo tty-refused
+		script -qc tty /dev/null </dev/null | tr -d '\r'"
+	in=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- sh -c "$probe; ipcrm -m $shm 2>/dev/null && echo shm-removed" 2>&1 </dev/null || true)
+	as alice ipcs -m -i "$shm" >/dev/null 2>&1 || { echo "her segment $shm is gone"; return 1; }
+	out=$(as alice agorctl exec alice --sandbox off --cwd proj -- sh -c "$probe" 2>&1 </dev/null || true)
+	echo "confined: $(tr '\n' ' ' <<<"$in"); unconfined: $(tr '\n' ' ' <<<"$out")"
+	as alice ipcrm -m "$shm" -q "$q"
+	as alice tmux -S /home/alice/.tmux-ipc kill-server 2>/dev/null || true
+	grep -q '^shm-seen' <<<"$out" && grep -q '^queue-seen' <<<"$out" # the probe can see them
+	grep -q '^shm-hidden' <<<"$in" && grep -q '^queue-hidden' <<<"$in" && grep -q '^tty-refused' <<<"$in"
+	! grep -q 'shm-removed' <<<"$in"
+	grep -q '^/dev/pts/[0-9]' <<<"$in" # a terminal of its own
+}
+check "as alice, a confined exec sees none of her SysV segments and queues, nor her other terminals, and gets terminals of its own; unconfined sees hers (shipped unit)" sandbox_kernel_objects
+
 # The view of a confined exec under the shipped unit (user, mount and PID
 # namespaces), tried as alice and judged on disk and by what a later
 # unconfined git runs: metadata outside the workspace, the repository's
