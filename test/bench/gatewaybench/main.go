@@ -181,6 +181,9 @@ func startGateway(ctx context.Context, dir, model string) (string, string, error
 	cfg := config.DefaultGateway()
 	cfg.Upstreams["anthropic"] = "http://" + model
 	cfg.Budgets.Default = config.BudgetSet{MonthCost: 1e9} // checked on every request, never reached
+	// Priced, so that each request's worst case is reserved against the
+	// budget and settled, as a priced model's is (an unpriced one is refused).
+	cfg.Prices["stand-in"] = config.Price{Input: 3, Output: 15}
 	m := &meter.Meter{Signer: meter.NewSigner(make([]byte, 32)), Store: db, Keys: creds, Config: func() config.Gateway { return cfg },
 		InGroup: func(string, string) (bool, error) { return false, nil }}
 	quiet := slog.New(slog.DiscardHandler)
