@@ -83,9 +83,12 @@ sandbox_kernel_objects() {
 	q=$(as alice ipcmk -Q | sed -n 's/.*id: *\([0-9]*\).*/\1/p')
 	as alice tmux -S /home/alice/.tmux-ipc new-session -d -s outside 'sleep 120'
 	tty=$(as alice tmux -S /home/alice/.tmux-ipc display -p '#{pane_tty}')
-	test -n "$shm" && test -n "$q" && test -n "$tty"
-	probe="ipcs -m -i $shm >/dev/null 2>&1 && echo shm-seen || echo shm-hidden
-		ipcs -q -i $q >/dev/null 2>&1 && echo queue-seen || echo queue-hidden
+	test -n "$shm"
+	test -n "$q"
+	test -n "$tty"
+	# (ipcs -i exits 0 whether or not it finds the id: its words decide.)
+	probe="case \$(ipcs -m -i $shm 2>&1) in *'not found'*) echo shm-hidden ;; *) echo shm-seen ;; esac
+		case \$(ipcs -q -i $q 2>&1) in *'not found'*) echo queue-hidden ;; *) echo queue-seen ;; esac
 		( : >$tty ) 2>/dev/null && echo tty-opened || echo tty-refused
 		script -qc tty /dev/null </dev/null | tr -d '\r'"
 	in=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- sh -c "$probe; ipcrm -m $shm 2>/dev/null && echo shm-removed" 2>&1 </dev/null || true)
@@ -94,10 +97,15 @@ sandbox_kernel_objects() {
 	echo "confined: $(tr '\n' ' ' <<<"$in"); unconfined: $(tr '\n' ' ' <<<"$out")"
 	as alice ipcrm -m "$shm" -q "$q"
 	as alice tmux -S /home/alice/.tmux-ipc kill-server 2>/dev/null || true
-	grep -q '^shm-seen' <<<"$out" && grep -q '^queue-seen' <<<"$out" # the probe can see them
-	grep -q '^shm-hidden' <<<"$in" && grep -q '^queue-hidden' <<<"$in" && grep -q '^tty-refused' <<<"$in"
-	! grep -q 'shm-removed' <<<"$in"
-	grep -q '^/dev/pts/[0-9]' <<<"$in" # a terminal of its own
+	# Each its own command: in an && list, errexit would let a failure by.
+	grep -q '^shm-seen' <<<"$out" || { echo "the probe did not see her segment unconfined"; return 1; }
+	grep -q '^queue-seen' <<<"$out" || { echo "the probe did not see her queue unconfined"; return 1; }
+	grep -q '^tty-opened' <<<"$out" || { echo "the probe could not open her terminal unconfined"; return 1; }
+	grep -q '^shm-hidden' <<<"$in" || { echo "the confined task saw her segment"; return 1; }
+	grep -q '^queue-hidden' <<<"$in" || { echo "the confined task saw her queue"; return 1; }
+	grep -q '^tty-refused' <<<"$in" || { echo "the confined task opened her terminal $tty"; return 1; }
+	if grep -q 'shm-removed' <<<"$in"; then echo "the confined task removed her segment"; return 1; fi
+	grep -q '^/dev/pts/[0-9]' <<<"$in" || { echo "the confined task got no terminal of its own"; return 1; }
 }
 check "as alice, a confined exec sees none of her SysV segments and queues, nor her other terminals, and gets terminals of its own; unconfined sees hers (shipped unit)" sandbox_kernel_objects
 
