@@ -61,7 +61,9 @@ daemon_crash() {
 	t1=$(date +%s%N)
 	out=$(cat /tmp/crash.out)
 	echo "in-flight exec failed $(( (t1 - t0) / 1000000 )) ms after kill -9 of executor $pid (exit $rc): $out"
-	[ "$rc" -ne 0 ] && echo "$out" | grep executor_crashed >/dev/null
+	# Apart: as one && list, errexit would let a request that succeeded by.
+	[ "$rc" -ne 0 ]
+	grep executor_crashed >/dev/null <<<"$out"
 	[ $(( (t1 - t0) / 1000000 )) -lt 1000 ]
 	want "$(api exec alice -- id -un)" alice
 	newpid=$(systemctl show -p MainPID --value agor-executor@alice.service)

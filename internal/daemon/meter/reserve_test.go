@@ -32,10 +32,15 @@ type standIn struct {
 	served atomic.Int64
 	hold   time.Duration
 	status int // 0: 200
+	// arrived has a value for each request that reached it: its
+	// reservation is taken by then (the gateway reserves before sending).
+	arrived chan struct{}
+	// gate, when set, holds each answer until it is closed (instead of hold).
+	gate chan struct{}
 }
 
 func newStandIn(t *testing.T, bytesPerToken int64) *standIn {
-	s := &standIn{hold: 200 * time.Millisecond}
+	s := &standIn{hold: 200 * time.Millisecond, arrived: make(chan struct{}, 256)}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var b struct {
@@ -44,7 +49,16 @@ func newStandIn(t *testing.T, bytesPerToken int64) *standIn {
 		_ = json.Unmarshal(body, &b)
 		s.served.Add(1)
 		select {
-		case <-time.After(s.hold):
+		case s.arrived <- struct{}{}:
+		default:
+		}
+		wait := time.After(s.hold)
+		if s.gate != nil {
+			wait = nil
+		}
+		select {
+		case <-wait:
+		case <-s.gate:
 		case <-r.Context().Done():
 			return
 		}
@@ -227,20 +241,32 @@ func TestReserveReleasedOnFailure(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			switch how {
-			case "client gone":
-				time.AfterFunc(50*time.Millisecond, cancel)
 			case "upstream error":
 				s.status = 529
 			case "upstream unreachable":
 				w.cfg.Upstreams["anthropic"] = "http://127.0.0.1:9"
 			}
-			held := make(chan float64, 1)
-			go func() { // while it runs: held, and no room for another
-				time.Sleep(20 * time.Millisecond)
+			// While it runs, sampled once it reached the stand-in (not
+			// after a fixed sleep, which a loaded machine outran once in
+			// CI): held, and only then is the client gone.
+			s.gate = make(chan struct{})
+			held, finished := make(chan float64, 1), make(chan struct{})
+			go func() {
+				select {
+				case <-s.arrived:
+				case <-finished: // it never reached the stand-in: nothing to sample
+					held <- -1
+					return
+				}
 				st, _ := w.m.Standings("alice")
 				held <- st[0].Reserved
+				if how == "client gone" {
+					cancel()
+				}
+				close(s.gate)
 			}()
 			code, _ := ask(ctx, h, w.m, "alice", alice, "stand-in")
+			close(finished)
 			inFlight := <-held
 			st, err := w.m.Standings("alice")
 			if err != nil {
