@@ -48,6 +48,12 @@ type Slurm struct {
 	users   map[string]*remote
 	emit    func(UnitChange) // Watch's fn; nil until Watch runs
 	started time.Time
+	// recovered runs recover once, before the first decision that needs
+	// it, whichever comes first: Watch's start or a request. A request
+	// that a restarted daemon serves before Watch has run would
+	// otherwise find no job and submit a second one (seen in the Slurm
+	// suite under load: job 6 before the restart, 7 after).
+	recovered sync.Once
 }
 
 // remote is what the daemon knows of one person's job.
@@ -99,6 +105,7 @@ func (s *Slurm) Ensure(ctx context.Context, user string) (Executor, error) {
 	if err := refuseUnconfined(ctx, s.Network, "slurm", user); err != nil {
 		return Executor{}, err
 	}
+	s.recovered.Do(s.recover)
 	s.mu.Lock()
 	r := s.remoteLocked(user)
 	live := r.live() || r.parked != nil
@@ -355,7 +362,7 @@ func (s *Slurm) Watch(ctx context.Context, fn func(UnitChange)) error {
 	s.emit = fn
 	s.started = time.Now()
 	s.mu.Unlock()
-	s.recover()
+	s.recovered.Do(s.recover)
 	t := time.NewTicker(time.Duration(s.Config.PollMS) * time.Millisecond)
 	defer t.Stop()
 	for {
