@@ -85,20 +85,20 @@ npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 
 # --- lint the packages on the host -------------------------------------------
 lint_packages() {
-lint_out=$work/opt/lint.txt
-{
-	echo "# lintian"; lintian dist/agor_0.1.0-1_amd64.deb 2>&1 | grep -v '^running with root' || true
-	echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-0.1.0-1.x86_64.rpm 2>&1 | grep -E '^agor|badness' || true
-	echo "# rpm -qpl"; rpm -qpl dist/agor-0.1.0-1.x86_64.rpm
-	echo "# rpm -qp --scripts"; rpm -qp --scripts dist/agor-0.1.0-1.x86_64.rpm
-} >"$lint_out" 2>&1
+	lint_out=$work/opt/lint.txt
+	{
+		echo "# lintian"; lintian dist/agor_0.1.0-1_amd64.deb 2>&1 | grep -v '^running with root' || true
+		echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-0.1.0-1.x86_64.rpm 2>&1 | grep -E '^agor|badness' || true
+		echo "# rpm -qpl"; rpm -qpl dist/agor-0.1.0-1.x86_64.rpm
+		echo "# rpm -qp --scripts"; rpm -qp --scripts dist/agor-0.1.0-1.x86_64.rpm
+	} >"$lint_out" 2>&1
 
-# agor-cockpit's, read by cockpit.sh.
-{
-	echo "# lintian"; lintian dist/agor-cockpit_0.1.0-1_all.deb 2>&1 | grep -v '^running with root' || true
-	echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-cockpit-0.1.0-1.noarch.rpm 2>&1 | grep -E '^agor|badness' || true
-	echo "# rpm -qpR"; rpm -qpR dist/agor-cockpit-0.1.0-1.noarch.rpm
-} >"$work/opt/lint-cockpit.txt" 2>&1
+	# agor-cockpit's, read by cockpit.sh.
+	{
+		echo "# lintian"; lintian dist/agor-cockpit_0.1.0-1_all.deb 2>&1 | grep -v '^running with root' || true
+		echo "# rpmlint"; rpmlint -c packaging/rpmlint.toml dist/agor-cockpit-0.1.0-1.noarch.rpm 2>&1 | grep -E '^agor|badness' || true
+		echo "# rpm -qpR"; rpm -qpR dist/agor-cockpit-0.1.0-1.noarch.rpm
+	} >"$work/opt/lint-cockpit.txt" 2>&1
 }
 phase "lintian and rpmlint" lint_packages
 
@@ -174,7 +174,8 @@ concern_times() {
 	if [ -s "$log/checks.tsv" ]; then
 		mkdir -p test/.logs && cp "$log/checks.tsv" "test/.logs/checks-$1.tsv"
 		echo "== the slowest checks on $1 (seconds, result, concern, check):"
-		sort -t $'\t' -k1,1 -rn "$log/checks.tsv" | head -n 12 | cut -c1-150 | sed 's/^/   /'
+		# (|| true: head leaving early may fail sort's write under pipefail.)
+		sort -t $'\t' -k1,1 -rn "$log/checks.tsv" | head -n 12 | cut -c1-150 | sed 's/^/   /' || true
 		[ -z "${AGOR_COUNTS:-}" ] || awk -F'\t' -v r="$1" '{ n[$2]++ } END { printf "systemd-%s %d %d\n", r, n["PASS"], n["FAIL"] }' "$log/checks.tsv" >>"$AGOR_COUNTS"
 	fi
 }

@@ -44,7 +44,7 @@ func main() {
 			before = nil
 		}
 	}
-	print(os.Stdout, now, before)
+	render(os.Stdout, now, before)
 }
 
 func load(path string) (*times, error) {
@@ -80,8 +80,8 @@ func parse(r io.Reader) (*times, error) {
 	return t, sc.Err()
 }
 
-// print writes the tree: each level sorted by seconds, longest first.
-func print(w io.Writer, now, before *times) {
+// render writes the tree: each level sorted by seconds, longest first.
+func render(w io.Writer, now, before *times) {
 	fmt.Fprintf(w, "%9s %9s  %s\n", "seconds", "earlier", "phase")
 	children := map[string][]string{}
 	for name := range now.secs {
