@@ -48,11 +48,9 @@ type Slurm struct {
 	users   map[string]*remote
 	emit    func(UnitChange) // Watch's fn; nil until Watch runs
 	started time.Time
-	// recovered runs recover once, before the first decision that needs
-	// it, whichever comes first: Watch's start or a request. A request
-	// that a restarted daemon serves before Watch has run would
-	// otherwise find no job and submit a second one (seen in the Slurm
-	// suite under load: job 6 before the restart, 7 after).
+	// recovered runs recover once, before Watch or a request, whichever
+	// comes first: a request served before Watch ran found no job and
+	// submitted a second (the Slurm suite under load: job 6, then 7).
 	recovered sync.Once
 }
 
