@@ -1,0 +1,55 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/agor-sh/agor/internal/dialback"
+)
+
+// submitter is the person's local executor as Slurm uses it: every
+// Ensure is a submission on its way (sbatch goes through it), and none
+// is served.
+type submitter struct {
+	Backend
+	ensured []string
+}
+
+func (b *submitter) Ensure(_ context.Context, user string) (Executor, error) {
+	b.ensured = append(b.ensured, user)
+	return Executor{}, errors.New("no local executor in this test")
+}
+
+// TestSlurmRecoversBeforeFirstRequest: a restarted daemon whose first
+// call is a request, not Watch, takes up the job its predecessor left
+// running (the registry names it) instead of submitting a second: the
+// Slurm suite once saw job 6 before a restart and 7 after.
+func TestSlurmRecoversBeforeFirstRequest(t *testing.T) {
+	name, uid := target(t)
+	path := filepath.Join(t.TempDir(), "jobs.json")
+	before, err := dialback.OpenJobs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := before.Issue(name, uint32(uid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := before.Bind(token, "6"); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := dialback.OpenJobs(path) // the next daemon's registry
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := &submitter{}
+	s := &Slurm{Policy: Policy{MinUID: 1}, Local: local, Jobs: jobs}
+	if _, err := s.Ensure(context.Background(), name); err != nil {
+		t.Fatalf("Ensure with job 6 running: %v", err)
+	}
+	if len(local.ensured) != 0 {
+		t.Fatalf("a second job was submitted for %s beside job 6", name)
+	}
+}
