@@ -108,16 +108,23 @@ in_tmux() {
 # modes_models starts the three other stand-ins beside start_model's
 # Anthropic one (18080): Responses for codex, Gemini, chat for opencode.
 modes_models() {
-	local api port
+	local api port pid
 	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
 		port=${api#*:}
 		api=${api%%:*}
 		pkill -f "demomodel -api $api" 2>/dev/null || true
 		for _ in $(seq 50); do pgrep -f "demomodel -api $api" >/dev/null || break; sleep 0.1; done # its port free again
+		! pgrep -af "demomodel -api $api" || echo "the $api stand-in outlived SIGTERM for 5 s"
 		"$T/demomodel" -api "$api" -listen "127.0.0.1:$port" -bash "$modes_cmd" -text 'done.' >"/tmp/model-$api.url" 2>"/tmp/model-$api.log" &
 	done
-	for _ in $(seq 50); do [ -s /tmp/model-openai-chat.url ] && [ -s /tmp/model-gemini.url ] && [ -s /tmp/model-openai-responses.url ] && return 0; sleep 0.1; done
-	echo "a stand-in model did not start"; cat /tmp/model-*.log; return 1
+	for _ in $(seq 100); do [ -s /tmp/model-openai-chat.url ] && [ -s /tmp/model-gemini.url ] && [ -s /tmp/model-openai-responses.url ] && return 0; sleep 0.1; done
+	echo "a stand-in model did not start"; cat /tmp/model-*.log
+	# Who holds their ports (once seen: 18083 taken on trixie, cause unknown).
+	ss -ltnp 'sport >= :18080 and sport <= :18083' 2>&1
+	for pid in $(ss -ltnpH 'sport >= :18080 and sport <= :18083' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
+		echo "pid $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>&1 | cut -c1-200)"
+	done
+	return 1
 }
 
 # modes_agents [PORT]: agents.yaml for the four CLIs, each pointed at its
