@@ -37,9 +37,11 @@ deps:
 	@$(PHASE) deps ./test/deps.sh
 
 # test: vet and staticcheck, unit and activation tests with the race detector, then each fuzz
-# target's short run.
+# target's short run. -timeout is a hang's bound, not a speed limit: the e2e package
+# takes about 5 minutes alone under -race and went past go test's default 10 on a
+# machine three times loaded.
 test: deps lint test-cockpit
-	CGO_ENABLED=1 $(PHASE) "go test -race" test/gotest.sh -race -count=1 ./...
+	CGO_ENABLED=1 $(PHASE) "go test -race" test/gotest.sh -race -count=1 -timeout 30m ./...
 	@$(PHASE) fuzz $(MAKE) -s fuzz FUZZTIME=$(FUZZTIME_TEST)
 
 vet:
