@@ -102,3 +102,28 @@ YAML
 	systemctl restart agor-daemon.service
 }
 check "README, Installed: every line as written, as root then as alice, on $(. /etc/os-release; echo "$PRETTY_NAME")" readme_installed
+
+# Where she works, with the configuration the README left (the packaged one,
+# the gateway's upstream aside): alice's prompt in ~/src/app, naming nobody,
+# runs there as her, confined (sandbox.prompts: workspace); from /tmp it is
+# refused, saying what to type; root runs it for her naming her directory.
+readme_where() {
+	local out rc=0 app=/home/alice/src/app
+	rm -f $app/whoami.txt
+	out=$(cd $app && as alice agorctl prompt 'write hello.txt' --mode bypassPermissions --json 2>&1 </dev/null) ||
+		{ tail -n 5 <<<"$out"; return 1; }
+	want "$(stat -c %U $app/whoami.txt 2>&1)" alice || rc=1
+	grep '"event_type":"sandbox"' <<<"$out" | grep '"level":"workspace"' | grep -q '"enforced":true' ||
+		{ echo "no enforced workspace in the task's sandbox event:"; grep '"sandbox"' <<<"$out" | head -n 2 | cut -c1-300; rc=1; }
+	echo "in $app, naming nobody: the prompt ran there as alice, confined to it"
+	out=$(cd /tmp && as alice agorctl prompt 'write hello.txt' 2>&1 </dev/null) && { echo "served from /tmp: $out"; rc=1; }
+	echo "from /tmp: $(head -n 1 <<<"$out")"
+	grep -q "is not in alice's home" <<<"$out" && grep -q -- "--cwd ~/src/app" <<<"$out" || rc=1
+	rm -f $app/whoami.txt
+	out=$(cd /root && agorctl prompt -u alice --cwd ~alice/src/app 'write hello.txt' --mode bypassPermissions 2>&1 </dev/null) ||
+		{ tail -n 5 <<<"$out"; rc=1; }
+	want "$(stat -c %U $app/whoami.txt 2>&1)" alice || rc=1
+	echo "root, from /root: agorctl prompt -u alice --cwd ~alice/src/app ran in $app as alice"
+	return $rc
+}
+check "where she works (packaged configuration): alice's agorctl prompt in ~/src/app runs there, confined; from /tmp it is refused naming what to type; root runs it for her with --cwd" readme_where
