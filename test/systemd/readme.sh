@@ -108,14 +108,17 @@ check "README, Installed: every line as written, as root then as alice, on $(. /
 # runs there as her, confined (sandbox.prompts: workspace); from /tmp it is
 # refused, saying what to type; root runs it for her naming her directory.
 readme_where() {
-	local out rc=0 app=/home/alice/src/app
+	local out res rc=0 app=/home/alice/src/app
+	# The README's prompts played the model's script; two more turns here.
+	start_model -tools 2 -bash 'id -un > whoami.txt' -text 'I wrote whoami.txt.'
 	rm -f $app/whoami.txt
 	out=$(cd $app && as alice agorctl prompt 'write hello.txt' --mode bypassPermissions --json 2>&1 </dev/null) ||
-		{ tail -n 5 <<<"$out"; return 1; }
+		{ tail -n 5 <<<"$out" | cut -c1-300; return 1; }
 	want "$(stat -c %U $app/whoami.txt 2>&1)" alice || rc=1
-	grep '"event_type":"sandbox"' <<<"$out" | grep '"level":"workspace"' | grep -q '"enforced":true' ||
-		{ echo "no enforced workspace in the task's sandbox event:"; grep '"sandbox"' <<<"$out" | head -n 2 | cut -c1-300; rc=1; }
-	echo "in $app, naming nobody: the prompt ran there as alice, confined to it"
+	res=$(grep '^{"result"' <<<"$out" || true) # whole: no early-exiting grep in a pipe (pipefail)
+	[[ $res == *'"level":"workspace"'* && $res == *'"enforced":true'* && $res == *'"view":"namespace"'* ]] ||
+		{ echo "not confined to its workspace in a view: ${res:0:400}"; rc=1; }
+	echo "in $app, naming nobody: the prompt ran there as alice, confined to it (workspace, the namespace view)"
 	out=$(cd /tmp && as alice agorctl prompt 'write hello.txt' 2>&1 </dev/null) && { echo "served from /tmp: $out"; rc=1; }
 	echo "from /tmp: $(head -n 1 <<<"$out")"
 	grep -q "is not in alice's home" <<<"$out" && grep -q -- "--cwd ~/src/app" <<<"$out" || rc=1
