@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/identity"
 )
 
@@ -66,8 +67,12 @@ func self(ctx context.Context) (whom, error) {
 }
 
 // isAccount reports whether name is an account on this host; a database
-// that does not answer is an error, not a no.
+// that does not answer is an error, not a no. A word no account can have
+// ("fix the bug": white space) is not asked after.
 func isAccount(ctx context.Context, name string) (bool, error) {
+	if account.ValidName(name) != nil {
+		return false, nil
+	}
 	_, err := accounts().LookupName(ctx, name)
 	switch {
 	case errors.Is(err, identity.ErrNotFound):

@@ -101,6 +101,31 @@ func TestUserOperand(t *testing.T) {
 	}
 }
 
+// unanswered is a user database that knows carol only, and does not
+// answer for anyone else.
+type unanswered struct{ book }
+
+func (u unanswered) LookupName(ctx context.Context, name string) (identity.User, error) {
+	if name == "carol" {
+		return u.book.LookupName(ctx, name)
+	}
+	return identity.User{}, identity.ErrUnavailable
+}
+
+// A database that does not answer: a word no account can have is the
+// prompt's without asking; a name it cannot tell is a usage error.
+func TestUserOperandUnanswered(t *testing.T) {
+	useBook(t, book{})
+	accounts = func() accountBook { return unanswered{testBook("/home/carol")} }
+	w, rest, err := userOperand(context.Background(), "", []string{"fix the bug", "now"}, 2)
+	if err != nil || w.name != "carol" || len(rest) != 2 {
+		t.Errorf("a prompt's words: %+v %q %v", w, rest, err)
+	}
+	if _, _, err := userOperand(context.Background(), "", []string{"ghost", "fix it"}, 2); err == nil || !strings.Contains(err.Error(), "name the person with --user") {
+		t.Errorf("an unanswered name: %v", err)
+	}
+}
+
 // Where work runs: the shell's directory in the home, --cwd from where
 // the shell is (or from the home, outside it), ~ and absolute paths;
 // refusals say what to type.
