@@ -83,7 +83,7 @@ bench-list:
 	$(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e
 	$(GO) test $(call B,,-short) -run '^$$' -bench Files -benchtime $(call B,5x,1x) ./internal/daemon/e2e
 	$(GO) test $(call B,,-short) -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
-	$(GO) test $(call B,,-short) -run '^$$' -bench Usage100 -benchtime $(call B,11x,1x) ./internal/daemon/lifecycle
+	$(GO) test $(call B,,-short) -run '^$$' -bench Usage100 -benchtime $(call B,11x,1x) ./internal/executorunit
 	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
 	$(GO) test $(call B,,-short) -run '^$$' -bench Terminal -benchtime $(call B,5x,1x) ./internal/daemon/e2e
 	$(GO) test $(call B,,-short) -run '^$$' -bench BlindAcrossRestart -benchtime $(call B,11x,1x) ./internal/daemon/e2e

@@ -8,7 +8,7 @@
 # executors run as the account test/testaccount.sh makes (an executor runs
 # neither as root nor as nobody); as anyone else, as you. Everything happens in a temporary directory.
 set -euo pipefail
-bin=${1:-bin}
+bin=$(cd "${1:-bin}" && pwd) # absolute: the demo runs its commands from $dir
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d /tmp/agor-demo.XXXXXX)
 pids=()
@@ -63,6 +63,10 @@ step "agor-daemon --config $dir/config.yaml (backend direct)"
 pids+=($!)
 for _ in $(seq 100); do [ -S "$AGOR_SOCKET" ] && break; sleep 0.05; done
 
+# agorctl works where it is run (in the shell's directory, when that is in
+# the person's home); the demo's executor has its own root ($dir/work), so
+# its commands run from outside any home, in that root.
+cd "$dir"
 step "agorctl executors start $user    (first use starts the executor)"
 "$bin/agorctl" executors start "$user"
 step "agorctl exec $user -- sh -c 'id -un; pwd'"

@@ -33,6 +33,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/token"
 	"github.com/agor-sh/agor/internal/daemon/warmcap"
 	"github.com/agor-sh/agor/internal/envdef"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/sdnotify"
 	"github.com/agor-sh/agor/internal/version"
@@ -64,7 +65,7 @@ type Daemon struct {
 	cfg     config.Config
 	log     *slog.Logger
 	ln      net.Listener
-	backend lifecycle.Backend
+	backend executorunit.Backend
 	closeBE func()
 	pool    *pool.Pool
 	tokens  *token.Service
@@ -245,8 +246,8 @@ func (d *Daemon) boundEvents(sink *events.Sink) {
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // personPolicy is who may have work done: min_uid and the allowed lists.
-func personPolicy(e config.Execution) lifecycle.Policy {
-	return lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
+func personPolicy(e config.Execution) executorunit.Policy {
+	return executorunit.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
 }
 
 // environments is the API's view of the environments: the policy decides
@@ -260,7 +261,7 @@ func environments(c config.Config) api.Environments {
 	}}
 }
 
-func newBackend(o Options, network lifecycle.NetworkFunc) (lifecycle.Backend, func(), error) {
+func newBackend(o Options, network executorunit.NetworkFunc) (executorunit.Backend, func(), error) {
 	e := o.Config.Execution
 	pol := personPolicy(e)
 	pol.EnvironmentsDir = o.Config.Environments.Dir
@@ -274,13 +275,13 @@ func newBackend(o Options, network lifecycle.NetworkFunc) (lifecycle.Backend, fu
 		// Limits go on each unit as it is ensured, which includes the
 		// executors reattached at start: a changed configuration reaches
 		// running ones at the daemon's restart.
-		s := &lifecycle.Systemd{Policy: pol, Limits: o.Config.Limits, Network: network, Log: o.Log}
+		s := &executorunit.Systemd{Policy: pol, Limits: o.Config.Limits, Network: network, Log: o.Log}
 		return s, s.Close, nil
 	case "direct":
 		if !o.Config.Limits.Empty() && o.Log != nil {
 			o.Log.Warn("limits: the direct backend does not apply them (they are systemd unit properties)")
 		}
-		dr := &lifecycle.Direct{Policy: pol, Network: network, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
+		dr := &executorunit.Direct{Policy: pol, Network: network, Binary: o.Executor, Root: o.Root, Agents: o.Agents, Config: o.ConfigPath, IdleTimeout: ms(e.IdleTimeoutMS), Log: o.Log}
 		if o.Gateway != nil {
 			dr.Gateway = o.Config.Gateway.SocketPath
 		}
@@ -405,7 +406,7 @@ func (d *Daemon) reattach(ctx context.Context) {
 // unitChanged follows executor services: a service that ended takes its
 // connection (and the calls in flight on it) with it at once, unless the
 // connection is to a newer executor already.
-func (d *Daemon) unitChanged(ev lifecycle.UnitChange) {
+func (d *Daemon) unitChanged(ev executorunit.UnitChange) {
 	if ev.Kind != "service" {
 		return
 	}

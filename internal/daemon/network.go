@@ -12,8 +12,8 @@ import (
 
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/daemon/egress"
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
@@ -98,7 +98,7 @@ func (n *networkSource) reload() {
 
 // networkFor is a person's effective network set now.
 func (d *Daemon) networkFor(ctx context.Context, user string) (config.NetworkSet, error) {
-	return lifecycle.NetworkFor(ctx, d.network.Get(), personPolicy(d.cfg.Execution), user)
+	return executorunit.NetworkFor(ctx, d.network.Get(), personPolicy(d.cfg.Execution), user)
 }
 
 // egressPerson names the account behind an egress connection: a person

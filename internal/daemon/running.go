@@ -3,7 +3,7 @@ package daemon
 import (
 	"sync"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/executorunit"
 )
 
 // running remembers which executors are up, so that the audit trail has
@@ -19,7 +19,7 @@ type running struct {
 // transition takes a service's change and says whether it starts or stops
 // an executor known to be running. A service that fails before it was
 // ever active (refused at start, exit 78) is neither.
-func (r *running) transition(ev lifecycle.UnitChange) (started, stopped bool) {
+func (r *running) transition(ev executorunit.UnitChange) (started, stopped bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/executorunit"
 )
 
 // TestExecutorStartsAuditedOnce feeds unitChanged what systemd sends for
@@ -22,13 +22,13 @@ func TestExecutorStartsAuditedOnce(t *testing.T) {
 	}
 	defer l.Close()
 	d := &Daemon{pool: &pool.Pool{}, audit: l}
-	svc := func(state, sub string) lifecycle.UnitChange {
-		return lifecycle.UnitChange{User: "alice", Kind: "service", State: state, Sub: sub}
+	svc := func(state, sub string) executorunit.UnitChange {
+		return executorunit.UnitChange{User: "alice", Kind: "service", State: state, Sub: sub}
 	}
 	d.unitChanged(svc("inactive", "dead")) // loaded, never started
 	const starts = 3
 	for range starts {
-		d.unitChanged(lifecycle.UnitChange{User: "alice", Kind: "socket", State: "active", Sub: "running"})
+		d.unitChanged(executorunit.UnitChange{User: "alice", Kind: "socket", State: "active", Sub: "running"})
 		d.unitChanged(svc("activating", "start"))
 		for range 5 { // READY=1, then STATUS= lines
 			d.unitChanged(svc("active", "running"))

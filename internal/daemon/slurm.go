@@ -11,6 +11,7 @@ import (
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/dialback"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/slurm"
 )
 
@@ -18,9 +19,9 @@ import (
 // executor on this host (which submits their job), the job-token registry
 // in the state directory (hashes only; a restarted daemon takes its jobs'
 // dial-backs again), and the TLS listener the jobs dial.
-func newSlurm(o Options, pol lifecycle.Policy, network lifecycle.NetworkFunc) (lifecycle.Backend, func(), error) {
+func newSlurm(o Options, pol executorunit.Policy, network executorunit.NetworkFunc) (executorunit.Backend, func(), error) {
 	c := o.Config
-	local := &lifecycle.Systemd{Policy: pol, Log: o.Log}
+	local := &executorunit.Systemd{Policy: pol, Log: o.Log}
 	jobs, err := dialback.OpenJobs(filepath.Join(c.Daemon.StateDir, "dialback-jobs.json"))
 	if err != nil {
 		local.Close()

@@ -102,3 +102,31 @@ YAML
 	systemctl restart agor-daemon.service
 }
 check "README, Installed: every line as written, as root then as alice, on $(. /etc/os-release; echo "$PRETTY_NAME")" readme_installed
+
+# Where she works, with the configuration the README left (the packaged one,
+# the gateway's upstream aside): alice's prompt in ~/src/app, naming nobody,
+# runs there as her, confined (sandbox.prompts: workspace); from /tmp it is
+# refused, saying what to type; root runs it for her naming her directory.
+readme_where() {
+	local out res rc=0 app=/home/alice/src/app
+	# The README's prompts played the model's script; two more turns here.
+	start_model -tools 2 -bash 'id -un > whoami.txt' -text 'I wrote whoami.txt.'
+	rm -f $app/whoami.txt
+	out=$(cd $app && as alice agorctl prompt 'write hello.txt' --mode bypassPermissions --json 2>&1 </dev/null) ||
+		{ tail -n 5 <<<"$out" | cut -c1-300; return 1; }
+	want "$(stat -c %U $app/whoami.txt 2>&1)" alice || rc=1
+	res=$(grep '^{"result"' <<<"$out" || true) # whole: no early-exiting grep in a pipe (pipefail)
+	[[ $res == *'"level":"workspace"'* && $res == *'"enforced":true'* && $res == *'"view":"namespace"'* ]] ||
+		{ echo "not confined to its workspace in a view: ${res:0:400}"; rc=1; }
+	echo "in $app, naming nobody: the prompt ran there as alice, confined to it (workspace, the namespace view)"
+	out=$(cd /tmp && as alice agorctl prompt 'write hello.txt' 2>&1 </dev/null) && { echo "served from /tmp: $out"; rc=1; }
+	echo "from /tmp: $(head -n 1 <<<"$out")"
+	grep -q "is not in alice's home" <<<"$out" && grep -q -- "--cwd ~/src/app" <<<"$out" || rc=1
+	rm -f $app/whoami.txt
+	out=$(cd /root && agorctl prompt -u alice --cwd ~alice/src/app 'write hello.txt' --mode bypassPermissions 2>&1 </dev/null) ||
+		{ tail -n 5 <<<"$out"; rc=1; }
+	want "$(stat -c %U $app/whoami.txt 2>&1)" alice || rc=1
+	echo "root, from /root: agorctl prompt -u alice --cwd ~alice/src/app ran in $app as alice"
+	return $rc
+}
+check "where she works (packaged configuration): alice's agorctl prompt in ~/src/app runs there, confined; from /tmp it is refused naming what to type; root runs it for her with --cwd" readme_where

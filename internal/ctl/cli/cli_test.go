@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AGORCTL_RUN_MAIN") == "1" {
 		runMain() // as cmd/agorctl's main does
 	}
+	// In process, agorctl sees testBook's accounts, and runs as carol.
+	accounts = func() accountBook { return testBook("/home/carol") }
+	getuid = func() int { return carolUID }
 	os.Exit(m.Run())
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agor-sh/agor/internal/config"
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -38,23 +38,23 @@ func (b *backendFlags) register(c *cobra.Command, withTimeout bool) {
 
 // open returns the backend the flags and the configuration name; a bad
 // configuration or backend name is a usage error.
-func (b *backendFlags) open() (lifecycle.Backend, func(), error) {
+func (b *backendFlags) open() (executorunit.Backend, func(), error) {
 	cfg, err := config.Load(b.config)
 	if err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
 	e := cfg.Execution
-	pol := lifecycle.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
+	pol := executorunit.Policy{MinUID: e.MinUID, AllowedUsers: e.AllowedUsers, AllowedGroups: e.AllowedGroups, SocketTemplate: e.SocketPathTemplate}
 	kind := e.Backend
 	if b.backend != "" {
 		kind = b.backend
 	}
 	switch kind {
 	case "systemd":
-		s := &lifecycle.Systemd{Policy: pol}
+		s := &executorunit.Systemd{Policy: pol}
 		return s, s.Close, nil
 	case "direct":
-		d := &lifecycle.Direct{Policy: pol, Binary: b.binary}
+		d := &executorunit.Direct{Policy: pol, Binary: b.binary}
 		return d, func() {}, nil // executors outlive this command until idle
 	}
 	return nil, nil, usageErrorf("unknown backend %q (want systemd or direct)", kind)
@@ -86,12 +86,12 @@ agor (or root).`,
 
 // ensureDirect brings up each user's executor (concurrently) and pings it.
 func ensureDirect(ctx context.Context, a *app, b *backendFlags, users []string) error {
-	return b.with(ctx, func(ctx, parent context.Context, be lifecycle.Backend) error {
+	return b.with(ctx, func(ctx, parent context.Context, be executorunit.Backend) error {
 		return ensureAll(ctx, parent, a, be, users)
 	})
 }
 
-func ensureAll(ctx, parent context.Context, a *app, be lifecycle.Backend, users []string) error {
+func ensureAll(ctx, parent context.Context, a *app, be executorunit.Backend, users []string) error {
 	results := make([]string, len(users))
 	errs := make([]error, len(users))
 	var wg sync.WaitGroup
@@ -116,7 +116,7 @@ func ensureAll(ctx, parent context.Context, a *app, be lifecycle.Backend, users 
 	return nil
 }
 
-func ensureOne(ctx context.Context, be lifecycle.Backend, user string) (string, error) {
+func ensureOne(ctx context.Context, be executorunit.Backend, user string) (string, error) {
 	ex, err := be.Ensure(ctx, user)
 	if err != nil {
 		return "", err
@@ -129,12 +129,12 @@ func ensureOne(ctx context.Context, be lifecycle.Backend, user string) (string, 
 }
 
 func stopDirect(ctx context.Context, a *app, b *backendFlags, users []string) error {
-	return b.with(ctx, func(ctx, parent context.Context, be lifecycle.Backend) error {
+	return b.with(ctx, func(ctx, parent context.Context, be executorunit.Backend) error {
 		return stopAll(ctx, parent, a, be, users)
 	})
 }
 
-func stopAll(ctx, parent context.Context, a *app, be lifecycle.Backend, users []string) error {
+func stopAll(ctx, parent context.Context, a *app, be executorunit.Backend, users []string) error {
 	var failed error
 	for _, u := range users {
 		if err := be.Stop(ctx, u); err != nil {
@@ -152,7 +152,7 @@ func stopAll(ctx, parent context.Context, a *app, be lifecycle.Backend, users []
 
 // with opens the backend and runs f with ctx bounded by --timeout; parent
 // is the command's own context, for the exit status of an interruption.
-func (b *backendFlags) with(ctx context.Context, f func(ctx, parent context.Context, be lifecycle.Backend) error) error {
+func (b *backendFlags) with(ctx context.Context, f func(ctx, parent context.Context, be executorunit.Backend) error) error {
 	be, closeBe, err := b.open()
 	if err != nil {
 		return err
@@ -164,8 +164,8 @@ func (b *backendFlags) with(ctx context.Context, f func(ctx, parent context.Cont
 }
 
 func listDirect(ctx context.Context, a *app, b *backendFlags, jsonOut bool) error {
-	var list []lifecycle.Status
-	err := b.with(ctx, func(ctx, _ context.Context, be lifecycle.Backend) (err error) {
+	var list []executorunit.Status
+	err := b.with(ctx, func(ctx, _ context.Context, be executorunit.Backend) (err error) {
 		list, err = be.List(ctx)
 		return err
 	})

@@ -1,102 +1,108 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agor-sh/agor/internal/sandbox"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
-	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 func newExec(a *app) *cobra.Command {
 	var f apiFlags
-	var cwd, level, env string
+	var user, cwd, level, env string
 	var limit time.Duration
 	c := &cobra.Command{
-		Use:   "exec USER -- COMMAND [ARG...]",
-		Short: "run a command as USER in their executor",
-		Long: `Run COMMAND (no shell) as USER in their executor, in --cwd beneath their
-home. Prints its output and exits with its status. Options after "--" belong
-to COMMAND.
+		Use:   "exec [USER] -- COMMAND [ARG...]",
+		Short: "run a command here, in your executor (or USER's)",
+		Long: `Run COMMAND (no shell) in your executor (or USER's), in this shell's
+directory. Prints its output and exits with its status. Options after "--"
+belong to COMMAND.
+
+USER or COMMAND: with --user (-u), every operand is COMMAND's; an operand
+before "--" is USER; with no "--", of two operands or more, the first is
+USER when it names an account on this host (the older form, agorctl exec
+alice -- id), and COMMAND when not.
+
+` + whereHelp + `
 
 ` + sandboxHelp + `
 
 ` + daemonHelp,
-		Example: `  agorctl exec alice -- id -un
-  agorctl exec --cwd src alice -- git status --short`,
+		Example: `  agorctl exec -- id -un
+  cd ~/src/app && agorctl exec -- git status --short
+  sudo agorctl exec -u alice --cwd ~alice/src/app -- git log -1
+  agorctl exec alice -- id -un    # the older form`,
 		Annotations: map[string]string{"exit": `COMMAND's own status (128+9 when it was killed); otherwise 1 the operation
 failed, 2 usage error, 124 timed out (--timeout), 130 interrupted.`},
-		Args:              atLeast(2, "USER -- COMMAND [ARG...]"),
+		Args:              atLeast(1, "[USER] -- COMMAND [ARG...]"),
 		ValidArgsFunction: completeUser(&f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dash := cmd.ArgsLenAtDash(); dash > 1 {
-				return usageErrorf("want USER -- COMMAND: %q before --", args[1:dash])
-			}
-			if err := workspaceCwd(level, cwd); err != nil {
-				return err
-			}
-			c, ctx, cancel := f.client(cmd.Context())
-			defer cancel()
-			c.Environment = env
-			body := apiwire.ExecBody{Argv: args[1:], Cwd: cwd, TimeoutMS: limit.Milliseconds(), Sandbox: level}
-			res, err := c.Exec(ctx, args[0], body, a.stdout, a.stderr) // streamed as it comes
+			w, argv, err := execOperands(cmd.Context(), user, args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return err
 			}
-			sandboxWarning(a.stderr, res.Sandbox)
-			if res.Signal != "" {
-				fmt.Fprintf(a.stderr, "agorctl exec: killed by %s\n", res.Signal)
-				return exitWith(128 + 9)
-			}
-			return exitWith(res.ExitCode)
+			return runExec(cmd.Context(), a, &f, w, apiwire.ExecBody{Argv: argv, Cwd: cwd, TimeoutMS: limit.Milliseconds(), Sandbox: level}, env)
 		},
 	}
 	addAPIFlags(c, &f)
-	c.Flags().StringVar(&cwd, "cwd", ".", "working `directory`, relative to the executor's root (the user's home)")
+	addUserFlag(c, &user)
+	c.Flags().StringVar(&cwd, "cwd", "", "working `directory` (default: this shell's, in USER's home; see Where above)")
 	c.Flags().DurationVar(&limit, "limit", 0, "the command's own time limit (0: none but --timeout)")
-	c.Flags().StringVar(&level, "sandbox", "", "sandbox `level`: off, workspace or read-only (default: the daemon's sandbox.default)")
+	c.Flags().StringVar(&level, "sandbox", "", "sandbox `level`: off, workspace or read-only (default: the daemon's "+workLevelKey+")")
 	c.Flags().StringVar(&env, "env", "", envFlagUsage)
 	return c
 }
 
-// sandboxHelp says what --sandbox does, for the commands that take it.
-const sandboxHelp = `--sandbox confines the process and all it starts with Landlock, enforced by
-the kernel: "workspace" lets it write only beneath --cwd, the agent CLI's own
-state, a private temp directory and the operator's sandbox.extra_writable
-(reads as before); "read-only" only the state and temp; "off" as the user
-may. The levels a request may ask for, the default, and what a kernel
-without Landlock means (refuse, or run unconfined with a warning) are the
-operator's (sandbox in /etc/agor/config.yaml). With a prompt, the sandbox
-holds whatever the permission mode approves, bypassPermissions included:
-the agent runs its tools without asking, but they still cannot write
-outside the workspace.`
-
-// workspaceCwd refuses --sandbox workspace without a project: with the
-// default --cwd (the home directory) everything of the user's would be
-// writable. The daemon and the executor refuse it too; this says so
-// before anything is sent.
-func workspaceCwd(level, cwd string) error {
-	if level == string(sandbox.Workspace) && sandbox.PlainHome(cwd) {
-		return usageErrorf("--sandbox workspace needs a project directory: name it with --cwd (the workspace would be your whole home)")
+// execOperands splits exec's operands into USER and COMMAND (dash: the
+// number of operands before "--", -1 without one).
+func execOperands(ctx context.Context, user string, args []string, dash int) (whom, []string, error) {
+	switch {
+	case user != "" && dash > 0:
+		return whom{}, nil, usageErrorf("want -- COMMAND with --user: %q before --", args[:dash])
+	case dash > 1:
+		return whom{}, nil, usageErrorf("want [USER] -- COMMAND: %q before --", args[:dash])
+	case dash == 1:
+		user, args = args[0], args[1:]
 	}
-	return nil
+	var w whom
+	var err error
+	if dash == 0 && user == "" { // "--" first: every operand is COMMAND
+		w, err = self(ctx)
+	} else {
+		w, args, err = userOperand(ctx, user, args, 2)
+	}
+	switch {
+	case err != nil:
+		return whom{}, nil, err
+	case len(args) == 0:
+		return whom{}, nil, usageErrorf("want [USER] -- COMMAND [ARG...]: no COMMAND")
+	}
+	return w, args, notRoot(w, "agorctl exec -u alice --cwd ~alice/src/app -- make")
 }
 
-// sandboxWarning says, where a person sees it, that a sandbox level asked
-// for was not enforced (the kernel has no Landlock and the configuration
-// lets such work run unconfined).
-func sandboxWarning(w io.Writer, got *protocol.SandboxInfo) {
-	if got == nil {
-		return
+func runExec(ctx context.Context, a *app, f *apiFlags, w whom, body apiwire.ExecBody, env string) error {
+	cwd, here, err := workDir(ctx, w, body.Cwd)
+	if err != nil {
+		return err
 	}
-	if !got.Enforced && got.Warning != "" {
-		fmt.Fprintf(w, "warning: sandbox %s not enforced: %s\n", got.Level, got.Warning)
+	if err := workspaceCwd(body.Sandbox, cwd, here); err != nil {
+		return err
 	}
-	for _, u := range got.Undone {
-		fmt.Fprintf(w, "warning: undid the confined command's change to .git/%s: git would have run it outside the sandbox\n", u)
+	body.Cwd = cwd
+	c, ctx, cancel := f.client(ctx)
+	defer cancel()
+	c.Environment = env
+	res, err := c.Exec(ctx, w.name, body, a.stdout, a.stderr) // streamed as it comes
+	if err != nil {
+		return homeHint(err, cwd, here)
 	}
+	sandboxWarning(a.stderr, res.Sandbox)
+	if res.Signal != "" {
+		fmt.Fprintf(a.stderr, "agorctl exec: killed by %s\n", res.Signal)
+		return exitWith(128 + 9)
+	}
+	return exitWith(res.ExitCode)
 }

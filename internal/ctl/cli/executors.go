@@ -107,23 +107,27 @@ func newExecutorsStart(a *app) *cobra.Command {
 	var f apiFlags
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "start USER...",
-		Short: "start users' executors through the daemon",
-		Long: `Start each USER's executor through the daemon, all at once, and say for
-each who it runs as, its pid, how long it has been up and its version, from
-a ping made now (an executor already running is pinged again). --json prints
-the daemon's replies instead, one JSON object a line. The daemon checks the
-user against its configuration (an existing account, not root, not a special
-account such as nobody, uid >= min_uid, allowed users and groups) and starts
-agor-executor@USER.socket over D-Bus. Users may start their own; root and
-admins anyone's. Exits 1 if any failed.
+		Use:   "start [USER...]",
+		Short: "start your executor (or USERs') through the daemon",
+		Long: `Start each USER's executor (yours, naming none) through the daemon, all at
+once, and say for each who it runs as, its pid, how long it has been up and
+its version, from a ping made now (an executor already running is pinged
+again). --json prints the daemon's replies instead, one JSON object a line.
+The daemon checks the user against its configuration (an existing account,
+not root, not a special account such as nobody, uid >= min_uid, allowed
+users and groups) and starts agor-executor@USER.socket over D-Bus. Users may
+start their own; root and admins anyone's. Exits 1 if any failed.
 
 ` + daemonHelp,
-		Example: `  agorctl executors start alice bob
+		Example: `  agorctl executors start
+  agorctl executors start alice bob
   agorctl executors start alice --json`,
-		Args:              atLeast(1, "at least one USER"),
 		ValidArgsFunction: completeUsers(&f),
 		RunE: func(cmd *cobra.Command, users []string) error {
+			users, err := orSelf(cmd.Context(), users, "agorctl executors start alice")
+			if err != nil {
+				return err
+			}
 			return forEachUser(cmd.Context(), a, &f, "start", users, asJSON)
 		},
 	}
@@ -139,21 +143,29 @@ func newExecutorsStop(a *app, direct bool) *cobra.Command {
 	var b backendFlags
 	var noDaemon, asJSON bool
 	c := &cobra.Command{
-		Use:   "stop USER...",
-		Short: "stop users' executors (socket and service)",
-		Long: `Stop each USER's executor socket and service, ending its work (tasks, warm
-agents, terminals): through the daemon, or with --no-daemon straight over
-systemd's D-Bus API (or the direct backend); "USER: stopped" for each.
-Through the daemon a person may stop her own executor, root and admins
-anyone's (with a shared executor account, admins only). The next use starts
-it afresh. Exits 1 if any failed.
+		Use:   "stop [USER...]",
+		Short: "stop your executor (or USERs'): socket and service",
+		Long: `Stop each USER's executor socket and service (yours, naming none; with
+--no-daemon name them), ending its work (tasks, warm agents, terminals):
+through the daemon, or with --no-daemon straight over systemd's D-Bus API
+(or the direct backend); "USER: stopped" for each. Through the daemon a
+person may stop her own executor, root and admins anyone's (with a shared
+executor account, admins only). The next use starts it afresh. Exits 1 if
+any failed.
 
 ` + daemonHelp,
-		Example: `  agorctl executors stop alice
+		Example: `  agorctl executors stop
+  agorctl executors stop alice
   sudo -u agor agorctl executors stop --no-daemon alice`,
-		Args:              atLeast(1, "at least one USER"),
 		ValidArgsFunction: completeUsers(&f),
 		RunE: func(cmd *cobra.Command, users []string) error {
+			if (noDaemon || direct) && len(users) == 0 {
+				return usageErrorf("want at least one USER with --no-daemon")
+			}
+			users, err := orSelf(cmd.Context(), users, "agorctl executors stop alice")
+			if err != nil {
+				return err
+			}
 			if noDaemon || direct {
 				if !direct {
 					b.timeout = f.timeout
@@ -172,6 +184,18 @@ it afresh. Exits 1 if any failed.
 	c.Flags().BoolVar(&noDaemon, "no-daemon", false, "stop the units over D-Bus (or the direct backend) instead of through the daemon")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the daemon's replies, one JSON object a line")
 	return c
+}
+
+// orSelf is users, or the caller when none is named.
+func orSelf(ctx context.Context, users []string, example string) ([]string, error) {
+	if len(users) > 0 {
+		return users, nil
+	}
+	w, err := self(ctx)
+	if err == nil {
+		err = notRoot(w, example)
+	}
+	return []string{w.name}, err
 }
 
 // forEachUser starts or stops every user's executor through the daemon at

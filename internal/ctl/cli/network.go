@@ -14,7 +14,7 @@ import (
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/ctl/netunit"
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/executorunit"
 )
 
 func newNetwork(a *app) *cobra.Command {
@@ -83,10 +83,10 @@ func networkApply(ctx context.Context, a *app, cfgPath, unitDir string, named []
 	if err != nil {
 		return err
 	}
-	pol := lifecycle.Policy{MinUID: cfg.Execution.MinUID}
+	pol := executorunit.Policy{MinUID: cfg.Execution.MinUID}
 	sets := map[string]config.NetworkSet{}
 	for _, u := range users {
-		set, err := lifecycle.NetworkFor(ctx, cfg.Network, pol, u)
+		set, err := executorunit.NetworkFor(ctx, cfg.Network, pol, u)
 		if err != nil {
 			if slices.Contains(named, u) {
 				return fmt.Errorf("%s: %w", u, err)

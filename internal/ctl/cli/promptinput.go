@@ -42,7 +42,7 @@ func (in promptInput) source(words []string) (string, error) {
 	case len(words) == 1 && words[0] == "-":
 		return "-", nil
 	case len(words) == 0:
-		return "", usageErrorf("want USER PROMPT... (or --file)")
+		return "", usageErrorf("want [USER] PROMPT... (or --file)")
 	}
 	return "", nil
 }

@@ -86,9 +86,10 @@ Most commands go through agor-daemon's API socket. "executors ensure",
 "executors ping" and --no-daemon reach executors straight over their sockets
 and systemd's D-Bus API, as the daemon does. --help (or -h) anywhere prints
 help and does nothing else; "agorctl help COMMAND" too.`,
-		Example: `  agorctl executors start alice
-  agorctl exec alice -- id -un
-  agorctl prompt alice 'explain this repo' --cwd src/app
+		Example: `  agorctl executors start
+  agorctl exec -- id -un
+  cd ~/src/app && agorctl prompt 'explain this repo'
+  sudo agorctl prompt -u alice --cwd ~alice/src/app 'explain this repo'
   printf '%s\n' "$KEY" | agorctl creds set ANTHROPIC_API_KEY
   agorctl doctor`,
 		Version:       version.Version,

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agor-sh/agor/internal/ctl/apiclient"
-	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 )
@@ -27,33 +26,41 @@ const DetachKey = 0x1d
 func newTerminal(a *app) *cobra.Command {
 	var f apiFlags
 	var p protocol.SpawnTerminalParams
-	var attachID, env string
+	var user, attachID, env string
 	var noTTY bool
 	c := &cobra.Command{
 		Use:   "terminal [USER]",
-		Short: "open a shell as USER (default: you) on this terminal",
-		Long: `Open a shell as USER (default: you) on a terminal in their executor and
-attach this terminal to it, in raw mode; the window size follows yours
-(SIGWINCH). Ctrl-] detaches and leaves the shell running (for 5 minutes
-unattached); --attach ID comes back to it with its recent output. Standard
-input must be a terminal; --no-tty runs the shell on pipes instead (its input
-from standard input, its output to standard output), for scripts.
+		Short: "open a shell here, as you (or USER), on this terminal",
+		Long: `Open a shell as you (or USER) on a terminal in the executor, in this shell's
+directory, and attach this terminal to it, in raw mode; the window size
+follows yours (SIGWINCH). Ctrl-] detaches and leaves the shell running (for
+5 minutes unattached); --attach ID comes back to it with its recent output.
+Standard input must be a terminal; --no-tty runs the shell on pipes instead
+(its input from standard input, its output to standard output), for
+scripts.
+
+` + whereHelp + `
+
+` + sandboxHelp + `
 
 ` + daemonHelp,
 		Example: `  agorctl terminal
-  agorctl terminal --cwd src alice
-  agorctl terminal --attach term_7c2e alice`,
+  agorctl terminal --cwd ~/src
+  sudo agorctl terminal -u alice
+  agorctl terminal --attach term_7c2e`,
 		Annotations: map[string]string{"exit": `the shell's own status (128+N when signal N ended it; 0 on detach);
 otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeUser(&f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := terminalUser(args)
+			w, err := terminalUser(cmd.Context(), user, args)
 			if err != nil {
 				return err
 			}
-			if err := workspaceCwd(p.Sandbox, p.Cwd); err != nil {
-				return err
+			if attachID == "" {
+				if p.Cwd, err = terminalCwd(cmd.Context(), w, p); err != nil {
+					return err
+				}
 			}
 			stdin, _ := a.stdin.(*os.File)
 			if !noTTY && (stdin == nil || !term.IsTerminal(int(stdin.Fd()))) {
@@ -61,17 +68,27 @@ otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 			}
 			client := apiclient.New(f.socket)
 			client.Environment = env
-			return runTerminal(cmd.Context(), a, client, stdin, name, p, attachID)
+			return runTerminal(cmd.Context(), a, client, stdin, w.name, p, attachID)
 		},
 	}
 	addAPIFlags(c, &f)
-	c.Flags().StringVar(&p.Cwd, "cwd", ".", "working `directory`, relative to the user's home")
+	addUserFlag(c, &user)
+	c.Flags().StringVar(&p.Cwd, "cwd", "", "working `directory` (default: this shell's, in USER's home; see Where above)")
 	c.Flags().StringVar(&p.Shell, "shell", "", "`program` to run (default: the user's login shell)")
-	c.Flags().StringVar(&p.Sandbox, "sandbox", "", "sandbox `level` of the shell: off, workspace or read-only (default: the daemon's sandbox.default)")
+	c.Flags().StringVar(&p.Sandbox, "sandbox", "", "sandbox `level` of the shell: off, workspace or read-only (default: the daemon's "+workLevelKey+")")
 	c.Flags().StringVar(&attachID, "attach", "", "reattach to the running terminal `ID` instead of starting one")
 	c.Flags().StringVar(&env, "env", "", envFlagUsage+"; with --attach, the one the terminal was started in")
 	c.Flags().BoolVar(&noTTY, "no-tty", false, "run without a terminal on standard input: keys from standard input as they come, output to standard output")
 	return c
+}
+
+// terminalCwd is the new terminal's working directory, as whereHelp says.
+func terminalCwd(ctx context.Context, w whom, p protocol.SpawnTerminalParams) (string, error) {
+	cwd, here, err := workDir(ctx, w, p.Cwd)
+	if err != nil {
+		return "", err
+	}
+	return cwd, workspaceCwd(p.Sandbox, cwd, here)
 }
 
 func runTerminal(ctx context.Context, a *app, c *apiclient.Client, stdin *os.File, name string, p protocol.SpawnTerminalParams, id string) error {
@@ -94,17 +111,19 @@ func runTerminal(ctx context.Context, a *app, c *apiclient.Client, stdin *os.Fil
 	return exitWith(s.run(stdin, p.Cols, p.Rows))
 }
 
-func terminalUser(rest []string) (string, error) {
-	if len(rest) == 1 {
-		return rest[0], nil
+// terminalUser is --user, or the operand, or the caller.
+func terminalUser(ctx context.Context, user string, args []string) (whom, error) {
+	switch {
+	case user != "" && len(args) == 1:
+		return whom{}, usageErrorf("name the account once: --user %s or %s", user, args[0])
+	case len(args) == 1:
+		user = args[0]
 	}
-	// As the system names this uid (directory accounts too): Go's own
-	// reader sees /etc/passwd only, and wants $USER without cgo.
-	u, err := identity.Default().LookupUID(context.Background(), uint32(os.Getuid()))
+	w, _, err := userOperand(ctx, user, nil, 1)
 	if err != nil {
-		return "", err
+		return whom{}, err
 	}
-	return u.Name, nil
+	return w, notRoot(w, "agorctl terminal -u alice")
 }
 
 func termSize(f *os.File) (int, int) {

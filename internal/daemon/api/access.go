@@ -7,8 +7,8 @@ import (
 	"net/http"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/envdef"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -203,14 +203,14 @@ func (s *Server) ownAccount(h http.HandlerFunc) http.HandlerFunc {
 // for a person her own executor's entry, or a stopped one when its units
 // are not loaded. With a shared account she sees none: that executor is
 // everyone's.
-func (s *Server) executorsSeen(c who, list []lifecycle.Status) []lifecycle.Status {
+func (s *Server) executorsSeen(c who, list []executorunit.Status) []executorunit.Status {
 	switch {
 	case c.anyone():
 		return list
 	case s.SharedAccount != "":
 		return nil
 	}
-	var out []lifecycle.Status
+	var out []executorunit.Status
 	host := false
 	for _, st := range list { // hers on the host, and in any environment
 		if account, env := envdef.SplitKey(st.User); c.sees(account) {
@@ -219,7 +219,7 @@ func (s *Server) executorsSeen(c who, list []lifecycle.Status) []lifecycle.Statu
 		}
 	}
 	if !host {
-		out = append([]lifecycle.Status{{User: c.user.Name, Socket: "inactive", Service: "inactive"}}, out...)
+		out = append([]executorunit.Status{{User: c.user.Name, Socket: "inactive", Service: "inactive"}}, out...)
 	}
 	return out
 }

@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/executor/exectest"
-
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/executor/exectest"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
@@ -38,7 +37,7 @@ func daemon(t *testing.T) *http.Client {
 	work := filepath.Join(dir, "work")
 	_ = os.Mkdir(work, 0o755)
 	_ = os.Chmod(work, 0o777) // the executor may run as the tests' account, which has no home
-	backend := &lifecycle.Direct{Policy: lifecycle.Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "x", "{user}.sock")}, Binary: binary, Root: work}
+	backend := &executorunit.Direct{Policy: executorunit.Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "x", "{user}.sock")}, Binary: binary, Root: work}
 	p := &pool.Pool{Backend: backend, Timeout: 10 * time.Second}
 	sock := filepath.Join(dir, "api.sock")
 	ln, err := net.Listen("unix", sock)

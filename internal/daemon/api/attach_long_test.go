@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
@@ -33,7 +33,7 @@ func TestTerminalOutlivesConnectionTimeouts(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	_ = os.Mkdir(work, 0o777)
 	_ = os.Chmod(work, 0o777)
-	backend := &lifecycle.Direct{Policy: lifecycle.Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "x", "{user}.sock")}, Binary: binary, Root: work}
+	backend := &executorunit.Direct{Policy: executorunit.Policy{MinUID: 1, SocketTemplate: filepath.Join(dir, "x", "{user}.sock")}, Binary: binary, Root: work}
 	p := &pool.Pool{Backend: backend, Timeout: 10 * time.Second}
 	out, terms := &Outputs{}, &Terminals{}
 	p.Handler = func(user string) rpc.Handler { return terms.Handler(user, out.Handler(nil)) }

@@ -9,6 +9,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/envdef"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -71,9 +72,9 @@ func (s *Server) checkEnv(ctx context.Context, person, env string) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, lifecycle.ErrEnvironmentNotAllowed):
+	case errors.Is(err, executorunit.ErrEnvironmentNotAllowed):
 		return rpc.Errorf(protocol.CodePermissionDenied, apiwire.ReasonEnvironmentNotAllowed, "%v", err)
-	case errors.Is(err, lifecycle.ErrNoSuchEnvironment):
+	case errors.Is(err, executorunit.ErrNoSuchEnvironment):
 		return rpc.Errorf(rpc.CodeInvalidParams, apiwire.ReasonNoSuchEnvironment, "%v", err)
 	}
 	return lifecycle.Unavailable(err)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
@@ -16,9 +16,9 @@ import (
 func envCheck(_ context.Context, user, env string) error {
 	switch {
 	case env != "py":
-		return fmt.Errorf("%w: %q", lifecycle.ErrNoSuchEnvironment, env)
+		return fmt.Errorf("%w: %q", executorunit.ErrNoSuchEnvironment, env)
 	case user != "alice":
-		return fmt.Errorf("%w: %s may not use environment py", lifecycle.ErrEnvironmentNotAllowed, user)
+		return fmt.Errorf("%w: %s may not use environment py", executorunit.ErrEnvironmentNotAllowed, user)
 	}
 	return nil
 }
@@ -98,7 +98,7 @@ func TestWithEnvKey(t *testing.T) {
 func TestExecutorsSeenInEnvironments(t *testing.T) {
 	s := &Server{}
 	alice := who{user: identity.User{Name: "alice", UID: 1000}}
-	list := []lifecycle.Status{{User: "bob:py"}, {User: "alice:py"}, {User: "alice"}, {User: "bob"}}
+	list := []executorunit.Status{{User: "bob:py"}, {User: "alice:py"}, {User: "alice"}, {User: "bob"}}
 	var got []string
 	for _, st := range s.executorsSeen(alice, list) {
 		got = append(got, st.User)

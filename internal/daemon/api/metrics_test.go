@@ -7,23 +7,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/identity"
 )
 
 // usageBackend runs alice's and bob's executors, each using some memory.
-type usageBackend struct{ lifecycle.Backend }
+type usageBackend struct{ executorunit.Backend }
 
-func (usageBackend) List(context.Context) ([]lifecycle.Status, error) {
-	return []lifecycle.Status{{User: "alice", Service: "active"}, {User: "bob", Service: "active"}}, nil
+func (usageBackend) List(context.Context) ([]executorunit.Status, error) {
+	return []executorunit.Status{{User: "alice", Service: "active"}, {User: "bob", Service: "active"}}, nil
 }
 
-func (usageBackend) Usage(_ context.Context, users []string) (map[string]lifecycle.Usage, error) {
-	out := map[string]lifecycle.Usage{}
+func (usageBackend) Usage(_ context.Context, users []string) (map[string]executorunit.Usage, error) {
+	out := map[string]executorunit.Usage{}
 	for _, u := range users {
 		mem := uint64(len(u)) << 20
-		out[u] = lifecycle.Usage{MemoryBytes: &mem}
+		out[u] = executorunit.Usage{MemoryBytes: &mem}
 	}
 	return out, nil
 }

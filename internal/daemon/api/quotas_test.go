@@ -21,10 +21,10 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/broker"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/events"
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/daemon/token"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 )
@@ -67,9 +67,9 @@ func newQuotaEnv(t *testing.T, q config.Quotas, maxConns int) *quotaEnv {
 		t.Fatal(err)
 	}
 	resolver := identity.New(quotaUsers.source())
-	pol := lifecycle.Policy{MinUID: 1000, Accounts: resolver, SocketTemplate: filepath.Join(dir, "{user}.sock")}
+	pol := executorunit.Policy{MinUID: 1000, Accounts: resolver, SocketTemplate: filepath.Join(dir, "{user}.sock")}
 	// Tasks fail at once: no executor binary. They are stored all the same.
-	p := &pool.Pool{Backend: &lifecycle.Direct{Policy: pol, Binary: "/nonexistent", Log: discard}, Timeout: time.Second}
+	p := &pool.Pool{Backend: &executorunit.Direct{Policy: pol, Binary: "/nonexistent", Log: discard}, Timeout: time.Second}
 	sink := events.NewSink(db, discard)
 	b := broker.New(broker.Config{Tokens: token.New(time.Hour, 100), Keys: creds, Sink: sink, Audit: al, Log: discard})
 	srv := &Server{Store: db, Creds: creds, Audit: al, Events: sink, Broker: b, Pool: p, Backend: p.Backend,

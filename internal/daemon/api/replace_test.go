@@ -7,10 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/meter"
 	"github.com/agor-sh/agor/internal/daemon/pool"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -19,14 +19,14 @@ import (
 // process runs the old binary (revision 0, pid 100), and each process
 // after a shutdown runs the installed one (pid 101, ...).
 type upgradedBackend struct {
-	lifecycle.Backend // unused methods
-	mu                sync.Mutex
-	gen               int // processes started before the running one
-	terminals         int // the old process's open terminals
-	shutdowns         int
+	executorunit.Backend // unused methods
+	mu                   sync.Mutex
+	gen                  int // processes started before the running one
+	terminals            int // the old process's open terminals
+	shutdowns            int
 }
 
-func (b *upgradedBackend) Ensure(_ context.Context, user string) (lifecycle.Executor, error) {
+func (b *upgradedBackend) Ensure(_ context.Context, user string) (executorunit.Executor, error) {
 	b.mu.Lock()
 	ping := protocol.PingResult{Pong: true, User: user, UID: alice, PID: 100 + b.gen, Version: "0.1.1", Protocol: protocol.Revision}
 	if b.gen == 0 {
@@ -52,7 +52,7 @@ func (b *upgradedBackend) Ensure(_ context.Context, user string) (lifecycle.Exec
 		go func() { _ = rpc.NewConn(theirs, mux, rpc.Options{}).Serve(context.Background()) }()
 		return ours, nil
 	}
-	return lifecycle.Executor{User: user, UID: alice, Dial: dial}, nil
+	return executorunit.Executor{User: user, UID: alice, Dial: dial}, nil
 }
 
 type signedGateway struct{ *meter.Signer }

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/pool"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -17,12 +17,12 @@ import (
 // pipeBackend is one executor served in process over a pipe: ping
 // answers with ping, resume_task with a completed result (counted).
 type pipeBackend struct {
-	lifecycle.Backend // unused methods
-	ping              protocol.PingResult
-	resumed           atomic.Int32
+	executorunit.Backend // unused methods
+	ping                 protocol.PingResult
+	resumed              atomic.Int32
 }
 
-func (b *pipeBackend) Ensure(_ context.Context, user string) (lifecycle.Executor, error) {
+func (b *pipeBackend) Ensure(_ context.Context, user string) (executorunit.Executor, error) {
 	mux := rpc.NewMux()
 	mux.Register(protocol.MethodPing, rpc.Method(func(context.Context, protocol.PingParams) (protocol.PingResult, error) { return b.ping, nil }))
 	mux.Register(protocol.MethodResumeTask, func(context.Context, *rpc.Request) (any, error) {
@@ -34,7 +34,7 @@ func (b *pipeBackend) Ensure(_ context.Context, user string) (lifecycle.Executor
 		go func() { _ = rpc.NewConn(theirs, mux, rpc.Options{}).Serve(context.Background()) }()
 		return ours, nil
 	}
-	return lifecycle.Executor{User: user, UID: alice, Dial: dial}, nil
+	return executorunit.Executor{User: user, UID: alice, Dial: dial}, nil
 }
 
 // resumeOne leaves one running task of alice's in the store, as a daemon

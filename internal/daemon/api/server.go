@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/agor-sh/agor/internal/daemon/reserve"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,10 +15,11 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/broker"
 	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/events"
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/daemon/meter"
 	"github.com/agor-sh/agor/internal/daemon/pool"
+	"github.com/agor-sh/agor/internal/daemon/reserve"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -38,7 +38,7 @@ type Server struct {
 	NetworkMode  func(ctx context.Context, user string) string
 	EgressTotals func() map[string]apiwire.ExecutorNetwork
 	Pool         *pool.Pool
-	Backend      lifecycle.Backend
+	Backend      executorunit.Backend
 	Broker       *broker.Broker   // permission requests; nil: not served
 	Creds        *credstore.Store // nil: not served
 	Audit        *audit.Logger    // nil: not served
@@ -226,7 +226,7 @@ func (s *Server) accounts() *identity.Resolver {
 
 // Environments is where a person's work may run besides the host.
 type Environments struct {
-	// Policy decides who may use which (lifecycle.Policy.CheckEnvironment
+	// Policy decides who may use which (executorunit.Policy.CheckEnvironment
 	// over the root-owned definitions); nil: no environments.
 	Check func(ctx context.Context, user, env string) error
 	// Default is the environment of a request that names none ("": the

@@ -9,6 +9,7 @@ import (
 	"github.com/agor-sh/agor/internal/account"
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/envdef"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -68,7 +69,7 @@ func (s *Server) lookupUID(ctx context.Context, name string) (uint32, error) {
 	u, err := s.accounts().LookupName(ctx, name)
 	switch {
 	case errors.Is(err, identity.ErrNotFound):
-		return 0, lifecycle.Unavailable(fmt.Errorf("%w: %q", lifecycle.ErrNoSuchUser, name))
+		return 0, lifecycle.Unavailable(fmt.Errorf("%w: %q", executorunit.ErrNoSuchUser, name))
 	case err != nil:
 		return 0, errUserDatabase(err)
 	}

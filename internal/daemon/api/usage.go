@@ -7,13 +7,13 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/apiwire"
 )
 
 // usage reads what the running executors in list use, in one batch. It
 // is best effort: the list is worth having without it.
-func (s *Server) usage(ctx context.Context, list []lifecycle.Status) map[string]*apiwire.ExecutorUsage {
+func (s *Server) usage(ctx context.Context, list []executorunit.Status) map[string]*apiwire.ExecutorUsage {
 	var running []string
 	for _, st := range list {
 		if st.Service == "active" {
@@ -73,7 +73,7 @@ func (s *Server) writeUsageMetrics(ctx context.Context, w io.Writer, c who) {
 		s.log().Warn("executor usage metrics: list", "err", err)
 		return
 	}
-	list = slices.DeleteFunc(list, func(st lifecycle.Status) bool { return !c.sees(st.User) })
+	list = slices.DeleteFunc(list, func(st executorunit.Status) bool { return !c.sees(st.User) })
 	usage := s.usage(ctx, list)
 	for _, series := range usageSeries {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", series.name, series.help, series.name, series.kind)

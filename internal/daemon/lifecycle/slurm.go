@@ -12,6 +12,7 @@ import (
 
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/dialback"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/slurm"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
@@ -27,11 +28,11 @@ var ErrJobEnded = errors.New("the executor's Slurm job ended")
 // job's executor dials back over TLS with the job's token (dialback). One
 // squeue every poll interval follows every user's jobs at once.
 type Slurm struct {
-	Policy Policy
+	Policy executorunit.Policy
 	// Network names a person's network set: under proxy or none they
 	// are refused (this backend cannot enforce it); nil: not checked.
-	Network NetworkFunc
-	Local   Backend // the person's executor on this host: it submits as them
+	Network executorunit.NetworkFunc
+	Local   executorunit.Backend // the person's executor on this host: it submits as them
 	Jobs    *dialback.Jobs
 	Config  config.Slurm
 	Queue   func(ctx context.Context) ([]slurm.Job, error) // one squeue for all users
@@ -46,7 +47,7 @@ type Slurm struct {
 
 	mu      sync.Mutex
 	users   map[string]*remote
-	emit    func(UnitChange) // Watch's fn; nil until Watch runs
+	emit    func(executorunit.UnitChange) // Watch's fn; nil until Watch runs
 	started time.Time
 	// recovered runs recover once, before Watch or a request, whichever
 	// comes first: a request served before Watch ran found no job and
@@ -92,16 +93,16 @@ func (r *remote) live() bool { return r.jobID != "" && !(slurm.Job{State: r.stat
 
 // Ensure submits user's job unless one is queued or running, and returns
 // an Executor whose Dial waits for the job to dial back.
-func (s *Slurm) Ensure(ctx context.Context, user string) (Executor, error) {
-	if err := hostOnly(user, "slurm"); err != nil {
-		return Executor{}, err
+func (s *Slurm) Ensure(ctx context.Context, user string) (executorunit.Executor, error) {
+	if err := executorunit.HostOnly(user, "slurm"); err != nil {
+		return executorunit.Executor{}, err
 	}
 	ex, err := s.Policy.Check(ctx, user)
 	if err != nil {
-		return Executor{}, err
+		return executorunit.Executor{}, err
 	}
-	if err := refuseUnconfined(ctx, s.Network, "slurm", user); err != nil {
-		return Executor{}, err
+	if err := executorunit.RefuseUnconfined(ctx, s.Network, "slurm", user); err != nil {
+		return executorunit.Executor{}, err
 	}
 	s.recovered.Do(s.recover)
 	s.mu.Lock()
@@ -110,7 +111,7 @@ func (s *Slurm) Ensure(ctx context.Context, user string) (Executor, error) {
 	s.mu.Unlock()
 	if !live {
 		if err := s.submit(ctx, user, uint32(ex.UID)); err != nil {
-			return Executor{}, err
+			return executorunit.Executor{}, err
 		}
 	}
 	ex.Socket = ""
@@ -122,16 +123,16 @@ func (s *Slurm) Ensure(ctx context.Context, user string) (Executor, error) {
 func (s *Slurm) submit(ctx context.Context, user string, uid uint32) error {
 	token, err := s.Jobs.Issue(user, uid)
 	if err != nil {
-		return fmt.Errorf("%w: issuing the job's token: %v", ErrUnitFailed, err)
+		return fmt.Errorf("%w: issuing the job's token: %v", executorunit.ErrUnitFailed, err)
 	}
 	params := s.jobParams(ctx, user, token)
 	var res protocol.SubmitJobResult
 	if err := s.callLocal(ctx, user, protocol.MethodSubmitJob, params, &res); err != nil {
 		_ = s.Jobs.RevokeToken(token)
-		return fmt.Errorf("%w: sbatch as %s: %v", ErrUnitFailed, user, err)
+		return fmt.Errorf("%w: sbatch as %s: %v", executorunit.ErrUnitFailed, user, err)
 	}
 	if err := s.Jobs.Bind(token, res.JobID); err != nil {
-		return fmt.Errorf("%w: job %s: %v", ErrUnitFailed, res.JobID, err)
+		return fmt.Errorf("%w: job %s: %v", executorunit.ErrUnitFailed, res.JobID, err)
 	}
 	s.mu.Lock()
 	r := s.remoteLocked(user)
@@ -141,7 +142,7 @@ func (s *Slurm) submit(ctx context.Context, user string, uid uint32) error {
 	s.mu.Unlock()
 	s.log().Info("executor job submitted", "user", user, "job", res.JobID, "partition", params.Partition)
 	if emit != nil {
-		emit(UnitChange{User: user, Kind: "service", State: "activating", Sub: "pending", JobID: res.JobID})
+		emit(executorunit.UnitChange{User: user, Kind: "service", State: "activating", Sub: "pending", JobID: res.JobID})
 	}
 	return nil
 }
@@ -151,9 +152,9 @@ func (s *Slurm) submit(ctx context.Context, user string, uid uint32) error {
 func (s *Slurm) jobParams(ctx context.Context, user, token string) protocol.SubmitJobParams {
 	c := s.Config
 	js := c.Job
-	if u, err := s.Policy.accounts().LookupName(ctx, user); err == nil && len(c.Groups) > 0 {
+	if u, err := s.Policy.Resolver().LookupName(ctx, user); err == nil && len(c.Groups) > 0 {
 		for _, g := range c.Groups {
-			if in, err := s.Policy.accounts().InGroup(ctx, u, g.Group); err == nil && in {
+			if in, err := s.Policy.Resolver().InGroup(ctx, u, g.Group); err == nil && in {
 				js = js.Over(g.JobSettings)
 			}
 		}
@@ -221,7 +222,7 @@ func (s *Slurm) Deliver(a dialback.Accepted) {
 		old.Close()
 	}
 	if emit != nil {
-		emit(UnitChange{User: a.Job.User, Kind: "service", State: "active", Sub: "running", JobID: a.Job.JobID, Node: a.Job.Node})
+		emit(executorunit.UnitChange{User: a.Job.User, Kind: "service", State: "active", Sub: "running", JobID: a.Job.JobID, Node: a.Job.Node})
 	}
 }
 
@@ -327,15 +328,15 @@ func (s *Slurm) Alive(user string, _ int) bool {
 }
 
 // List reports each person's current job.
-func (s *Slurm) List(context.Context) ([]Status, error) {
+func (s *Slurm) List(context.Context) ([]executorunit.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Status
+	var out []executorunit.Status
 	for user, r := range s.users {
 		if r.jobID == "" {
 			continue
 		}
-		out = append(out, Status{User: user, Socket: "dial-back", Service: serviceState(r.state), JobID: r.jobID, Node: r.node, JobState: r.state})
+		out = append(out, executorunit.Status{User: user, Socket: "dial-back", Service: serviceState(r.state), JobID: r.jobID, Node: r.node, JobState: r.state})
 	}
 	return out, nil
 }
@@ -355,7 +356,7 @@ func serviceState(job string) string {
 
 // Watch follows every user's jobs with one squeue per poll interval, and
 // tells idle dialled-back executors to shut down, until ctx ends.
-func (s *Slurm) Watch(ctx context.Context, fn func(UnitChange)) error {
+func (s *Slurm) Watch(ctx context.Context, fn func(executorunit.UnitChange)) error {
 	s.mu.Lock()
 	s.emit = fn
 	s.started = time.Now()
@@ -403,7 +404,7 @@ func (s *Slurm) poll(ctx context.Context) {
 	for _, j := range jobs {
 		byID[j.ID] = j
 	}
-	var events []UnitChange
+	var events []executorunit.UnitChange
 	var ended []string
 	s.mu.Lock()
 	for user, r := range s.users {
@@ -422,7 +423,7 @@ func (s *Slurm) poll(ctx context.Context) {
 			r.node = j.Node
 		}
 		r.touch()
-		ev := UnitChange{User: user, Kind: "service", State: serviceState(j.State), Sub: strings.ToLower(j.State), JobID: r.jobID, Node: r.node}
+		ev := executorunit.UnitChange{User: user, Kind: "service", State: serviceState(j.State), Sub: strings.ToLower(j.State), JobID: r.jobID, Node: r.node}
 		events = append(events, ev)
 		if j.Ended() {
 			ended = append(ended, r.jobID)
@@ -485,14 +486,14 @@ func (r *releasing) Close() error {
 // accounting is gathered (JobAcctGatherType), which many sites leave off,
 // and a command per job per read is what the watch avoids. Said, not
 // guessed.
-func (s *Slurm) Usage(_ context.Context, users []string) (map[string]Usage, error) {
+func (s *Slurm) Usage(_ context.Context, users []string) (map[string]executorunit.Usage, error) {
 	const why = ": counted by Slurm on the job's node (sstat, where job accounting is gathered), not read by the daemon"
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]Usage{}
+	out := map[string]executorunit.Usage{}
 	for _, u := range users {
 		if r := s.users[u]; r != nil && r.live() {
-			out[u] = Usage{Source: "slurm", Unavailable: []string{"cpu" + why, "memory" + why, "tasks" + why, "io" + why}}
+			out[u] = executorunit.Usage{Source: "slurm", Unavailable: []string{"cpu" + why, "memory" + why, "tasks" + why, "io" + why}}
 		}
 	}
 	return out, nil

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/envdef"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
@@ -18,22 +18,22 @@ import (
 // fakeBackend serves one stand-in executor per key, each on a socket of
 // its own, answering ping as the key's account.
 type fakeBackend struct {
-	lifecycle.Backend // the methods not used here
-	dir               string
-	mu                sync.Mutex
-	ensured           []string
-	lns               []net.Listener
-	wg                sync.WaitGroup
+	executorunit.Backend // the methods not used here
+	dir                  string
+	mu                   sync.Mutex
+	ensured              []string
+	lns                  []net.Listener
+	wg                   sync.WaitGroup
 }
 
-func (b *fakeBackend) Ensure(_ context.Context, key string) (lifecycle.Executor, error) {
+func (b *fakeBackend) Ensure(_ context.Context, key string) (executorunit.Executor, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.ensured = append(b.ensured, key)
 	sock := filepath.Join(b.dir, strings.ReplaceAll(key, ":", "_")+".sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
-		return lifecycle.Executor{}, err
+		return executorunit.Executor{}, err
 	}
 	b.lns = append(b.lns, ln)
 	account, _ := envdef.SplitKey(key)
@@ -50,7 +50,7 @@ func (b *fakeBackend) Ensure(_ context.Context, key string) (lifecycle.Executor,
 			}), rpc.Options{})
 		}
 	}()
-	return lifecycle.Executor{User: account, UID: 1000, Socket: sock}, nil
+	return executorunit.Executor{User: account, UID: 1000, Socket: sock}, nil
 }
 
 func (b *fakeBackend) close() {

@@ -16,13 +16,14 @@ import (
 
 	"github.com/agor-sh/agor/internal/daemon/lifecycle"
 	"github.com/agor-sh/agor/internal/envdef"
+	"github.com/agor-sh/agor/internal/executorunit"
 	"github.com/agor-sh/agor/internal/wire/protocol"
 	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // Pool is safe for concurrent use.
 type Pool struct {
-	Backend lifecycle.Backend
+	Backend executorunit.Backend
 	// Handler returns what serves the requests of user's executor to the
 	// daemon; each connection gets its own, which knows whose it is (the
 	// executor key: what routes its terminals' and watches' output back;
@@ -169,7 +170,7 @@ func (p *Pool) connect(ctx context.Context, user string) (*rpc.Client, protocol.
 }
 
 // dial connects to the executor's socket, or waits for it to dial back.
-func dial(ctx context.Context, ex lifecycle.Executor, h rpc.Handler, opts rpc.Options) (*rpc.Client, error) {
+func dial(ctx context.Context, ex executorunit.Executor, h rpc.Handler, opts rpc.Options) (*rpc.Client, error) {
 	if ex.Dial == nil {
 		return rpc.Dial(ctx, ex.Socket, h, opts)
 	}

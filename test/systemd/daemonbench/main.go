@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agor-sh/agor/internal/daemon/lifecycle"
+	"github.com/agor-sh/agor/internal/executorunit"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func main() {
 }
 
 // usage measures reading the usage counters of the live executors over
-// D-Bus as the daemon does (lifecycle.Systemd.Usage): one property Get
+// D-Bus as the daemon does (executorunit.Systemd.Usage): one property Get
 // after another, and with the daemon's default number in flight; then
 // GET /v1/executors, which lists the units and reads usage in one batch.
 // Medians of 11 reads each.
@@ -60,8 +60,8 @@ func usage(c *http.Client, users []string) {
 	const reads = 11
 	ctx := context.Background()
 	med := map[int]time.Duration{}
-	for _, workers := range []int{1, lifecycle.DefaultUsageWorkers} {
-		s := &lifecycle.Systemd{UsageWorkers: workers}
+	for _, workers := range []int{1, executorunit.DefaultUsageWorkers} {
+		s := &executorunit.Systemd{UsageWorkers: workers}
 		var lat []time.Duration
 		for range reads {
 			t0 := time.Now()
@@ -84,9 +84,9 @@ func usage(c *http.Client, users []string) {
 		list = append(list, time.Since(t0))
 	}
 	slices.Sort(list)
-	seq, conc := med[1], med[lifecycle.DefaultUsageWorkers]
+	seq, conc := med[1], med[executorunit.DefaultUsageWorkers]
 	fmt.Printf("executor_usage_read executors=%d properties=%d sequential_median_ms=%.1f concurrent_median_ms=%.1f (workers=%d) ratio=%.1fx api_list_with_usage_median_ms=%.1f n=%d\n",
-		len(users), len(users)*5, ms(seq), ms(conc), lifecycle.DefaultUsageWorkers, float64(seq)/float64(conc), ms(list[reads/2]), reads)
+		len(users), len(users)*5, ms(seq), ms(conc), executorunit.DefaultUsageWorkers, float64(seq)/float64(conc), ms(list[reads/2]), reads)
 }
 
 func cold(c *http.Client, user string, n int) {

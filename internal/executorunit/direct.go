@@ -1,4 +1,4 @@
-package lifecycle
+package executorunit
 
 import (
 	"bytes"
@@ -108,14 +108,14 @@ func (e *directExec) running() bool {
 // Ensure makes user's socket if needed and starts an executor on it when
 // none runs (the last one may have exited when idle).
 func (d *Direct) Ensure(ctx context.Context, name string) (Executor, error) {
-	if err := hostOnly(name, "direct"); err != nil {
+	if err := HostOnly(name, "direct"); err != nil {
 		return Executor{}, err
 	}
 	ex, err := d.Policy.Check(ctx, name)
 	if err != nil {
 		return Executor{}, err
 	}
-	if err := refuseUnconfined(ctx, d.Network, "direct", name); err != nil {
+	if err := RefuseUnconfined(ctx, d.Network, "direct", name); err != nil {
 		return Executor{}, err
 	}
 	d.mu.Lock()
@@ -266,7 +266,7 @@ func (d *Direct) emit(ev UnitChange) {
 // identity is who the executor runs as and the environment User= would
 // give it (HOME, USER, LOGNAME, SHELL).
 func (d *Direct) identity(ctx context.Context, name string) (*syscall.Credential, []string, error) {
-	accounts := d.Policy.accounts()
+	accounts := d.Policy.Resolver()
 	target := name
 	if os.Geteuid() != 0 {
 		self, err := accounts.LookupUID(ctx, uint32(os.Geteuid()))

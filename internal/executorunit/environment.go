@@ -1,4 +1,4 @@
-package lifecycle
+package executorunit
 
 import (
 	"context"
@@ -25,11 +25,11 @@ func (p Policy) CheckEnvironment(ctx context.Context, user, env string) (envdef.
 	if err != nil {
 		return d, fmt.Errorf("%w: %v", ErrNoSuchEnvironment, err)
 	}
-	u, err := p.accounts().LookupName(ctx, user)
+	u, err := p.Resolver().LookupName(ctx, user)
 	if err != nil {
 		return d, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 	}
-	ok, err := d.Permits(u.Name, func(groups ...string) (bool, error) { return p.accounts().InGroup(ctx, u, groups...) })
+	ok, err := d.Permits(u.Name, func(groups ...string) (bool, error) { return p.Resolver().InGroup(ctx, u, groups...) })
 	if err != nil {
 		return d, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 	}
@@ -66,9 +66,9 @@ func (p Policy) CheckKey(ctx context.Context, key string) (Executor, error) {
 	return ex, nil
 }
 
-// hostOnly refuses an environment's key in a backend that cannot run
+// HostOnly refuses an environment's key in a backend that cannot run
 // one (direct, slurm): they have no RootDirectory=.
-func hostOnly(key, backend string) error {
+func HostOnly(key, backend string) error {
 	if _, env := envdef.SplitKey(key); env != "" {
 		return fmt.Errorf("%w: the %s backend cannot run environment %s", ErrEnvironmentUnsupported, backend, env)
 	}

@@ -1,4 +1,4 @@
-package lifecycle
+package executorunit
 
 import (
 	"context"
@@ -23,11 +23,11 @@ func NetworkFor(ctx context.Context, n config.Network, p Policy, user string) (c
 	if n.Uniform() {
 		return n.Default, nil
 	}
-	u, err := p.accounts().LookupName(ctx, user)
+	u, err := p.Resolver().LookupName(ctx, user)
 	if err != nil {
 		return config.NetworkSet{}, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 	}
-	set, err := n.For(user, func(g string) (bool, error) { return p.accounts().InGroup(ctx, u, g) })
+	set, err := n.For(user, func(g string) (bool, error) { return p.Resolver().InGroup(ctx, u, g) })
 	if err != nil {
 		return config.NetworkSet{}, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 	}
@@ -75,10 +75,10 @@ func (s *Systemd) checkNetwork(ctx context.Context, user string) error {
 	return nil
 }
 
-// refuseUnconfined is the direct and slurm backends' answer for people
+// RefuseUnconfined is the direct and slurm backends' answer for people
 // under proxy or none: those backends cannot give an executor a network
 // namespace, so such a person is not served.
-func refuseUnconfined(ctx context.Context, network NetworkFunc, backend, user string) error {
+func RefuseUnconfined(ctx context.Context, network NetworkFunc, backend, user string) error {
 	if network == nil {
 		return nil
 	}

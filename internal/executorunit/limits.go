@@ -1,4 +1,4 @@
-package lifecycle
+package executorunit
 
 import (
 	"context"
@@ -18,11 +18,11 @@ func LimitProperties(ctx context.Context, l config.Limits, p Policy, user string
 	if l.Empty() {
 		return nil, nil
 	}
-	u, err := p.accounts().LookupName(ctx, user)
+	u, err := p.Resolver().LookupName(ctx, user)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 	}
-	set, err := l.For(user, func(g string) (bool, error) { return p.accounts().InGroup(ctx, u, g) })
+	set, err := l.For(user, func(g string) (bool, error) { return p.Resolver().InGroup(ctx, u, g) })
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrLookupFailed, err)
 	}
