@@ -7,19 +7,21 @@ import (
 	"testing"
 
 	"github.com/agor-sh/agor/internal/dialback"
+	"github.com/agor-sh/agor/internal/executor/exectest"
+	"github.com/agor-sh/agor/internal/executorunit"
 )
 
 // submitter is the person's local executor as Slurm uses it: every
 // Ensure is a submission on its way (sbatch goes through it), and none
 // is served.
 type submitter struct {
-	Backend
+	executorunit.Backend
 	ensured []string
 }
 
-func (b *submitter) Ensure(_ context.Context, user string) (Executor, error) {
+func (b *submitter) Ensure(_ context.Context, user string) (executorunit.Executor, error) {
 	b.ensured = append(b.ensured, user)
-	return Executor{}, errors.New("no local executor in this test")
+	return executorunit.Executor{}, errors.New("no local executor in this test")
 }
 
 // TestSlurmRecoversBeforeFirstRequest: a restarted daemon whose first
@@ -27,7 +29,7 @@ func (b *submitter) Ensure(_ context.Context, user string) (Executor, error) {
 // running (the registry names it) instead of submitting a second: the
 // Slurm suite once saw job 6 before a restart and 7 after.
 func TestSlurmRecoversBeforeFirstRequest(t *testing.T) {
-	name, uid := target(t)
+	name, uid := exectest.Target(t)
 	path := filepath.Join(t.TempDir(), "jobs.json")
 	before, err := dialback.OpenJobs(path)
 	if err != nil {
@@ -45,7 +47,7 @@ func TestSlurmRecoversBeforeFirstRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := &submitter{}
-	s := &Slurm{Policy: Policy{MinUID: 1}, Local: local, Jobs: jobs}
+	s := &Slurm{Policy: executorunit.Policy{MinUID: 1}, Local: local, Jobs: jobs}
 	if _, err := s.Ensure(context.Background(), name); err != nil {
 		t.Fatalf("Ensure with job 6 running: %v", err)
 	}
