@@ -11,7 +11,7 @@ import (
 )
 
 // What Landlock does not govern, a seccomp filter the launcher installs
-// refuses (EPERM) in a confined process and all it starts:
+// refuses (EPERM unless said) in a confined process and all it starts:
 //
 //   - socket(AF_UNIX, ...): connect(2) to a Unix socket is no file write,
 //     so a confined task could ask something outside to act for it (the
@@ -24,6 +24,15 @@ import (
 //     another local user's way in. (Under the view nothing outside the
 //     writable paths can change mode at all; this keeps a workspace's
 //     files as private as the person's umask makes them.)
+//   - setxattr(2) and removexattr(2) and their kin, with EOPNOTSUPP: an
+//     ACL (system.posix_acl_access) opens a file to another user or group
+//     whatever its mode, and a default ACL every file made beneath a
+//     directory whatever the umask. The attribute's name is a pointer,
+//     which a filter cannot read, so every name is refused; cp -a, tar,
+//     rsync and Python's shutil take EOPNOTSUPP for "this filesystem has
+//     none" and go on. Removing widens too: without its access ACL a
+//     file's group bits are what the ACL's mask was, so group::r-- with
+//     mask::rw- (any named entry with w) leaves the owning group rw.
 //   - io_uring_setup(2): its operations bypass seccomp (IORING_OP_SOCKET).
 //
 // Filters are per thread: Main locks itself to the thread that installs
@@ -55,10 +64,19 @@ const (
 	ret    = unix.BPF_RET | unix.BPF_K
 	allow  = unix.SECCOMP_RET_ALLOW
 	refuse = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	noAttr = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
 
 	offNr   = 0 // struct seccomp_data
 	offArch = 4
 )
+
+// xattrCalls set or remove an extended attribute, ACLs among them
+// (setxattrat and removexattrat: Linux 6.13, 463 and 466 on both
+// architectures).
+var xattrCalls = []uintptr{
+	unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_SETXATTRAT,
+	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_REMOVEXATTRAT,
+}
 
 // offArg is the offset of a system call argument's low 32 bits (little
 // endian, as on every architecture this filter is built for).
@@ -66,7 +84,8 @@ func offArg(i int) uint32 { return 16 + 8*uint32(i) }
 
 // filter is the program: refuse a foreign architecture's calls (and x32's
 // on x86_64), then the calls above (AF_UNIX sockets unless unixSockets;
-// chmod adding a bit of refusedWrite).
+// chmod adding a bit of refusedWrite; any extended attribute set or
+// removed).
 func filter(unixSockets bool, refusedWrite uint32) []unix.SockFilter {
 	p := []unix.SockFilter{
 		bpf(ldAbs, 0, 0, offArch),
@@ -82,6 +101,9 @@ func filter(unixSockets bool, refusedWrite uint32) []unix.SockFilter {
 	}
 	for _, nr := range slices.Sorted(maps.Keys(chmodCalls)) {
 		p = append(p, refuseArg(nr, chmodCalls[nr], jset, refusedWrite)...)
+	}
+	for _, nr := range xattrCalls {
+		p = append(p, bpf(jeq, 0, 1, uint32(nr)), bpf(ret, 0, 0, noAttr))
 	}
 	p = append(p,
 		bpf(jeq, 0, 1, unix.SYS_IO_URING_SETUP),

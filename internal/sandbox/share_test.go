@@ -1,0 +1,134 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A confined task may not open what it can write to anyone else (issue
+// 48): no ACL or other extended attribute set or removed, no file given
+// to another group, no file made with more than the umask grants. Each
+// test is judged by the file afterwards (its mode, group, getfacl and
+// getfattr), in the plain launcher and in the view.
+
+// levels are the two ways a workspace is confined: Landlock and the
+// filter alone, and the view besides.
+func levels(t *testing.T, work string) map[string]Spec {
+	t.Helper()
+	out := map[string]Spec{"plain": {Level: Workspace, Cwd: work}}
+	if NamespacesWork(os.Args[0]) == nil {
+		tmp := t.TempDir()
+		out["view"] = Spec{Level: Workspace, Cwd: work, Writable: []string{tmp}, Temp: tmp, Namespaces: true}
+	}
+	return out
+}
+
+// attrs is what a file's ACL and extended attributes and mode are.
+func attrs(t *testing.T, p string) string {
+	t.Helper()
+	acl, _ := exec.Command("getfacl", "-cp", p).CombinedOutput()
+	xattr, _ := exec.Command("getfattr", "-hd", "-m", "-", p).CombinedOutput()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "absent"
+	}
+	return fi.Mode().String() + "\n" + string(acl) + string(xattr)
+}
+
+// groupWrites: whether a file's owning group may write it, by its ACL
+// (the group's entry under the mask) or, without one, its mode.
+func groupWrites(t *testing.T, p string) bool {
+	t.Helper()
+	out, err := exec.Command("getfacl", "-cp", p).Output()
+	if err != nil {
+		t.Fatalf("getfacl %s: %v", p, err)
+	}
+	group, mask := "---", "rwx"
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, "group::"); ok && len(rest) >= 3 {
+			group = rest[:3]
+		}
+		if rest, ok := strings.CutPrefix(l, "mask::"); ok && len(rest) >= 3 {
+			mask = rest[:3]
+		}
+	}
+	return group[1] == 'w' && mask[1] == 'w'
+}
+
+// needACLs skips where this filesystem or host has no ACL tools or
+// support: it sets one outside first.
+func needACLs(t *testing.T, dir string) {
+	t.Helper()
+	for _, tool := range []string{"setfacl", "getfacl", "setfattr", "getfattr"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	p := filepath.Join(dir, "acl-probe")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(p)
+	if out, err := exec.Command("setfacl", "-m", "u:nobody:r", p).CombinedOutput(); err != nil {
+		t.Skipf("no ACLs on %s: %v %s", dir, err, out)
+	}
+}
+
+// TestAttrsRefused: a confined task sets no ACL (a named user's, a
+// default one on a directory), no extended attribute by any tool, and
+// removes no ACL the person set (which would leave the owning group the
+// mask's rw); cp -a of a file with attributes still works, without them.
+func TestAttrsRefused(t *testing.T) {
+	needLandlock(t)
+	for name, spec := range levels(t, "") {
+		t.Run(name, func(t *testing.T) {
+			work := t.TempDir()
+			needACLs(t, work)
+			spec.Cwd = work
+			shared := filepath.Join(work, "shared") // her own ACL: bob may read
+			for _, p := range []string{"f", "shared", "src"} {
+				if err := os.WriteFile(filepath.Join(work, p), []byte(p), 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Mkdir(filepath.Join(work, "d"), 0o750); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range [][]string{{"setfacl", "-m", "u:nobody:rw,g::r", shared}, {"setfattr", "-n", "user.origin", "-v", "x", filepath.Join(work, "src")}} {
+				if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+					t.Fatalf("%v: %v %s", c, err, out)
+				}
+			}
+			before := map[string]string{}
+			for _, p := range []string{"f", "d"} {
+				before[p] = attrs(t, filepath.Join(work, p))
+			}
+			out, err := run(t, spec, work, `
+				setfacl -m u:nobody:rw f; setfacl -d -m o::rwx d; setfattr -n user.x -v 1 f
+				python3 -c 'import os; os.setxattr("f", "user.y", b"1")'
+				setfattr -x system.posix_acl_access shared; setfacl -b shared
+				cp -a src copy && echo copied`)
+			if err != nil {
+				t.Logf("the script: %v", err)
+			}
+			for p, was := range before {
+				if now := attrs(t, filepath.Join(work, p)); now != was {
+					t.Errorf("%s changed:\n%s\nwas:\n%s", p, now, was)
+				}
+			}
+			if groupWrites(t, shared) { // setfacl -b narrowed it by chmod: that may be
+				t.Errorf("her ACL was removed, and the owning group may write:\n%s", attrs(t, shared))
+			}
+			if !strings.Contains(out, "copied") {
+				t.Errorf("cp -a of a file with an attribute failed: %s", out)
+			}
+			if !strings.Contains(out, "not supported") {
+				t.Errorf("the refusals do not say EOPNOTSUPP: %s", out)
+			}
+			t.Logf("the task saw: %s", out)
+		})
+	}
+}
