@@ -168,7 +168,7 @@ func TestUnixSocketsException(t *testing.T) {
 
 func TestFilterAssembles(t *testing.T) {
 	for _, unixSockets := range []bool{false, true} {
-		p := filter(unixSockets, refusedWriteBits(0o022))
+		p := filter(rules{unixSockets: unixSockets, refusedWrite: refusedWriteBits(0o022), gid: 1000})
 		if len(p) == 0 || len(p) > 255 || p[len(p)-1].K != allow {
 			t.Fatalf("filter(%v): %d instructions, last %+v", unixSockets, len(p), p[len(p)-1])
 		}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"maps"
+	"os"
 	"runtime"
 	"slices"
 	"unsafe"
@@ -33,6 +34,12 @@ import (
 //     none" and go on. Removing widens too: without its access ACL a
 //     file's group bits are what the ACL's mask was, so group::r-- with
 //     mask::rw- (any named entry with w) leaves the owning group rw.
+//   - chown(2) and its kin giving a file to another group than her
+//     primary one: a chgrp to a group she shares with others, whose group
+//     bits then open it to them. The group -1 (left as it is) passes.
+//     Inside the view her other groups are not mapped and the kernel
+//     refuses them anyway (EINVAL); the filter holds without a view. A
+//     chown to another user needs CAP_CHOWN, which she has not.
 //   - io_uring_setup(2): its operations bypass seccomp (IORING_OP_SOCKET).
 //
 // Filters are per thread: Main locks itself to the thread that installs
@@ -82,11 +89,19 @@ var xattrCalls = []uintptr{
 // endian, as on every architecture this filter is built for).
 func offArg(i int) uint32 { return 16 + 8*uint32(i) }
 
+// rules are what the filter is built from, read as the launcher installs
+// it.
+type rules struct {
+	unixSockets  bool   // AF_UNIX sockets allowed: the operator's exception
+	refusedWrite uint32 // refusedWriteBits of the person's umask
+	gid          uint32 // her primary group, the one a chown may name
+}
+
 // filter is the program: refuse a foreign architecture's calls (and x32's
-// on x86_64), then the calls above (AF_UNIX sockets unless unixSockets;
-// chmod adding a bit of refusedWrite; any extended attribute set or
-// removed).
-func filter(unixSockets bool, refusedWrite uint32) []unix.SockFilter {
+// on x86_64), then the calls above (AF_UNIX sockets unless r.unixSockets;
+// chmod adding a bit of r.refusedWrite; any extended attribute set or
+// removed; chown to a group not r.gid).
+func filter(r rules) []unix.SockFilter {
 	p := []unix.SockFilter{
 		bpf(ldAbs, 0, 0, offArch),
 		bpf(jeq, 1, 0, auditArch),
@@ -95,12 +110,15 @@ func filter(unixSockets bool, refusedWrite uint32) []unix.SockFilter {
 		bpf(jge, 0, 1, x32Bit), // x32's numbers (0 on architectures without it: never taken below)
 		bpf(ret, 0, 0, refuse),
 	}
-	if !unixSockets {
+	if !r.unixSockets {
 		p = append(p, refuseArg(unix.SYS_SOCKET, 0, jeq, unix.AF_UNIX)...)
 		p = append(p, refuseDgramPair()...)
 	}
 	for _, nr := range slices.Sorted(maps.Keys(chmodCalls)) {
-		p = append(p, refuseArg(nr, chmodCalls[nr], jset, refusedWrite)...)
+		p = append(p, refuseArg(nr, chmodCalls[nr], jset, r.refusedWrite)...)
+	}
+	for _, nr := range slices.Sorted(maps.Keys(chownCalls)) {
+		p = append(p, refuseGroup(nr, chownCalls[nr], r.gid)...)
 	}
 	for _, nr := range xattrCalls {
 		p = append(p, bpf(jeq, 0, 1, uint32(nr)), bpf(ret, 0, 0, noAttr))
@@ -121,6 +139,20 @@ func refuseArg(nr uintptr, arg int, test uint16, k uint32) []unix.SockFilter {
 		bpf(jeq, 0, 4, uint32(nr)),
 		bpf(ldAbs, 0, 0, offArg(arg)),
 		bpf(test, 0, 1, k),
+		bpf(ret, 0, 0, refuse),
+		bpf(ldAbs, 0, 0, offNr),
+	}
+}
+
+// refuseGroup refuses chown call nr unless its group argument arg is -1
+// or gid. gid_t is 32 bits and the kernel reads no more of the register:
+// the low 32 bits compared are what the call would use.
+func refuseGroup(nr uintptr, arg int, gid uint32) []unix.SockFilter {
+	return []unix.SockFilter{
+		bpf(jeq, 0, 5, uint32(nr)),
+		bpf(ldAbs, 0, 0, offArg(arg)),
+		bpf(jeq, 2, 0, 0xffffffff),
+		bpf(jeq, 1, 0, gid),
 		bpf(ret, 0, 0, refuse),
 		bpf(ldAbs, 0, 0, offNr),
 	}
@@ -154,7 +186,7 @@ func installFilter(unixSockets bool) error {
 	}
 	umask := unix.Umask(0)
 	unix.Umask(umask)
-	prog := filter(unixSockets, refusedWriteBits(umask))
+	prog := filter(rules{unixSockets: unixSockets, refusedWrite: refusedWriteBits(umask), gid: uint32(os.Getgid())})
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)

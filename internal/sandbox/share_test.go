@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -127,6 +128,67 @@ func TestAttrsRefused(t *testing.T) {
 			}
 			if !strings.Contains(out, "not supported") {
 				t.Errorf("the refusals do not say EOPNOTSUPP: %s", out)
+			}
+			t.Logf("the task saw: %s", out)
+		})
+	}
+}
+
+// otherGroup is a group the test may give a file to outside the sandbox:
+// any, as root; else one of its supplementary groups.
+func otherGroup(t *testing.T) int {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return 4242
+	}
+	groups, _ := os.Getgroups()
+	for _, g := range groups {
+		if g != os.Getgid() {
+			return g
+		}
+	}
+	t.Skip("no group but the primary one to give a file to")
+	return 0
+}
+
+func gidOf(t *testing.T, p string) int {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(fi.Sys().(*syscall.Stat_t).Gid)
+}
+
+// TestChownGroupRefused: a confined task gives no file to another group
+// (chgrp, chgrp -h on a link, Python's chown and fchown), while a chown
+// to her own uid and group, or -1, still passes (npm and git do those).
+func TestChownGroupRefused(t *testing.T) {
+	needLandlock(t)
+	g, own := otherGroup(t), os.Getgid()
+	for name, spec := range levels(t, "") {
+		t.Run(name, func(t *testing.T) {
+			work := t.TempDir()
+			spec.Cwd = work
+			for _, p := range []string{"a", "b", "c", "mine"} {
+				if err := os.WriteFile(filepath.Join(work, p), nil, 0o640); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink("a", filepath.Join(work, "link")); err != nil {
+				t.Fatal(err)
+			}
+			gs := itoa(g)
+			out, _ := run(t, spec, work, `chgrp `+gs+` a; chgrp -h `+gs+` link
+				python3 -c 'import os; os.chown("b", -1, `+gs+`)'; python3 -c 'import os; os.fchown(os.open("c", os.O_RDONLY), -1, `+gs+`)'
+				chown `+itoa(os.Getuid())+`:`+itoa(own)+` mine && chown -h `+itoa(os.Getuid())+` link && echo own-ok`)
+			for _, p := range []string{"a", "b", "c", "link", "mine"} {
+				if got := gidOf(t, filepath.Join(work, p)); got != own {
+					t.Errorf("%s was given to group %d (want %d, hers)", p, got, own)
+				}
+			}
+			if !strings.Contains(out, "own-ok") {
+				t.Errorf("a chown to her own uid and group failed: %s", out)
 			}
 			t.Logf("the task saw: %s", out)
 		})
