@@ -41,7 +41,7 @@ func Main(args []string, stderr io.Writer) int {
 		err = restrict(l.rw)
 	}
 	if err == nil {
-		err = installFilter(l.unixSockets)
+		err = installFilter(l.unixSockets, false)
 	}
 	if err == nil {
 		err = execve(l.argv, l.argv0)

@@ -1,12 +1,8 @@
 package sandbox
 
 import (
-	"fmt"
 	"maps"
-	"os"
-	"runtime"
 	"slices"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,6 +36,9 @@ import (
 //     Inside the view her other groups are not mapped and the kernel
 //     refuses them anyway (EINVAL); the filter holds without a view. A
 //     chown to another user needs CAP_CHOWN, which she has not.
+//   - umask(2) clearing a bit of refusedWriteBits: the launcher starts
+//     the command with them in its umask, and such a call does not take
+//     effect (umask.go), so nothing is made 0777 after umask(0).
 //   - io_uring_setup(2): its operations bypass seccomp (IORING_OP_SOCKET).
 //
 // Filters are per thread: Main locks itself to the thread that installs
@@ -95,12 +94,13 @@ type rules struct {
 	unixSockets  bool   // AF_UNIX sockets allowed: the operator's exception
 	refusedWrite uint32 // refusedWriteBits of the person's umask
 	gid          uint32 // her primary group, the one a chown may name
+	askInit      bool   // umask(2) clearing a refusedWrite bit: the init answers, else 0
 }
 
 // filter is the program: refuse a foreign architecture's calls (and x32's
 // on x86_64), then the calls above (AF_UNIX sockets unless r.unixSockets;
 // chmod adding a bit of r.refusedWrite; any extended attribute set or
-// removed; chown to a group not r.gid).
+// removed; chown to a group not r.gid; umask clearing r.refusedWrite).
 func filter(r rules) []unix.SockFilter {
 	p := []unix.SockFilter{
 		bpf(ldAbs, 0, 0, offArch),
@@ -123,6 +123,11 @@ func filter(r rules) []unix.SockFilter {
 	for _, nr := range xattrCalls {
 		p = append(p, bpf(jeq, 0, 1, uint32(nr)), bpf(ret, 0, 0, noAttr))
 	}
+	umask := uint32(skipUmask)
+	if r.askInit {
+		umask = unix.SECCOMP_RET_USER_NOTIF
+	}
+	p = append(p, keepUmask(r.refusedWrite, umask)...)
 	p = append(p,
 		bpf(jeq, 0, 1, unix.SYS_IO_URING_SETUP),
 		bpf(ret, 0, 0, refuse),
@@ -158,6 +163,19 @@ func refuseGroup(nr uintptr, arg int, gid uint32) []unix.SockFilter {
 	}
 }
 
+// keepUmask gives a umask(2) call whose new mask lacks a bit of refused
+// the action.
+func keepUmask(refused, action uint32) []unix.SockFilter {
+	return []unix.SockFilter{
+		bpf(jeq, 0, 5, unix.SYS_UMASK),
+		bpf(ldAbs, 0, 0, offArg(0)),
+		bpf(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0, 0, refused),
+		bpf(jeq, 1, 0, refused),
+		bpf(ret, 0, 0, action),
+		bpf(ldAbs, 0, 0, offNr),
+	}
+}
+
 // refuseDgramPair refuses socketpair(AF_UNIX, SOCK_DGRAM, ...): such a
 // socket may still sendto(2) any pathname or abstract socket by address,
 // which is a way to reach what socket(AF_UNIX) is refused for. Stream
@@ -175,25 +193,4 @@ func refuseDgramPair() []unix.SockFilter {
 		bpf(ret, 0, 0, refuse),
 		bpf(ldAbs, 0, 0, offNr),
 	}
-}
-
-// installFilter installs the filter on this thread (which must stay
-// locked to the calling goroutine until it execs). no_new_privs is set
-// first, as an unprivileged filter needs it.
-func installFilter(unixSockets bool) error {
-	if auditArch == 0 {
-		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)
-	}
-	umask := unix.Umask(0)
-	unix.Umask(umask)
-	prog := filter(rules{unixSockets: unixSockets, refusedWrite: refusedWriteBits(umask), gid: uint32(os.Getgid())})
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp filter: %w", err)
-	}
-	runtime.KeepAlive(prog)
-	return nil
 }

@@ -1,12 +1,17 @@
 package sandbox
 
 import (
+	"archive/tar"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A confined task may not open what it can write to anyone else (issue
@@ -192,5 +197,126 @@ func TestChownGroupRefused(t *testing.T) {
 			}
 			t.Logf("the task saw: %s", out)
 		})
+	}
+}
+
+// openTar writes a tar holding a 0777 directory and a 0666 file in it,
+// as a package's might.
+func openTar(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "open.tar")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := tar.NewWriter(f)
+	for _, h := range []*tar.Header{
+		{Name: "open-dir/", Typeflag: tar.TypeDir, Mode: 0o777},
+		{Name: "open-dir/open-file", Typeflag: tar.TypeReg, Mode: 0o666, Size: 1},
+	} {
+		if err := w.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			_, _ = w.Write([]byte("x"))
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestUmaskKept: after umask 0 a confined task still makes only what
+// its umask grants (022, or 002 for a person's own group), by every way
+// a file is made (mkdir, mkdir -p, open, mkfifo, O_TMPFILE, GNU tar),
+// and a stricter umask still takes. In the view the umask it reads is
+// its real one (sh, Python), so what it computes from it is what chmod
+// allows, and the init's listener is not among its descriptors; without
+// a view it reads 0.
+func TestUmaskKept(t *testing.T) {
+	needLandlock(t)
+	tarball := openTar(t)
+	for _, umask := range []int{0o022, 0o002} {
+		for name, spec := range levels(t, "") {
+			t.Run(fmt.Sprintf("%s/%03o", name, umask), func(t *testing.T) {
+				old := syscall.Umask(umask)
+				defer syscall.Umask(old)
+				work := t.TempDir()
+				spec.Cwd = work
+				out, _ := run(t, spec, work, umaskScript(tarball))
+				checkModes(t, work, umask, name == "view")
+				read := fmt.Sprintf("python %O\nsh %04o\nlisteners 0", umask, umask)
+				if name == "plain" { // tar then chmods open-dir 0777, which is refused
+					read = "python 0o0\nsh 0000"
+				}
+				if !strings.Contains(out, read) || !strings.Contains(out, fmt.Sprintf("tmpfile %O", 0o666&^umask)) {
+					t.Errorf("inside: %q, want %q and the O_TMPFILE's mode", out, read)
+				}
+			})
+		}
+	}
+}
+
+// umaskScript makes files every way after umask 0 and says what umask
+// it reads. An O_TMPFILE's mode is its own to say: Landlock refuses
+// linking one in (EXDEV).
+func umaskScript(tarball string) string {
+	return `umask 0
+		mkdir d; mkdir -p p/q/r; echo x > f; mkfifo fifo
+		python3 -c 'import os; print("tmpfile", oct(os.fstat(os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o666)).st_mode & 0o777))'
+		tar --no-same-permissions -xf ` + tarball + `
+		python3 -c 'import os; print("python", oct(os.umask(0)))'
+		echo sh $(umask)
+		echo listeners $(ls -l /proc/self/fd/ | grep -c seccomp)
+		(umask 077; echo x > private)`
+}
+
+// checkModes wants no file of umaskScript's with a bit umask withholds,
+// and (exact) each with all it grants where the task reads its umask.
+func checkModes(t *testing.T, work string, umask int, exact bool) {
+	t.Helper()
+	dir, file := os.FileMode(0o777&^umask), os.FileMode(0o666&^umask)
+	want := map[string]os.FileMode{"d": dir, "p/q/r": dir, "p": dir, "f": file, "fifo": file,
+		"open-dir": dir, "open-dir/open-file": file, "private": 0o600}
+	for p, m := range want {
+		fi, err := os.Lstat(filepath.Join(work, p))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+		} else if got := fi.Mode().Perm(); got&^m != 0 || (exact && got != m) {
+			t.Errorf("%s: %v, want %v", p, got, m) // plain: tar's chmod to 0777 refused leaves 0700
+		}
+	}
+}
+
+// TestUmaskOf: the init reads a caller's umask by its number, through a
+// pidfd where /proc is not its namespace's (as here: this process is not
+// 1 in it), for a process and, from Linux 6.9, for any of its threads.
+func TestUmaskOf(t *testing.T) {
+	old := syscall.Umask(0o027)
+	defer syscall.Umask(old)
+	if m, err := umaskOf(os.Getpid()); err != nil || m != 0o027 {
+		t.Errorf("this process's: %O %v, want 0o27", m, err)
+	}
+	tids, done := make(chan int), make(chan struct{})
+	defer close(done)
+	tid := os.Getpid()
+	for i := 0; i < 2 && tid == os.Getpid(); i++ { // the first may be given the main thread, and keep it
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tids <- unix.Gettid()
+			<-done
+		}()
+		tid = <-tids
+	}
+	m, err := umaskOf(tid)
+	t.Logf("thread %d of process %d: %O %v", tid, os.Getpid(), m, err)
+	switch {
+	case err != nil:
+		t.Logf("thread %d: %v (before Linux 6.9 the init answers 0)", tid, err)
+	case m != 0o027:
+		t.Errorf("thread %d's: %O, want 0o27", tid, m)
 	}
 }
