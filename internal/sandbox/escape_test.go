@@ -127,7 +127,7 @@ func TestEscapes(t *testing.T) {
 		{"socketpair", ""},
 		{"sendto:" + dgram, "operation not permitted"},                           // the filter: a datagram pair
 		{"kill:" + strconv.Itoa(outside.Process.Pid), "operation not permitted"}, // Landlock's signal scope
-		{"write:/dev/shm/agor-sandbox-test", "permission denied"},
+		{"write:/dev/shm/agor-sandbox-test", "permission denied"},                // the host's; a view has its own (TestViewShm)
 		{"write:/dev/null", ""},
 	} {
 		got := confined(t, ws, c.what)
