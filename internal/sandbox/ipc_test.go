@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -214,5 +215,44 @@ func TestViewStartedOnTerminal(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q did not reach her terminal (%v): %q", want, werr, out)
 		}
+	}
+}
+
+// TestViewShm: POSIX shared memory is files in /dev/shm, which no IPC
+// namespace covers. The view has a tmpfs of its own there: a segment of
+// hers made outside is neither listed, read nor changed inside, the task
+// makes its own (shm_open by Python's shared_memory, a plain file), and
+// nothing of those is seen outside afterwards.
+func TestViewShm(t *testing.T) {
+	needNamespaces(t)
+	if !dirExists(shmDir) {
+		t.Skip("no /dev/shm")
+	}
+	r := newViewRig(t)
+	hers := "agor-shm-hers-" + itoa(os.Getpid())
+	mine := "agor-shm-mine-" + itoa(os.Getpid())
+	if err := os.WriteFile(filepath.Join(shmDir, hers), []byte("hers"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(filepath.Join(shmDir, hers)); _ = os.Remove(filepath.Join(shmDir, mine)) })
+	out := r.sh(t, `echo "listed: $(ls /dev/shm | tr '\n' ' ')"; cat /dev/shm/`+hers+` || echo unread
+		echo theirs > /dev/shm/`+hers+`; echo mine > /dev/shm/`+mine+`
+		python3 -c 'from multiprocessing import shared_memory as s
+m = s.SharedMemory("py-`+mine+`", create=True, size=4096); m.buf[0] = 7
+n = s.SharedMemory("py-`+mine+`"); print("shm_open", n.buf[0]); n.close(); m.close(); m.unlink()'
+		stat -f -c %T /dev/shm; stat -c %a /dev/shm`)
+	for _, want := range []string{"unread", "shm_open 7", "tmpfs", "1777"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q inside: %s", want, out)
+		}
+	}
+	if l, _, _ := strings.Cut(out, "\n"); strings.Contains(l, hers) {
+		t.Errorf("her segment is listed inside: %s", l)
+	}
+	if b, err := os.ReadFile(filepath.Join(shmDir, hers)); err != nil || string(b) != "hers" {
+		t.Errorf("her segment outside: %v %q", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(shmDir, mine)); err == nil {
+		t.Errorf("the task's segment is seen outside")
 	}
 }

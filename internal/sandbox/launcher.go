@@ -41,7 +41,7 @@ func Main(args []string, stderr io.Writer) int {
 		err = restrict(l.rw)
 	}
 	if err == nil {
-		err = installFilter(l.unixSockets)
+		err = installFilter(l.unixSockets, false)
 	}
 	if err == nil {
 		err = execve(l.argv, l.argv0)
@@ -51,7 +51,8 @@ func Main(args []string, stderr io.Writer) int {
 }
 
 // devices are what a confined process may open for writing in /dev: what
-// a terminal and common tools need. Not /dev/shm (host-wide) nor any other
+// a terminal and common tools need. Not the host's /dev/shm (a view has
+// a tmpfs of its own there, which view.writable adds) nor any other
 // device. /dev/pts is among them: agents' shell tools allocate PTYs
 // (gemini's forkpty). Landlock cannot tell a new PTY from another of the
 // user's terminals: in a view, /dev/pts is a devpts instance of the

@@ -26,7 +26,9 @@ import (
 //   - /dev and /proc as they were (devices and the process's own files),
 //     but with a devpts instance of the task's own on /dev/pts (and its
 //     ptmx on /dev/ptmx), so that it can allocate terminals and sees none
-//     of her others, and the IPC namespace's own mqueue on /dev/mqueue;
+//     of her others, the IPC namespace's own mqueue on /dev/mqueue, and a
+//     tmpfs of its own on /dev/shm (POSIX shared memory is files there,
+//     which no IPC namespace covers);
 //   - inside the workspace, what another program would run later unasked
 //     (git's config and hooks, the agent CLIs' and editors' project
 //     settings: Protected) bound read-only on top, and .git itself made a
@@ -113,13 +115,41 @@ func (v view) overlayTmp() bool {
 	return true
 }
 
+// shmDir is where POSIX shared memory lives (shm_open(3)).
+const shmDir = "/dev/shm"
+
+// ownShm says whether the view puts a tmpfs of its own on /dev/shm: where
+// it exists, and no path of the view nor the working directory lies
+// beneath it, which the tmpfs would hide (then /dev/shm stays the host's,
+// read-only).
+func (v view) ownShm() bool {
+	if !dirExists(shmDir) {
+		return false
+	}
+	for _, p := range append(append(append([]string{v.wd}, v.rw...), v.pins...), v.protect...) {
+		if p == shmDir || strings.HasPrefix(p, shmDir+"/") {
+			return false
+		}
+	}
+	return true
+}
+
 // writable is what Landlock lets the process write in the built view:
 // the view's writable paths, with /tmp and /var/tmp for the temp
-// directory they now show.
+// directory they now show, and its own /dev/shm.
 func (v view) writable() []string {
-	if !v.overlayTmp() {
-		return v.rw
+	out := v.rw
+	if v.overlayTmp() {
+		out = v.tmpWritable()
 	}
+	if v.ownShm() {
+		out = append(out[:len(out):len(out)], shmDir)
+	}
+	return out
+}
+
+// tmpWritable is rw with /tmp and /var/tmp in the temp directory's place.
+func (v view) tmpWritable() []string {
 	out := []string{}
 	for _, p := range v.rw {
 		if p != v.tmp {
@@ -153,7 +183,29 @@ func (v view) build() error {
 		return err
 	}
 	mountProc()
-	return ownDevices()
+	if err := ownDevices(); err != nil {
+		return err
+	}
+	if v.ownShm() {
+		return mountShm()
+	}
+	return nil
+}
+
+// shmOptions bound the view's /dev/shm: a quarter of the memory (the
+// pages are charged to the person's cgroup, as her limits: bound them
+// too), world-writable and sticky as the host's is, so that shm_open
+// works as it does outside; it goes with the namespace.
+const shmOptions = "mode=1777,size=25%"
+
+// mountShm puts a tmpfs of the task's own on /dev/shm: shm_open(3) works,
+// and no object of her other programs is in reach, nor one of the task's
+// in theirs. Failing fails the view.
+func mountShm() error {
+	if err := unix.Mount("tmpfs", shmDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, shmOptions); err != nil {
+		return fmt.Errorf("own tmpfs on %s: %w", shmDir, err)
+	}
+	return nil
 }
 
 // ownDevices mounts, over the host's, a new devpts instance on /dev/pts

@@ -128,7 +128,8 @@ func nsInit(l launch, stderr io.Writer) int {
 	if err := restrict(v.writable()); err != nil {
 		return fail(err)
 	}
-	if err := installFilter(l.unixSockets); err != nil {
+	// This init outlives the command: it answers the command's umask calls.
+	if err := installFilter(l.unixSockets, true); err != nil {
 		return fail(err)
 	}
 	signal.Notify(make(chan os.Signal, 8), forwarded...)

@@ -1,17 +1,14 @@
 package sandbox
 
 import (
-	"fmt"
 	"maps"
-	"runtime"
 	"slices"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // What Landlock does not govern, a seccomp filter the launcher installs
-// refuses (EPERM) in a confined process and all it starts:
+// refuses (EPERM unless said) in a confined process and all it starts:
 //
 //   - socket(AF_UNIX, ...): connect(2) to a Unix socket is no file write,
 //     so a confined task could ask something outside to act for it (the
@@ -24,6 +21,24 @@ import (
 //     another local user's way in. (Under the view nothing outside the
 //     writable paths can change mode at all; this keeps a workspace's
 //     files as private as the person's umask makes them.)
+//   - setxattr(2) and removexattr(2) and their kin, with EOPNOTSUPP: an
+//     ACL (system.posix_acl_access) opens a file to another user or group
+//     whatever its mode, and a default ACL every file made beneath a
+//     directory whatever the umask. The attribute's name is a pointer,
+//     which a filter cannot read, so every name is refused; cp -a, tar,
+//     rsync and Python's shutil take EOPNOTSUPP for "this filesystem has
+//     none" and go on. Removing widens too: without its access ACL a
+//     file's group bits are what the ACL's mask was, so group::r-- with
+//     mask::rw- (any named entry with w) leaves the owning group rw.
+//   - chown(2) and its kin giving a file to another group than her
+//     primary one: a chgrp to a group she shares with others, whose group
+//     bits then open it to them. The group -1 (left as it is) passes.
+//     Inside the view her other groups are not mapped and the kernel
+//     refuses them anyway (EINVAL); the filter holds without a view. A
+//     chown to another user needs CAP_CHOWN, which she has not.
+//   - umask(2) clearing a bit of refusedWriteBits: the launcher starts
+//     the command with them in its umask, and such a call does not take
+//     effect (umask.go), so nothing is made 0777 after umask(0).
 //   - io_uring_setup(2): its operations bypass seccomp (IORING_OP_SOCKET).
 //
 // Filters are per thread: Main locks itself to the thread that installs
@@ -55,19 +70,38 @@ const (
 	ret    = unix.BPF_RET | unix.BPF_K
 	allow  = unix.SECCOMP_RET_ALLOW
 	refuse = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	noAttr = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
 
 	offNr   = 0 // struct seccomp_data
 	offArch = 4
 )
 
+// xattrCalls set or remove an extended attribute, ACLs among them
+// (setxattrat and removexattrat: Linux 6.13, 463 and 466 on both
+// architectures).
+var xattrCalls = []uintptr{
+	unix.SYS_SETXATTR, unix.SYS_LSETXATTR, unix.SYS_FSETXATTR, unix.SYS_SETXATTRAT,
+	unix.SYS_REMOVEXATTR, unix.SYS_LREMOVEXATTR, unix.SYS_FREMOVEXATTR, unix.SYS_REMOVEXATTRAT,
+}
+
 // offArg is the offset of a system call argument's low 32 bits (little
 // endian, as on every architecture this filter is built for).
 func offArg(i int) uint32 { return 16 + 8*uint32(i) }
 
+// rules are what the filter is built from, read as the launcher installs
+// it.
+type rules struct {
+	unixSockets  bool   // AF_UNIX sockets allowed: the operator's exception
+	refusedWrite uint32 // refusedWriteBits of the person's umask
+	gid          uint32 // her primary group, the one a chown may name
+	askInit      bool   // umask(2) clearing a refusedWrite bit: the init answers, else 0
+}
+
 // filter is the program: refuse a foreign architecture's calls (and x32's
-// on x86_64), then the calls above (AF_UNIX sockets unless unixSockets;
-// chmod adding a bit of refusedWrite).
-func filter(unixSockets bool, refusedWrite uint32) []unix.SockFilter {
+// on x86_64), then the calls above (AF_UNIX sockets unless r.unixSockets;
+// chmod adding a bit of r.refusedWrite; any extended attribute set or
+// removed; chown to a group not r.gid; umask clearing r.refusedWrite).
+func filter(r rules) []unix.SockFilter {
 	p := []unix.SockFilter{
 		bpf(ldAbs, 0, 0, offArch),
 		bpf(jeq, 1, 0, auditArch),
@@ -76,13 +110,24 @@ func filter(unixSockets bool, refusedWrite uint32) []unix.SockFilter {
 		bpf(jge, 0, 1, x32Bit), // x32's numbers (0 on architectures without it: never taken below)
 		bpf(ret, 0, 0, refuse),
 	}
-	if !unixSockets {
+	if !r.unixSockets {
 		p = append(p, refuseArg(unix.SYS_SOCKET, 0, jeq, unix.AF_UNIX)...)
 		p = append(p, refuseDgramPair()...)
 	}
 	for _, nr := range slices.Sorted(maps.Keys(chmodCalls)) {
-		p = append(p, refuseArg(nr, chmodCalls[nr], jset, refusedWrite)...)
+		p = append(p, refuseArg(nr, chmodCalls[nr], jset, r.refusedWrite)...)
 	}
+	for _, nr := range slices.Sorted(maps.Keys(chownCalls)) {
+		p = append(p, refuseGroup(nr, chownCalls[nr], r.gid)...)
+	}
+	for _, nr := range xattrCalls {
+		p = append(p, bpf(jeq, 0, 1, uint32(nr)), bpf(ret, 0, 0, noAttr))
+	}
+	umask := uint32(skipUmask)
+	if r.askInit {
+		umask = unix.SECCOMP_RET_USER_NOTIF
+	}
+	p = append(p, keepUmask(r.refusedWrite, umask)...)
 	p = append(p,
 		bpf(jeq, 0, 1, unix.SYS_IO_URING_SETUP),
 		bpf(ret, 0, 0, refuse),
@@ -104,6 +149,33 @@ func refuseArg(nr uintptr, arg int, test uint16, k uint32) []unix.SockFilter {
 	}
 }
 
+// refuseGroup refuses chown call nr unless its group argument arg is -1
+// or gid. gid_t is 32 bits and the kernel reads no more of the register:
+// the low 32 bits compared are what the call would use.
+func refuseGroup(nr uintptr, arg int, gid uint32) []unix.SockFilter {
+	return []unix.SockFilter{
+		bpf(jeq, 0, 5, uint32(nr)),
+		bpf(ldAbs, 0, 0, offArg(arg)),
+		bpf(jeq, 2, 0, 0xffffffff),
+		bpf(jeq, 1, 0, gid),
+		bpf(ret, 0, 0, refuse),
+		bpf(ldAbs, 0, 0, offNr),
+	}
+}
+
+// keepUmask gives a umask(2) call whose new mask lacks a bit of refused
+// the action.
+func keepUmask(refused, action uint32) []unix.SockFilter {
+	return []unix.SockFilter{
+		bpf(jeq, 0, 5, unix.SYS_UMASK),
+		bpf(ldAbs, 0, 0, offArg(0)),
+		bpf(unix.BPF_ALU|unix.BPF_AND|unix.BPF_K, 0, 0, refused),
+		bpf(jeq, 1, 0, refused),
+		bpf(ret, 0, 0, action),
+		bpf(ldAbs, 0, 0, offNr),
+	}
+}
+
 // refuseDgramPair refuses socketpair(AF_UNIX, SOCK_DGRAM, ...): such a
 // socket may still sendto(2) any pathname or abstract socket by address,
 // which is a way to reach what socket(AF_UNIX) is refused for. Stream
@@ -121,25 +193,4 @@ func refuseDgramPair() []unix.SockFilter {
 		bpf(ret, 0, 0, refuse),
 		bpf(ldAbs, 0, 0, offNr),
 	}
-}
-
-// installFilter installs the filter on this thread (which must stay
-// locked to the calling goroutine until it execs). no_new_privs is set
-// first, as an unprivileged filter needs it.
-func installFilter(unixSockets bool) error {
-	if auditArch == 0 {
-		return fmt.Errorf("seccomp: no filter for %s", runtime.GOARCH)
-	}
-	umask := unix.Umask(0)
-	unix.Umask(umask)
-	prog := filter(unixSockets, refusedWriteBits(umask))
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp filter: %w", err)
-	}
-	runtime.KeepAlive(prog)
-	return nil
 }

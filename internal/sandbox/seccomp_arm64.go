@@ -11,3 +11,9 @@ const (
 var chmodCalls = map[uintptr]int{
 	unix.SYS_FCHMOD: 1, unix.SYS_FCHMODAT: 2, unix.SYS_FCHMODAT2: 2,
 }
+
+// chownCalls are the owner-changing calls and their group argument
+// (arm64 has no chown or lchown: fchownat does both).
+var chownCalls = map[uintptr]int{
+	unix.SYS_FCHOWN: 2, unix.SYS_FCHOWNAT: 3,
+}

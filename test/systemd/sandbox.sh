@@ -221,3 +221,111 @@ printf "POST /v1/executors/alice/exec HTTP/1.0\r\nAuthorization: Bearer %s\r\nCo
 	return $rc
 }
 check "as alice, a confined exec with her bearer token gets nothing done over the loopback TCP listener, sent and closed or not; unconfined, the same request is served (shipped unit)" sandbox_tcp_token
+
+# A confined task opens nothing of hers to bob by an ACL (setfacl on a
+# file and on its directory, a default ACL): each is refused, and bob,
+# who may reach the workspace, still cannot write there. The same
+# setfacl unconfined lets him: the difference is the filter.
+sandbox_acl() {
+	local proj=/home/alice/aclproj out rc=0
+	rm -rf "$proj"
+	install -d -o alice -g alice -m 755 "$proj"
+	as alice sh -c "echo hers > $proj/f; echo hers > $proj/shared"
+	getfacl -p /home/alice >/tmp/home-alice.acl
+	setfacl -m u:bob:x /home/alice # bob may reach it: the workspace's own modes decide
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd aclproj -- sh -c \
+		'setfacl -m u:bob:rw f; setfacl -m u:bob:rwx .; setfacl -d -m u:bob:rwx .; echo tried' 2>&1 </dev/null || true)
+	echo "confined: $(grep -c 'not supported' <<<"$out") setfacl calls refused as not supported"
+	grep -q tried <<<"$out" || rc=1
+	as alice agorctl exec alice --sandbox off --cwd aclproj -- setfacl -m u:bob:rw shared </dev/null || rc=1
+	as bob sh -c "echo bob >> $proj/f" 2>/dev/null && { echo "bob wrote f"; rc=1; }
+	as bob sh -c "echo bob > $proj/bobs" 2>/dev/null && { echo "bob made a file in her workspace"; rc=1; }
+	as bob sh -c "echo bob >> $proj/shared" || { echo "bob could not write what she shared unconfined: the check proves nothing"; rc=1; }
+	echo "f: $(cat "$proj/f"), acl entries for bob on f and the directory: $(getfacl -cp "$proj/f" "$proj" 2>/dev/null | grep -c bob)"
+	[ "$(cat "$proj/f")" = hers ] || rc=1
+	setfacl --restore=/tmp/home-alice.acl
+	return $rc
+}
+check "as alice, a confined exec sets no ACL (file, directory, default): bob cannot write her workspace; unconfined, the same setfacl lets him (shipped unit)" sandbox_acl
+
+# After umask 0 a confined exec makes nothing more open than her umask
+# (mkdir, a redirect, Python, node), and reads her real umask: the view's
+# init answers the umask calls, through a pidfd where /proc is the
+# unit's. The init itself is out of the task's reach (its descriptors,
+# ptrace). Unconfined, umask 0 makes 0777.
+sandbox_umask() {
+	local proj=/home/alice/uproj out mine
+	rm -rf "$proj"
+	install -d -o alice -g alice "$proj"
+	mine=$(as alice agorctl exec alice --sandbox off --cwd uproj -- sh -c 'umask; umask 0; mkdir open; stat -c %a open' </dev/null)
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd uproj -- sh -c '
+		umask 0; mkdir d; echo x > f; mkdir -p p/q
+		python3 -c "import os; print(\"python\", oct(os.umask(0)))"
+		for n in node /opt/node/node; do ! command -v $n >/dev/null || { $n -e "console.log(\"node\", process.umask().toString(8))"; break; }; done
+		echo "sh $(umask)"
+		while read -r k v; do [ "$k" != PPid: ] || init=$v; done </proc/self/status # the init, as /proc numbers it
+		readlink /proc/$init/fd/0 >/dev/null 2>&1 && echo init-fds-read
+		python3 -c "import ctypes, os; print(\"ptrace init\", ctypes.CDLL(None, use_errno=True).ptrace(16, 1, 0, 0), os.strerror(ctypes.get_errno()))"
+		stat -c "%a %n" d f p/q' 2>&1 </dev/null)
+	echo "unconfined: umask $(head -n 1 <<<"$mine"), after umask 0 mkdir gives $(tail -n 1 <<<"$mine")"
+	echo "confined: $(tr '\n' ' ' <<<"$out")"
+	want "$(tail -n 1 <<<"$mine")" 777
+	local m
+	m=$(head -n 1 <<<"$mine")
+	grep -q "^sh $m\$" <<<"$out" || { echo "the confined shell reads another umask than her $m"; return 1; }
+	grep -q "^python $(printf '0o%o' "$((8#$m))")\$" <<<"$out"
+	if grep -q init-fds-read <<<"$out"; then echo "the task read the init's descriptors"; return 1; fi
+	grep -q '^ptrace init -1 Operation not permitted' <<<"$out"
+	for f in d f p/q; do
+		[ $(($(stat -c '0%a' "$proj/$f") & 8#002)) -eq 0 ] || { echo "$f is world-writable"; return 1; }
+		[ $(($(stat -c '0%a' "$proj/$f") & ~(8#777 & ~8#$m) & 8#777)) -eq 0 ] || { echo "$f has a bit her umask $m withholds"; return 1; }
+	done
+}
+check "as alice, after umask 0 a confined exec makes nothing more open than her umask and reads her real one; the view's init is out of its reach; unconfined, umask 0 makes 0777 (shipped unit)" sandbox_umask
+
+# POSIX shared memory (/dev/shm) of her unconfined work is neither seen
+# nor changed by a confined exec, which has a /dev/shm of its own
+# (shm_open works); what it leaves there is not seen afterwards.
+sandbox_shm() {
+	install -d -o alice -g alice /home/alice/proj
+	local out after
+	as alice agorctl exec alice --sandbox off --cwd proj -- sh -c 'echo hers > /dev/shm/agor-hers' </dev/null
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- sh -c '
+		echo "listed: $(ls /dev/shm | tr "\n" " ")"; cat /dev/shm/agor-hers 2>/dev/null || echo unread
+		echo theirs > /dev/shm/agor-hers; echo mine > /dev/shm/agor-mine
+		python3 -c "from multiprocessing import shared_memory as s; m = s.SharedMemory(\"agor-py\", create=True, size=4096); m.buf[0] = 7; n = s.SharedMemory(\"agor-py\"); print(\"shm_open\", n.buf[0]); n.close(); m.close()"
+		stat -f -c "%T" /dev/shm' 2>&1 </dev/null || true)
+	after=$(as alice agorctl exec alice --sandbox off --cwd proj -- sh -c 'cat /dev/shm/agor-hers; ls /dev/shm | tr "\n" " "' </dev/null)
+	as alice agorctl exec alice --sandbox off --cwd proj -- rm -f /dev/shm/agor-hers </dev/null
+	echo "confined: $(tr '\n' ' ' <<<"$out" | cut -c1-200); unconfined after: $(tr '\n' ' ' <<<"$after")"
+	grep -q '^unread' <<<"$out"
+	if grep -q '^listed:.*agor-hers' <<<"$out"; then echo "her segment is listed"; return 1; fi
+	grep -q '^shm_open 7' <<<"$out"
+	grep -q '^tmpfs' <<<"$out"
+	want "$(head -n 1 <<<"$after")" hers
+	if grep -q 'agor-mine' <<<"$after"; then echo "the confined exec's segment is seen after"; return 1; fi
+}
+check "as alice, a confined exec has a /dev/shm of its own: her segments neither listed, read nor changed, shm_open works, nothing of its own seen after (shipped unit)" sandbox_shm
+
+# A confined agent's CLI state is per workspace: a hook a confined prompt
+# plants in its $CLAUDE_CONFIG_DIR in one project does not run in a
+# confined prompt in another, and does in the next one in the same
+# project (so the plant took, and a session's own state is where it
+# was).
+sandbox_state_per_workspace() {
+	local a=/home/alice/sproj-a b=/home/alice/sproj-b
+	rm -rf "$a" "$b"
+	install -d -o alice -g alice "$a" "$b"
+	local hook='{"hooks":{"UserPromptSubmit":[{"hooks":[{"type":"command","command":"touch hook-ran"}]}]}}'
+	start_model -bash "echo '$hook' > \"\$CLAUDE_CONFIG_DIR/settings.json\"; true" -text 'planted.' -plain 2
+	local p
+	for p in sproj-a sproj-b sproj-a; do
+		as alice agorctl prompt alice "in $p" --cwd "$p" --sandbox workspace --mode bypassPermissions >/tmp/state.out 2>&1 </dev/null ||
+			{ cat /tmp/state.out; return 1; }
+		[ "$p" != sproj-b ] || [ ! -e "$b/hook-ran" ] || { echo "the hook planted in sproj-a ran in sproj-b"; return 1; }
+	done
+	echo "state directories: $(ls /home/alice/.local/state/agor/confined/ | tr '\n' ' ')"
+	[ -e "$a/hook-ran" ] || { echo "the hook did not run in sproj-a's next prompt: the check proves nothing"; return 1; }
+	echo "the hook planted in sproj-a ran in sproj-a's next confined prompt, not in sproj-b's"
+}
+check "as alice, what a confined prompt plants in its agent's state in one project runs in no confined prompt of another (shipped unit)" sandbox_state_per_workspace

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -256,10 +257,15 @@ func TestConfinedAgentStateApart(t *testing.T) {
 			}
 			if level == "workspace" { // read-only: the log itself cannot be written in the cwd
 				log, _ := os.ReadFile(filepath.Join(proj, "plant.log"))
-				for _, want := range []string{"denied " + home + "/.claude/settings.json", "denied " + home + "/.npm/planted", "written " + home + "/.local/state/agor/confined/claude-code/.claude/planted"} {
+				for _, want := range []string{"denied " + home + "/.claude/settings.json", "denied " + home + "/.npm/planted"} {
 					if !strings.Contains(string(log), want) {
 						t.Errorf("no %q in %q", want, log)
 					}
+				}
+				// The workspace's own state: its name and a hash of its path.
+				own := regexp.MustCompile("written " + regexp.QuoteMeta(home+"/.local/state/agor/confined/proj-") + "[0-9a-f]{16}/claude-code/.claude/planted")
+				if !own.Match(log) {
+					t.Errorf("no %q in %q", own, log)
 				}
 			}
 		})

@@ -199,7 +199,8 @@ func testResumeRecalls(t *testing.T, r *coldRig) {
 func (r *coldRig) geminiRecorded(session string) {
 	r.t.Helper()
 	home := r.c.Env["HOME"]
-	kept, apart := home, filepath.Join(home, confinedDir, "gemini")
+	work, _ := filepath.EvalSymlinks(filepath.Join(r.root, "work"))
+	kept, apart := home, confinedState("gemini", home, work).dir
 	if r.level != "off" {
 		kept, apart = apart, kept
 	}

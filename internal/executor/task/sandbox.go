@@ -1,8 +1,11 @@
 package task
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -17,17 +20,22 @@ import (
 )
 
 // confinedDir is where confined agents keep their state, beneath HOME,
-// one directory a tool: apart from the user's own (~/.claude, ~/.codex,
-// ~/.gemini, opencode's XDG directories, the npm and XDG caches), which a
-// confined agent may not write. Otherwise it could plant what an
-// unconfined run reads and runs later: hooks in ~/.claude/settings.json,
-// codex's notify or MCP commands, a poisoned npx cache.
+// one directory a workspace and tool (workspaceDir): apart from the
+// user's own (~/.claude, ~/.codex, ~/.gemini, opencode's XDG
+// directories, the npm and XDG caches), which a confined agent may not
+// write. Otherwise it could plant what an unconfined run reads and runs
+// later: hooks in ~/.claude/settings.json, codex's notify or MCP
+// commands, a poisoned npx cache. Apart from other workspaces' too: what
+// a task in one project leaves there (settings, hooks, MCP servers) is
+// read only by confined runs in that project, never by the next one in
+// another. A session's cwd is fixed, so its CLI finds its own session
+// files there when it resumes.
 const confinedDir = ".local/state/agor/confined"
 
 // seeds are the user's own files a confined agent starts from, copied
 // (never linked) into its state the first time: what the CLI needs to run
 // as the user set it up. Whatever the confined agent then changes there
-// is only ever read by confined runs.
+// is only ever read by confined runs in the same workspace.
 var seeds = map[string][]string{
 	"claude-code": {".claude/settings.json"},
 	"codex":       {".codex/config.toml"},
@@ -39,11 +47,31 @@ type state struct {
 	tool, dir string
 }
 
-func confinedState(tool, home string) state {
+func confinedState(tool, home, cwd string) state {
 	if home == "" {
 		return state{tool: tool}
 	}
-	return state{tool: tool, dir: filepath.Join(home, confinedDir, tool)}
+	return state{tool: tool, dir: filepath.Join(home, confinedDir, workspaceDir(cwd), tool)}
+}
+
+// workspaceDir names a workspace's state: its base name, made readable
+// (letters, digits, ".", "_" and "-", 32 at most), and 16 hex digits of
+// the SHA-256 of its cleaned absolute path, which keep two projects of
+// one name apart (and any from the directories of one tool each that
+// confinedDir held before: those names end in no hash).
+func workspaceDir(cwd string) string {
+	c := filepath.Clean(cwd)
+	sum := sha256.Sum256([]byte(c))
+	name := []byte(filepath.Base(c))
+	for i, b := range name {
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.' || b == '_' || b == '-') {
+			name[i] = '_'
+		}
+	}
+	if len(name) > 32 {
+		name = name[:32]
+	}
+	return string(name) + "-" + hex.EncodeToString(sum[:8])
 }
 
 // env points the CLI, and what it runs, at the confined state.
@@ -112,6 +140,21 @@ func seed(from, to string) {
 	}
 }
 
+// sharedStateNote says, in the journal, why a session resuming confined
+// in a workspace that has no state yet will not be found, when the
+// directory every workspace shared before (confinedDir/TOOL) exists: a
+// session confined before state was kept per workspace has its record
+// there, which no confined run reads any more, since a task of any other
+// project may have written any of it. Its CLI then says it could not
+// continue the session; nothing starts afresh unasked.
+func (s *Service) sharedStateNote(tool, home, session string) {
+	shared := filepath.Join(home, confinedDir, tool)
+	if fi, err := os.Stat(shared); err == nil && fi.IsDir() {
+		s.log().Warn("a confined session resumes where its workspace has no confined state yet; sessions confined before each workspace had its own keep theirs in the shared directory, which confined agents no longer read: start a new session",
+			"agent_session", session, "agentic_tool", tool, "shared_state", shared)
+	}
+}
+
 // modeFloor is the least confinement a turn runs under, whatever its task
 // asked for: codex in default, acceptEdits and plan runs under agor's
 // workspace level. Codex's own sandbox (bubblewrap) cannot start under the
@@ -133,7 +176,7 @@ func modeFloor(tool, mode string) sandbox.Level {
 // for when the agent is gone.
 func (s *Service) confine(p protocol.ExecutePromptParams, floor sandbox.Level, req *agent.Request) (sandbox.Spec, *protocol.SandboxInfo, error) {
 	home := agent.Getenv(req.Env, "HOME")
-	state := confinedState(p.Tool, home)
+	state := confinedState(p.Tool, home, req.Cwd)
 	spec, applied, err := s.Sandbox.ForAtLeast(s.Sandbox.PromptLevel(p.Sandbox), floor, req.Cwd, home, []string{state.dir})
 	if err != nil {
 		return spec, nil, err
@@ -142,6 +185,10 @@ func (s *Service) confine(p protocol.ExecutePromptParams, floor sandbox.Level, r
 		return spec, nil, nil
 	}
 	if spec.Level != sandbox.Off {
+		_, err := os.Stat(state.dir)
+		if fresh := errors.Is(err, fs.ErrNotExist); fresh && req.Resume != "" {
+			s.sharedStateNote(p.Tool, home, req.Resume)
+		}
 		if err := state.prepare(home); err != nil {
 			spec.Cleanup()
 			return sandbox.Spec{}, nil, fmt.Errorf("the confined agent's state: %w", err)
