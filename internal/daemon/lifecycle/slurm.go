@@ -53,6 +53,7 @@ type Slurm struct {
 	// comes first: a request served before Watch ran found no job and
 	// submitted a second (the Slurm suite under load: job 6, then 7).
 	recovered sync.Once
+	submits   uint64 // submissions so far: a poll's queue predates the later ones
 }
 
 // remote is what the daemon knows of one person's job.
@@ -61,6 +62,7 @@ type remote struct {
 	parked             net.Conn // dialled back, not yet taken by the pool
 	parkedAt           time.Time
 	changed            chan struct{} // closed (and replaced) at every change
+	submit             uint64        // Slurm.submits when jobID was submitted (0: recovered)
 }
 
 func (s *Slurm) log() *slog.Logger {
@@ -134,12 +136,7 @@ func (s *Slurm) submit(ctx context.Context, user string, uid uint32) error {
 	if err := s.Jobs.Bind(token, res.JobID); err != nil {
 		return fmt.Errorf("%w: job %s: %v", executorunit.ErrUnitFailed, res.JobID, err)
 	}
-	s.mu.Lock()
-	r := s.remoteLocked(user)
-	r.jobID, r.state, r.node = res.JobID, "PENDING", ""
-	r.touch()
-	emit := s.emit
-	s.mu.Unlock()
+	emit := s.submitted(user, res.JobID)
 	s.log().Info("executor job submitted", "user", user, "job", res.JobID, "partition", params.Partition)
 	if emit != nil {
 		emit(executorunit.UnitChange{User: user, Kind: "service", State: "activating", Sub: "pending", JobID: res.JobID})
@@ -387,63 +384,6 @@ func (s *Slurm) recover() {
 		r := s.remoteLocked(j.User)
 		if r.jobID == "" {
 			r.jobID, r.node, r.state = j.JobID, j.Node, "RUNNING"
-		}
-	}
-}
-
-// poll reads the queue once and applies what changed.
-func (s *Slurm) poll(ctx context.Context) {
-	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	jobs, err := s.Queue(qctx)
-	if err != nil {
-		s.log().Warn("squeue failed; job states unknown until the next poll", "err", err)
-		return
-	}
-	byID := make(map[string]slurm.Job, len(jobs))
-	for _, j := range jobs {
-		byID[j.ID] = j
-	}
-	var events []executorunit.UnitChange
-	var ended []string
-	s.mu.Lock()
-	for user, r := range s.users {
-		if r.jobID == "" {
-			continue
-		}
-		j, known := byID[r.jobID]
-		if !known {
-			j = slurm.Job{ID: r.jobID, State: "GONE"} // the controller forgot it: long over
-		}
-		if j.State == r.state && (j.Node == "" || j.Node == r.node) {
-			continue
-		}
-		r.state = j.State
-		if j.Node != "" {
-			r.node = j.Node
-		}
-		r.touch()
-		ev := executorunit.UnitChange{User: user, Kind: "service", State: serviceState(j.State), Sub: strings.ToLower(j.State), JobID: r.jobID, Node: r.node}
-		events = append(events, ev)
-		if j.Ended() {
-			ended = append(ended, r.jobID)
-			if r.parked != nil {
-				r.parked.Close()
-				r.parked = nil
-			}
-		}
-	}
-	emit := s.emit
-	s.mu.Unlock()
-	for _, id := range ended {
-		if err := s.Jobs.Revoke(id); err != nil {
-			s.log().Warn("revoking an ended job's token", "job", id, "err", err)
-		}
-	}
-	for _, ev := range events {
-		s.log().Info("executor job state", "user", ev.User, "job", ev.JobID, "state", ev.Sub, "node", ev.Node)
-		if emit != nil {
-			emit(ev)
 		}
 	}
 }

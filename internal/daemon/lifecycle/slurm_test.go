@@ -9,6 +9,7 @@ import (
 	"github.com/agor-sh/agor/internal/dialback"
 	"github.com/agor-sh/agor/internal/executor/exectest"
 	"github.com/agor-sh/agor/internal/executorunit"
+	"github.com/agor-sh/agor/internal/slurm"
 )
 
 // submitter is the person's local executor as Slurm uses it: every
@@ -53,5 +54,29 @@ func TestSlurmRecoversBeforeFirstRequest(t *testing.T) {
 	}
 	if len(local.ensured) != 0 {
 		t.Fatalf("a second job was submitted for %s beside job 6", name)
+	}
+}
+
+// TestSlurmPollSubmittedDuringQueue: a job submitted while a poll's
+// squeue runs is not in what it returns, and is not taken for gone (a
+// prompt once failed so: "job 8 is GONE", submitted a moment before).
+func TestSlurmPollSubmittedDuringQueue(t *testing.T) {
+	jobs, err := dialback.OpenJobs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Slurm{Jobs: jobs}
+	s.Queue = func(context.Context) ([]slurm.Job, error) {
+		s.submitted("bob", "8") // sbatch returned while squeue ran
+		return nil, nil
+	}
+	s.poll(context.Background())
+	if st := s.users["bob"].state; st != "PENDING" {
+		t.Fatalf("job 8, submitted during the poll's squeue, is %s after it", st)
+	}
+	s.Queue = func(context.Context) ([]slurm.Job, error) { return nil, nil }
+	s.poll(context.Background())
+	if st := s.users["bob"].state; st != "GONE" {
+		t.Fatalf("job 8, missing from the next squeue, is %s, want GONE", st)
 	}
 }
