@@ -464,6 +464,6 @@ func listenTCP(a config.API) (net.Listener, error) {
 func (d *Daemon) executorHandler(outputs *api.Outputs, terms *api.Terminals, watches *api.Watches) func(string) rpc.Handler {
 	return func(key string) rpc.Handler {
 		account, _ := envdef.SplitKey(key)
-		return d.warm.Handler(account, terms.Handler(key, outputs.Handler(watches.Handler(key, d.broker.Handler(account)))))
+		return relayRefusals(d.audit, account, d.warm.Handler(account, terms.Handler(key, outputs.Handler(watches.Handler(key, d.broker.Handler(account))))))
 	}
 }

@@ -2,20 +2,27 @@ package daemon
 
 import (
 	"context"
-	"github.com/agor-sh/agor/internal/config"
+	"fmt"
 	"net"
 	"net/http"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/daemon/audit"
 
 	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/meter"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // buildGateway sets up the model gateway when gateway.enabled: the meter
-// decides (tokens, keys, budgets, ledger), the gateway forwards, and the
-// API hands each task a token in place of a key.
+// decides (credentials, keys, budgets, ledger), the gateway forwards,
+// and the API hands each task's executor its credential, which the
+// executor's relay puts on the connections of the task's processes (the
+// door line): the agent holds a placeholder.
 func (d *Daemon) buildGateway(master []byte, creds *credstore.Store) {
 	if !d.cfg.Gateway.Enabled {
 		// agor-daemon.socket passes the socket all the same: a caller is
@@ -28,8 +35,10 @@ func (d *Daemon) buildGateway(master []byte, creds *credstore.Store) {
 	d.meter = &meter.Meter{Signer: meter.NewSigner(master), Store: d.store, Keys: creds,
 		Config: d.network.Gateway, InGroup: d.inGroup, Log: d.log, Audit: d.audit, Notice: d.srv.TaskNotice,
 		Network: d.networkFor}
-	h := gateway.New(d.meter, d.meter, gateway.Options{Log: d.log, MaxInFlight: d.cfg.Gateway.MaxInFlight})
-	d.gatewayS = &http.Server{Handler: h, ConnContext: peerContext, ReadHeaderTimeout: d.api.ReadHeaderTimeout}
+	h := gateway.New(d.meter, d.meter, gateway.Options{Log: d.log, MaxInFlight: d.cfg.Gateway.MaxInFlight, Door: true})
+	d.gatewayS = &http.Server{Handler: h, ReadHeaderTimeout: d.api.ReadHeaderTimeout, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+		return gateway.DoorContext(peerContext(ctx, c), c)
+	}}
 	d.srv.Gateway = d.meter
 }
 
@@ -41,16 +50,42 @@ func (d *Daemon) serveGateway(ctx context.Context) error {
 		return nil
 	}
 	d.log.Info("serving the model gateway", "socket", d.gatewayL.Addr().String())
-	return serveHTTP(ctx, d.gatewayS, d.gatewayL)
+	return serveHTTP(ctx, d.gatewayS, gateway.DoorListener(d.gatewayL))
 }
 
 // peerContext puts the relaying executor's SO_PEERCRED in each request's
-// context: a token is good only from the uid it was made for.
+// context: a credential is good only from the uid it was made for.
 func peerContext(ctx context.Context, c net.Conn) context.Context {
+	if dc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = dc.NetConn()
+	}
 	if cred, err := peer.Of(c); err == nil {
 		return peer.NewContext(ctx, cred)
 	}
 	return ctx
+}
+
+// relayRefusals audits gateway_refused, what account's executor says its
+// gateway relay turned away, and passes every other message to next. It
+// is account's word about account's relay (account can say anything on
+// this connection), so it is recorded for account only; a flood of it is
+// one record a window (Aggregate).
+func relayRefusals(trail *audit.Logger, account string, next rpc.Handler) rpc.Handler {
+	return rpc.HandlerFunc(func(ctx context.Context, r *rpc.Request) (any, error) {
+		if r.Method != protocol.MethodGatewayRefused {
+			return next.Handle(ctx, r)
+		}
+		var p protocol.GatewayRefusedParams
+		if err := rpc.Bind(r.Params, &p); err != nil {
+			return nil, err
+		}
+		why := "at " + account + "'s executor's relay: " + p.Reason
+		if p.UID != nil {
+			why += fmt.Sprintf(" (from uid %d)", *p.UID)
+		}
+		trail.AggregateN(audit.Record{Action: audit.GatewayRefused, User: account, Task: p.Task, Reason: why}, p.Count)
+		return nil, nil
+	})
 }
 
 // inGroup is whether user is in group, for budgets by group.

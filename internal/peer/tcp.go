@@ -3,6 +3,7 @@ package peer
 import (
 	"bufio"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -22,9 +23,15 @@ type TCPSocket struct {
 // TCPClient finds the socket at the client end of a connection this
 // process accepted: client is the connection's remote address, server
 // its local one. A connection from another host has no such socket here
-// (found false). A TCP connection carries no SO_PEERCRED; the socket
-// table is where the kernel says who made a local one.
+// (found false). A TCP connection carries no SO_PEERCRED; the kernel's
+// socket diagnostics (sock_diag, one lookup by the four addresses) say
+// who made a local one, else its socket table (/proc/net/tcp, read
+// whole: where netlink is refused, or the lookup finds none, as for a
+// socket of IPv6 family with IPv4-mapped addresses).
 func TCPClient(client, server netip.AddrPort) (s TCPSocket, found bool, err error) {
+	if s, found, err := diagTCP(client, server); found || (err != nil && !errors.Is(err, errNoDiag)) {
+		return s, found, err
+	}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(table)
 		if os.IsNotExist(err) {

@@ -1,12 +1,14 @@
 package peer
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestTCPClient makes a loopback connection and finds its client end in
@@ -87,4 +89,61 @@ func inodeOf(t *testing.T, c net.Conn) uint64 {
 		t.Fatal(err)
 	}
 	return st.Ino
+}
+
+// The kernel's diagnostics and its table say the same of a socket, for
+// each family; the diagnostics find it among thousands by one lookup
+// (both timed, printed).
+func TestDiagAgreesWithTable(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		addr := map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network]
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			t.Logf("no %s loopback: %v", network, err)
+			continue
+		}
+		defer ln.Close()
+		var conns []net.Conn
+		for range 500 { // a busy host's table
+			c, err := net.Dial(network, ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			conns = append(conns, c)
+		}
+		c := conns[len(conns)-1]
+		client, server := addrPort(t, c.LocalAddr()), addrPort(t, c.RemoteAddr())
+		t0 := time.Now()
+		d, found, err := diagTCP(client, server)
+		diag := time.Since(t0)
+		if errors.Is(err, errNoDiag) {
+			t.Skipf("no sock_diag here: %v", err)
+		}
+		if err != nil || !found {
+			t.Fatalf("%s: diag found %v, %v", network, found, err)
+		}
+		t0 = time.Now()
+		var tab TCPSocket
+		for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+			f, err := os.Open(file)
+			if err != nil {
+				continue
+			}
+			s, ok, _ := findTCP(f, client, server)
+			f.Close()
+			if ok {
+				tab = s
+				break
+			}
+		}
+		table := time.Since(t0)
+		if d != tab || d.Inode != inodeOf(t, c) || d.UID != uint32(os.Getuid()) {
+			t.Fatalf("%s: diag %+v, table %+v, inode %d", network, d, tab, inodeOf(t, c))
+		}
+		if _, found, err := diagTCP(netip.MustParseAddrPort("127.0.0.1:1"), server); found || err != nil {
+			t.Errorf("%s: a socket nobody has: found %v, %v", network, found, err)
+		}
+		t.Logf("%s, beside %d connections: sock_diag %v, the table read whole %v", network, len(conns), diag, table)
+	}
 }

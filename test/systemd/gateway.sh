@@ -1,9 +1,10 @@
 # The model gateway under the shipped units: alice's real Claude Code
 # reaches the stand-in through her executor's relay and the daemon, which
-# puts the daemon's key on; the key is in none of her processes or files;
-# the ledger equals the stand-in's count; a token used by another person,
-# or after its task, is refused; a budget refuses her, not bob, and
-# raising it lets her go on. Sourced by checks.sh after prompt.sh (uses
+# puts the daemon's key on; the key is in none of her processes or files,
+# and her agent holds only a placeholder; the ledger equals the stand-in's
+# count; bob's connections to her relay are refused, and what her running
+# task's agent holds is no use to him, each refusal audited; a budget
+# refuses her, not bob, and raising it lets her go on. Sourced by checks.sh after prompt.sh (uses
 # start_model); the configuration is put back at the end.
 
 # gateway_config EXTRA [UPSTREAMS]: the packaged configuration with the
@@ -40,15 +41,17 @@ rows = json.load(sys.stdin)["rows"]
 print(sum(r["input_tokens"] for r in rows), sum(r["output_tokens"] for r in rows), sum(r["cache_read_tokens"] for r in rows), sum(r["cache_write_tokens"] for r in rows))'
 }
 
-# gateway_post AS TOKEN: a Messages request straight to the gateway's
-# socket as user AS with TOKEN for a key; prints the status line.
+# gateway_post AS TOKEN [CREDENTIAL]: a Messages request straight to the
+# gateway's socket as user AS with TOKEN for a key, and CREDENTIAL on the
+# door line a relay would write first; prints the status line.
 gateway_post() {
 	as "$1" python3 -c 'import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect("/run/agor/gateway.sock")
 b = b"{\"model\":\"claude-x\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
-s.sendall(b"POST /v1/messages HTTP/1.0\r\nHost: x\r\nx-api-key: " + sys.argv[1].encode() + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
-print(s.makefile("rb").readline().decode().strip())' "$2"
+door = b"AGOR-GATEWAY-TASK " + sys.argv[2].encode() + b"\n" if sys.argv[2] else b""
+s.sendall(door + b"POST /v1/messages HTTP/1.0\r\nHost: x\r\nx-api-key: " + sys.argv[1].encode() + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
+print(s.makefile("rb").readline().decode().strip())' "$2" "${3:-}"
 }
 
 gateway_prompt() {
@@ -64,7 +67,7 @@ gateway_prompt() {
 	out=$(as alice agorctl prompt alice 'through the gateway' --mode bypassPermissions --model claude-standin 2>&1) || { echo "$out"; return 1; }
 	echo "$out" | grep '^completed' >/dev/null || { echo "$out"; return 1; }
 	tok=$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/agent-env.txt)
-	case $tok in agor-gw1.*) ;; *) echo "the agent's key is not a gateway token: $tok"; return 1 ;; esac
+	want "$tok" agor-gateway # the placeholder: the agent holds no credential
 	grep '^ANTHROPIC_BASE_URL=http://127.0.0.1:' /home/alice/agent-env.txt
 	# The stand-in saw the daemon's key on every request, and nothing else.
 	want "$(standin_requests | cut -d' ' -f1 | sort -u)" sk-ant-suite-0123456789
@@ -76,8 +79,7 @@ gateway_prompt() {
 	# The ledger equals the stand-in's own count, request for request.
 	n=$(standin_requests | wc -l)
 	want "$(standin_requests | awk '{i+=$2; o+=$3; r+=$4; w+=$5} END {print i, o, r, w}')" "$(ledger_since "$t0")"
-	echo "$n requests through the gateway with the daemon's key; the agent held $(echo "$tok" | cut -c1-16)...; the key in none of alice's processes or files; the ledger equals the stand-in's tokens"
-	echo "$tok" >/tmp/gw-token
+	echo "$n requests through the gateway with the daemon's key; the agent held the placeholder $tok; the key in none of alice's processes or files; the ledger equals the stand-in's tokens"
 }
 check "gateway: alice's Claude Code reaches its model through the daemon's gateway; the stand-in sees the daemon's key, alice's processes and files never hold it, the ledger equals the stand-in's count" gateway_prompt
 
@@ -153,7 +155,7 @@ gateway_each() {
 		case $tool in gemini | opencode) prompt="run the shell command: env > agent-env.txt" ;; esac
 		t0=$(date +%s.%N)
 		out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --cwd gw --mode bypassPermissions 2>&1 </dev/null) || { echo "$tool: $out"; bad=1; continue; }
-		if ! grep -q "=agor-gw1\." /home/alice/gw/agent-env.txt 2>/dev/null || grep -q "$key" /home/alice/gw/agent-env.txt; then
+		if ! grep -q "_API_KEY=agor-gateway$" /home/alice/gw/agent-env.txt 2>/dev/null || grep -q "$key" /home/alice/gw/agent-env.txt; then
 			echo "$tool: its environment: $(grep -E 'API_KEY|BASE_URL' /home/alice/gw/agent-env.txt 2>&1 | cut -c1-60 | tr '\n' ' ')"; bad=1; continue
 		fi
 		if [ "$(standin_requests "$port" | cut -d' ' -f1 | sort -u)" != "$key" ]; then
@@ -171,26 +173,102 @@ for r in db.execute("SELECT l.at / 1000000, l.task_id, l.session_id, l.model, l.
 			bad=1
 			continue
 		fi
-		echo "$tool: $(standin_requests "$port" | wc -l) requests through the gateway with the daemon's key, the agent held a token; ledger = stand-in: $(ledger_since "$t0")"
+		echo "$tool: $(standin_requests "$port" | wc -l) requests through the gateway with the daemon's key, the agent held the placeholder; ledger = stand-in: $(ledger_since "$t0")"
 		modes_cmd='env > agent-env.txt' modes_models # a fresh count for the next
 	done
 	return $bad
 }
 check "gateway: codex, gemini and opencode reach their models through it with the daemon's key, never in the agent; the ledger equals each stand-in's count" gateway_each
 
-# gateway_forged: alice's token, straight to the gateway's socket: from
-# bob it is refused (another person), and from alice now that no task of
-# its session runs (after its task); a made-up one too.
+# gateway_forged: straight to the gateway's socket, with no relay's door
+# line: what alice's agent holds (the placeholder), a token of the old
+# per-session kind, the key itself, each from bob and from alice; a
+# made-up credential on a door line. All refused, and audited.
 gateway_forged() {
-	local tok
-	tok=$(cat /tmp/gw-token)
-	want "$(gateway_post bob "$tok")" "HTTP/1.0 401 Unauthorized"
-	want "$(gateway_post alice "$tok")" "HTTP/1.0 401 Unauthorized"
-	want "$(gateway_post alice "agor-gw1.x.$(id -u alice).forged")" "HTTP/1.0 401 Unauthorized"
-	want "$(gateway_post alice sk-ant-suite-0123456789)" "HTTP/1.0 401 Unauthorized"
-	echo "refused: alice's token from bob, from alice after its task, a forged one, the key itself"
+	local u
+	for u in bob alice; do
+		want "$(gateway_post "$u" agor-gateway)" "HTTP/1.0 401 Unauthorized"
+		want "$(gateway_post "$u" "agor-gw1.x.$(id -u alice).forged")" "HTTP/1.0 401 Unauthorized"
+		want "$(gateway_post "$u" sk-ant-suite-0123456789)" "HTTP/1.0 401 Unauthorized"
+	done
+	want "$(gateway_post alice agor-gateway "agor-gw2.t.s.$(id -u alice).forged")" "HTTP/1.0 401 Unauthorized"
+	sleep 2 # the audit trail's aggregation window
+	journalctl --no-pager -o verbose -u agor-daemon.service AGOR_AUDIT_ACTION=gateway_refused --since "-1min" >/tmp/gw-refused.txt
+	grep -F "AGOR_REASON=no credential: the request did not come through an executor's relay (from uid $(id -u bob))" /tmp/gw-refused.txt >/dev/null || {
+		echo "no gateway_refused record of bob's"; grep AGOR_REASON /tmp/gw-refused.txt; return 1; }
+	grep -F "AGOR_REASON=not a credential this daemon signed (from uid $(id -u alice))" /tmp/gw-refused.txt >/dev/null || {
+		echo "no gateway_refused record of the forged credential"; grep AGOR_REASON /tmp/gw-refused.txt; return 1; }
+	echo "refused: the placeholder, an old-kind token and the key from bob and alice with no door line; a forged credential on one; audited:"
+	grep AGOR_REASON /tmp/gw-refused.txt | sort | uniq -c
 }
-check "gateway: a token used by another person, after its task, or forged is refused" gateway_forged
+check "gateway: straight to its socket, what an agent holds, an old token, the key, a forged credential are refused and audited" gateway_forged
+
+# door_hold USER ADDR N: USER opens N idle connections to ADDR
+# (127.0.0.1:PORT), then sends a Messages request on one more with the
+# placeholder; prints how many of the N the relay had closed within 2 s
+# and the status line the request got ("none": the connection closed
+# without one).
+door_hold() {
+	as "$1" python3 -c 'import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+conns = [socket.create_connection((host, int(port))) for _ in range(int(sys.argv[2]))]
+closed, end = 0, time.time() + 2
+for c in conns:
+    c.settimeout(max(0.01, end - time.time()))
+    try:
+        while c.recv(4096):
+            pass
+        closed += 1
+    except socket.timeout:
+        pass
+    except OSError:
+        closed += 1
+s = socket.create_connection((host, int(port)))
+b = b"{\"model\":\"claude-standin\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+try:
+    s.sendall(b"POST /v1/messages HTTP/1.0\r\nHost: x\r\nx-api-key: agor-gateway\r\nContent-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
+    line = s.makefile("rb").readline().decode().strip() or "none"
+except OSError:
+    line = "none"
+print(closed, line)' "$2" "$3"
+}
+
+# gateway_door: while alice's Claude Code runs a turn (its Bash tool waits
+# for a file), bob opens 200 idle connections to her relay (its address
+# and her agent's key read from her agent's environment): each is closed
+# at once, and his request with her agent's key on one more is refused;
+# her agent's next requests are still served (the prompt completes). Her
+# executor's journal and the daemon's audit trail name bob's uid.
+gateway_door() {
+	local out addr rc=0 t0
+	gateway_agents
+	gateway_config "" # Anthropic's upstream the stand-in again (gateway_each changed it)
+	restart_daemon
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service
+	start_model -bash 'env > door-env.txt; touch door-ready; while [ ! -e door-go ]; do sleep 0.2; done' -text 'done'
+	rm -f /home/alice/door-env.txt /home/alice/door-ready /home/alice/door-go
+	t0=$(date +%s)
+	as alice agorctl prompt alice 'the door' --mode bypassPermissions --model claude-standin >/tmp/door.out 2>&1 &
+	for _ in $(seq 300); do [ -e /home/alice/door-ready ] && break; sleep 0.2; done
+	[ -e /home/alice/door-ready ] || { echo "alice's agent never ran its tool"; cat /tmp/door.out; return 1; }
+	want "$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/door-env.txt)" agor-gateway || rc=1
+	addr=$(sed -n 's|^ANTHROPIC_BASE_URL=http://||p' /home/alice/door-env.txt)
+	out=$(door_hold bob "$addr" 200)
+	case $out in "200 HTTP/1.1 403 Forbidden" | "200 none") ;; *) echo "bob at alice's relay: $out"; rc=1 ;; esac
+	as alice touch /home/alice/door-go
+	wait $! || { echo "alice's prompt beside bob's connections:"; cat /tmp/door.out; rc=1; }
+	grep '^completed' /tmp/door.out >/dev/null || rc=1
+	sleep 2 # the executor sums refusals a second, the audit trail aggregates a second
+	journalctl --no-pager -o cat -u agor-executor@alice.service --since "@$t0" AGOR_PEER_UID="$(id -u bob)" >/tmp/door-exec.txt
+	grep -F "gateway relay: connections refused" /tmp/door-exec.txt >/dev/null || { echo "alice's executor's journal names no refusal of bob's"; rc=1; }
+	journalctl --no-pager -o verbose -u agor-daemon.service AGOR_AUDIT_ACTION=gateway_refused --since "@$t0" >/tmp/door-audit.txt
+	grep -F "AGOR_REASON=at alice's executor's relay: another_account (from uid $(id -u bob))" /tmp/door-audit.txt >/dev/null || {
+		echo "no gateway_refused record of bob's"; grep AGOR_REASON /tmp/door-audit.txt; rc=1; }
+	grep -E 'AGOR_REASON=|AGOR_COUNT=' /tmp/door-audit.txt | paste -sd' ' 
+	[ "$rc" = 0 ] && echo "bob's 200 connections to alice's relay closed at once and his request with her agent's key refused ($out); her prompt completed"
+	return $rc
+}
+check "gateway: bob's connections to alice's relay are refused and what her running task's agent holds is no use to him (audited); her agent is still served" gateway_door
 
 # gw_small_reserve: what each request holds against alice's budget while
 # it runs, one input token: 0.01 at claude-standin's price (which prices

@@ -20,11 +20,13 @@ func (s *Server) budgetLeft(person string) error {
 	return nil
 }
 
-// gatewayToken is the token executor's agents of sess present to the
-// gateway, "" when there is no gateway. An executor from before the
-// gateway would ask for the key itself, which the gateway's keys are
-// not given out for: it is replaced by the installed one when idle, and
-// otherwise the prompt (task) is refused, saying so.
+// gatewayToken is task's credential at the gateway, for executor's relay
+// (never its agent), "" when there is no gateway. An executor from
+// before the door (RevisionDoor) would hand the credential to its agent,
+// and one from before the gateway would ask for the key itself, which
+// the gateway's keys are not given out for: either is replaced by the
+// installed one when idle, and otherwise the prompt (task) is refused,
+// saying so.
 func (s *Server) gatewayToken(ctx context.Context, executor, task, tool string, sess store.Session) (string, error) {
 	if s.Gateway == nil || s.Gateway.Direct(tool) {
 		return "", nil
@@ -33,12 +35,12 @@ func (s *Server) gatewayToken(ctx context.Context, executor, task, tool string, 
 	if err != nil {
 		return "", err
 	}
-	if ping.Protocol < protocol.RevisionGateway {
-		if ping, err = s.replaceOld(ctx, executor, task, ping, protocol.RevisionGateway); err != nil {
+	if ping.Protocol < protocol.RevisionDoor {
+		if ping, err = s.replaceOld(ctx, executor, task, ping, protocol.RevisionDoor); err != nil {
 			return "", err
 		}
 	}
-	return s.Gateway.Token(sess.ID, uint32(ping.UID)), nil
+	return s.Gateway.Token(task, sess.ID, uint32(ping.UID)), nil
 }
 
 // TaskNotice has person's running task emit a notice event (task_notice):

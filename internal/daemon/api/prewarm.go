@@ -44,11 +44,12 @@ func (s *Server) prewarmRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // prewarm resolves b as a prompt of t's would be (readPrompt, session;
-// t and b already routed to their environment, routeEnv),
-// signs the gateway token for its session (the one named, or an id
-// reserved for t's next new session of these options) and has t's
-// executor start the agent. Without the gateway there is no pre-warm:
-// the agent would need the raw key before any task.
+// t and b already routed to their environment, routeEnv), for its
+// session (the one named, or an id reserved for t's next new session of
+// these options), and has t's executor start the agent behind the
+// gateway: with the placeholder, no credential (none serves before a
+// task runs on it). Without the gateway there is no pre-warm: the agent
+// would need the raw key before any task.
 func (s *Server) prewarm(ctx context.Context, t subject, b apiwire.PromptBody) (apiwire.PrewarmAccepted, error) {
 	if s.Gateway == nil || s.PrewarmIdle <= 0 || s.Store == nil {
 		return s.prewarmRefused("", "off"), nil
@@ -70,10 +71,10 @@ func (s *Server) prewarm(ctx context.Context, t subject, b apiwire.PromptBody) (
 	if err != nil {
 		return apiwire.PrewarmAccepted{}, err
 	}
-	if ping.Protocol < protocol.RevisionPrewarm {
+	if ping.Protocol < protocol.RevisionDoor { // below it, the agent would hold a credential
 		return s.prewarmRefused(p.SessionID, "executor_too_old"), nil
 	}
-	p.GatewayToken = s.Gateway.Token(p.SessionID, uint32(ping.UID))
+	p.Gateway = true
 	var res protocol.PrewarmAgentResult
 	if err := s.Pool.Call(ctx, t.Executor, protocol.MethodPrewarmAgent, p, &res); err != nil {
 		return apiwire.PrewarmAccepted{}, err

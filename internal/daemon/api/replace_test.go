@@ -24,13 +24,14 @@ type upgradedBackend struct {
 	gen                  int // processes started before the running one
 	terminals            int // the old process's open terminals
 	shutdowns            int
+	old                  int // the old binary's revision (0 unless set)
 }
 
 func (b *upgradedBackend) Ensure(_ context.Context, user string) (executorunit.Executor, error) {
 	b.mu.Lock()
 	ping := protocol.PingResult{Pong: true, User: user, UID: alice, PID: 100 + b.gen, Version: "0.1.1", Protocol: protocol.Revision}
 	if b.gen == 0 {
-		ping.Version, ping.Protocol = "0.0.9", 0
+		ping.Version, ping.Protocol = "0.0.9", b.old
 	}
 	terms := make([]protocol.TerminalInfo, b.terminals*(1-min(b.gen, 1)))
 	b.mu.Unlock()
@@ -83,13 +84,17 @@ func replaceRig(t *testing.T, b *upgradedBackend, others ...string) (*Server, st
 }
 
 // An idle executor on a binary from before the gateway is replaced by the
-// installed one, and the prompt goes on with a token.
+// installed one, and the prompt goes on with a credential; so is one from
+// after the gateway but before its door (revision 3), which would put
+// the task's credential in its agent's environment.
 func TestOldIdleExecutorReplaced(t *testing.T) {
-	b := &upgradedBackend{}
-	srv, sess := replaceRig(t, b)
-	tok, err := srv.gatewayToken(context.Background(), "alice", "t1", "claude-code", sess)
-	if err != nil || tok == "" || b.shutdowns != 1 {
-		t.Fatalf("token %q, err %v, %d shutdowns; want a token after one shutdown", tok, err, b.shutdowns)
+	for _, old := range []int{0, protocol.RevisionPrewarm} {
+		b := &upgradedBackend{old: old}
+		srv, sess := replaceRig(t, b)
+		tok, err := srv.gatewayToken(context.Background(), "alice", "t1", "claude-code", sess)
+		if err != nil || tok == "" || b.shutdowns != 1 {
+			t.Fatalf("revision %d: token %q, err %v, %d shutdowns; want a token after one shutdown", old, tok, err, b.shutdowns)
+		}
 	}
 }
 
@@ -109,7 +114,7 @@ func TestOldBusyExecutorKept(t *testing.T) {
 		if err == nil || tc.b.shutdowns != 0 {
 			t.Fatalf("%s: err %v, %d shutdowns; want refused, none", name, err, tc.b.shutdowns)
 		}
-		for _, want := range []string{tc.says, "0.0.9", "protocol revision 0", "needs 2", "agorctl executors stop alice"} {
+		for _, want := range []string{tc.says, "0.0.9", "protocol revision 0", "needs 4", "agorctl executors stop alice"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: %q does not say %q", name, err, want)
 			}

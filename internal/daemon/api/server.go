@@ -139,11 +139,12 @@ func (s *Server) log() *slog.Logger {
 }
 
 // Gateway is the model gateway as the API uses it (meter.Meter): a
-// token per session in place of a key, a person's budget checked before
-// her prompt starts any agent, and her standing against it shown with
-// her usage (modelusage.go).
+// credential per task, which the task's executor keeps from its agent
+// (its relay puts it on the task's connections), a person's budget
+// checked before her prompt starts any agent, and her standing against
+// it shown with her usage (modelusage.go).
 type Gateway interface {
-	Token(session string, uid uint32) string
+	Token(task, session string, uid uint32) string
 	// Admit is nil while person may spend, else the refusal to show.
 	Admit(person string) error
 	// Standings are person's spend against each bound of her budget

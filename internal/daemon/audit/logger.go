@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sort"
 	"sync"
@@ -113,16 +114,24 @@ func (l *Logger) Log(r Record) {
 
 // Aggregate counts r into one record per distinct r per window, so a flood
 // of ten thousand refusals leaves one line with Count, not ten thousand.
-func (l *Logger) Aggregate(r Record) {
+func (l *Logger) Aggregate(r Record) { l.AggregateN(r, 1) }
+
+// maxAggregateN bounds what one AggregateN adds (what a peer says it
+// saw), so that no sum in a window overflows.
+const maxAggregateN = 1 << 20
+
+// AggregateN is Aggregate for n occurrences at once (a count another
+// part summed), n at most 1<<20.
+func (l *Logger) AggregateN(r Record, n int) {
+	n = min(max(n, 1), maxAggregateN)
 	r.Time, r.Count = time.Time{}, 0
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n := l.agg[r]; n != nil {
-		*n++
+	if c := l.agg[r]; c != nil {
+		*c = min(*c+n, math.MaxInt32)
 		return
 	}
-	one := 1
-	l.agg[r] = &one
+	l.agg[r] = &n
 	l.first[r] = l.now()
 }
 

@@ -51,6 +51,15 @@ const (
 	// BudgetReached: the model gateway refused a request, or the API a
 	// prompt, because the person's budget is spent (Reason says which).
 	BudgetReached Action = "budget_reached"
+	// GatewayRefused: the model gateway's door turned a request or a
+	// connection away: at the daemon, a credential that is missing,
+	// forged, another account's or its task's no more; at a person's
+	// executor's relay (its word, for her), a connection from another
+	// account or from none of her running tasks' processes. User is the
+	// person whose task or relay it was (none when the daemon cannot
+	// tell), Reason the rule that refused and the uid that tried, Count
+	// how many in a window.
+	GatewayRefused Action = "gateway_refused"
 )
 
 // Record is one entry of the trail. It names a credential, never its
@@ -131,7 +140,7 @@ func (r Record) attrs() []slog.Attr {
 // level puts refusals and floods at warning level, the rest at info.
 func (r Record) level() slog.Level {
 	switch r.Action {
-	case APIKeyRefused, EventRefused, RateLimited, AccountMismatch:
+	case APIKeyRefused, EventRefused, RateLimited, AccountMismatch, GatewayRefused:
 		return slog.LevelWarn
 	case Egress:
 		if r.Decision != "allowed" {

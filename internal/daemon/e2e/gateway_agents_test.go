@@ -149,7 +149,8 @@ func testGatewayAgent(t *testing.T, c gatewayAgent) {
 	checkLedger(t, c, name, rows, reqs)
 }
 
-// checkAgentEnv: the agent was given the token and the relay, not the key.
+// checkAgentEnv: the agent was given the placeholder and the relay, not
+// the key (nor any credential).
 func checkAgentEnv(t *testing.T, h *harness, c gatewayAgent, key string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(h.work, "agent-env.txt"))
@@ -160,7 +161,7 @@ func checkAgentEnv(t *testing.T, h *harness, c gatewayAgent, key string) {
 	if strings.Contains(env, key) {
 		t.Error("the agent's environment holds the real key")
 	}
-	if !strings.Contains(env, "\n"+c.keyVar+"=agor-gw1.") || !strings.Contains(env, "\n"+c.url+"=http://127.0.0.1:") {
+	if !strings.Contains(env, "\n"+c.keyVar+"=agor-gateway\n") || !strings.Contains(env, "\n"+c.url+"=http://127.0.0.1:") {
 		t.Errorf("the agent was not pointed at the gateway (%s, %s):\n%s", c.keyVar, c.url, env)
 	}
 }

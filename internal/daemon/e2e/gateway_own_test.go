@@ -55,7 +55,7 @@ func TestGatewayClaudeOwnSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(env), key) || strings.Contains(string(env), "ANTHROPIC_API_KEY=") || !strings.Contains(string(env), "/own/agor-gw1.") {
+	if strings.Contains(string(env), key) || strings.Contains(string(env), "ANTHROPIC_API_KEY=") || !strings.Contains(string(env), "/own/agor-gateway") {
 		t.Fatalf("the agent's environment:\n%s", env)
 	}
 	rows, err := h.d.Store().TaskSpend(h.waitTask(t))
@@ -116,7 +116,7 @@ func TestGatewayCodexOwnSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(env), key) || strings.Contains(string(env), "OPENAI_API_KEY=") || !strings.Contains(string(env), "/own/agor-gw1.") {
+	if strings.Contains(string(env), key) || strings.Contains(string(env), "OPENAI_API_KEY=") || !strings.Contains(string(env), "/own/agor-gateway") {
 		t.Fatalf("the agent's environment:\n%s", env)
 	}
 	rows := ledgerRows(t, h, h.waitTask(t), len(reqs))

@@ -27,10 +27,10 @@ func gatewayOn(url string) func(*config.Config) {
 
 // The real Claude Code through the gateway: agents.yaml points it at a
 // URL nothing serves, the executor points it at its relay instead, with
-// the session's token for a key. The stand-in sees the daemon's real key;
-// the agent's own environment (which its tool dumps) holds the token and
-// never the key; the ledger equals the stand-in's own count of tokens,
-// request for request.
+// the placeholder for a key. The stand-in sees the daemon's real key;
+// the agent's own environment (which its tool dumps) holds the
+// placeholder and never the key; the ledger equals the stand-in's own
+// count of tokens, request for request.
 func TestGatewayClaude(t *testing.T) {
 	const key = "sk-ant-real-7d2e9a"
 	model := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: "done", Bash: "env > agent-env.txt"})
@@ -57,7 +57,7 @@ func TestGatewayClaude(t *testing.T) {
 	if strings.Contains(string(env), key) {
 		t.Fatal("the agent's environment holds the real key")
 	}
-	if !strings.Contains(string(env), "ANTHROPIC_API_KEY=agor-gw1.") || !strings.Contains(string(env), "ANTHROPIC_BASE_URL=http://127.0.0.1:") {
+	if !strings.Contains(string(env), "ANTHROPIC_API_KEY=agor-gateway\n") || !strings.Contains(string(env), "ANTHROPIC_BASE_URL=http://127.0.0.1:") {
 		t.Fatalf("the agent was not pointed at the gateway:\n%s", env)
 	}
 	task := h.waitTask(t)

@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	if req := os.Getenv("AGOR_TEST_HTTP_AS"); req != "" {
 		os.Exit(httpAs(req))
 	}
+	if spec := os.Getenv("AGOR_TEST_DOOR_AS"); spec != "" {
+		os.Exit(doorChild(spec))
+	}
 	exectest.Main(m, &binary)
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,7 @@ import (
 
 // Pre-warming through the daemon, with gemini behind the gateway: POST
 // /v1/executors/{user}/prewarm reserves a session id and starts the
-// agent with that session's token; the stand-in model hears nothing
+// agent with the placeholder; the stand-in model hears nothing
 // before the prompt; a prompt of other options does not take the
 // reservation; the prompt of the same options gets the reserved session
 // and runs prewarmed, its first model request through the gateway.
@@ -32,11 +31,11 @@ func TestDaemonPrewarm(t *testing.T) {
 	if n := len(c.seen()); n != 0 {
 		t.Fatalf("%d model requests before the prompt", n)
 	}
-	// The pre-warmed process's own token, used before its prompt, from its
-	// own executor's relay, as the agent (or anything of its person's)
-	// could: refused, and nothing reaches the model.
-	if code := earlyRequest(t, reserved); code != http.StatusUnauthorized && code != http.StatusForbidden {
-		t.Fatalf("a request with the pre-warmed agent's token before its prompt: %d, want refused", code)
+	// What the pre-warmed process holds, used before its prompt at its own
+	// executor's relay by anything of its person's: refused at the door,
+	// and nothing reaches the model.
+	if code := h.earlyRequest(t, name, c.env["HOME"]); code != "403" {
+		t.Fatalf("a request with the pre-warmed agent's key and relay before its prompt: %s, want refused", code)
 	}
 	if n := len(c.seen()); n != 0 {
 		t.Fatalf("the early request reached the model (%d requests)", n)
@@ -108,31 +107,29 @@ func TestPrewarmAtExecutorStart(t *testing.T) {
 	}
 }
 
-// earlyRequest sends a generateContent request the way the pre-warmed
-// gemini of session would, with the token and relay address from its
-// environment, and returns the status.
-func earlyRequest(t *testing.T, session string) int {
+// earlyRequest sends, from user's exec, a generateContent request the
+// way the pre-warmed gemini whose HOME is home would, with the key and
+// relay address from its environment, and returns the status.
+func (h *harness) earlyRequest(t *testing.T, user, home string) string {
 	t.Helper()
-	env := processEnv(t, "GEMINI_API_KEY=agor-gw1."+session+".")
-	base, tok := env["GOOGLE_GEMINI_BASE_URL"], env["GEMINI_API_KEY"]
-	if base == "" || tok == "" {
-		t.Fatalf("the pre-warmed gemini has no gateway address or token: %q %q", base, tok)
+	env := processEnv(t, "HOME="+home+"\x00")
+	base, key := env["GOOGLE_GEMINI_BASE_URL"], env["GEMINI_API_KEY"]
+	if base == "" || key != "agor-gateway" {
+		t.Fatalf("the pre-warmed gemini has no gateway address or placeholder: %q %q", base, key)
 	}
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1beta/models/gemini-2.5-pro:generateContent",
-		strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Goog-Api-Key", tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	code, out := h.do(t, "POST", "/v1/executors/"+user+"/exec", map[string]any{"cwd": ".", "argv": []string{"curl", "-s", "-o", "/dev/null",
+		"-w", "%{http_code}", "--max-time", "10", "-H", "x-goog-api-key: " + key, "-H", "content-type: application/json",
+		"-d", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, base + "/v1beta/models/gemini-2.5-pro:generateContent"}})
+	if code != 200 {
+		t.Fatalf("exec: %d %v", code, out)
 	}
-	defer resp.Body.Close()
-	return resp.StatusCode
+	s, _ := out["stdout"].(string)
+	return s
 }
 
 // processEnv is the environment of a process that has an entry starting
-// with prefix: the token names the session, so no other test's agent
-// (packages run side by side) is taken for it.
+// with prefix (its HOME, this test's own directory), so that no other
+// test's agent (packages run side by side) is taken for it.
 func processEnv(t *testing.T, prefix string) map[string]string {
 	t.Helper()
 	paths, _ := filepath.Glob("/proc/[0-9]*/environ")

@@ -1,7 +1,9 @@
 // Package gateway implements the model gateway: an HTTP handler that
 // stands between an agent CLI and its model provider. The agent holds a
-// task-scoped token in place of the provider's API key; the gateway
-// checks the token with an Authorizer, takes the token off the request
+// placeholder in place of the provider's API key; the executor's relay
+// opens each connection with the credential of the task whose process
+// holds it (DoorListener, Options.Door); the gateway checks that
+// credential with an Authorizer, takes the placeholder off the request
 // (every header and query parameter a client may put a key in), puts the
 // real key where that provider expects it, forwards the request to the
 // grant's upstream, streams the answer back as it arrives, and records
@@ -12,7 +14,8 @@
 //   - The real key goes only on the upstream request. Nothing the gateway
 //     writes itself names a key or echoes the presented token; upstream
 //     answers are passed through as the provider wrote them.
-//   - The token never reaches the provider.
+//   - The token never reaches the provider. Behind the door, nothing a
+//     request says chooses its task: only its connection's credential.
 //   - Usage is read from the provider's own response (its usage fields,
 //     streamed or not), never from anything the client says.
 //   - Memory per request is bounded: the request body by Options.MaxBody
@@ -29,5 +32,5 @@
 //
 // Four API shapes are understood (see API): Anthropic Messages, OpenAI
 // Responses, OpenAI Chat Completions and Gemini generateContent /
-// streamGenerateContent. The gateway is not yet wired into the daemon.
+// streamGenerateContent.
 package gateway

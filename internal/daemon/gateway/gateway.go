@@ -76,6 +76,13 @@ type Options struct {
 	// MaxInFlight bounds each person's requests running at once (one
 	// more is refused 429, which the CLIs retry); 0: DefaultMaxInFlight.
 	MaxInFlight int
+	// Door: a request's credential is the one its connection came with
+	// (DoorListener, DoorContext), which the executor's relay put on for
+	// the task whose process holds the agent's end; what the request
+	// itself presents (the agent's key header, an own sign-in's path
+	// token) decides nothing. Without it (tests, benches) what the
+	// request presents is its credential.
+	Door bool
 }
 
 // DefaultMaxBody is the request body bound when Options.MaxBody is 0.
@@ -84,7 +91,7 @@ const DefaultMaxBody = 32 << 20
 // New returns the gateway's handler.
 func New(auth Authorizer, rec Recorder, opts Options) http.Handler {
 	g := &gateway{auth: auth, rec: rec, transport: opts.Transport, log: opts.Log, maxBody: opts.MaxBody,
-		flights: newFlights(opts.MaxInFlight)}
+		flights: newFlights(opts.MaxInFlight), door: opts.Door}
 	if g.transport == nil {
 		g.transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
@@ -104,4 +111,5 @@ type gateway struct {
 	log       *slog.Logger
 	maxBody   int64
 	flights   *flights
+	door      bool
 }

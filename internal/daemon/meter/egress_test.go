@@ -44,8 +44,8 @@ func TestGatewayGoesByEgressRules(t *testing.T) {
 				}
 				return []netip.Addr{netip.MustParseAddr("203.0.113.5")}, nil
 			}
-			_, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("s-alice", alice))
-			_, own := w.m.AuthorizeOwn(from(alice), gateway.Anthropic, "", w.m.Signer.Token("s-alice", alice))
+			_, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("t-s-alice", "s-alice", alice))
+			_, own := w.m.AuthorizeOwn(from(alice), gateway.Anthropic, "", w.m.Signer.Token("t-s-alice", "s-alice", alice))
 			for _, err := range []error{err, own} {
 				var r *gateway.Refusal
 				switch {
@@ -56,7 +56,7 @@ func TestGatewayGoesByEgressRules(t *testing.T) {
 					t.Errorf("got %v, want a 403 saying %q", err, c.refused)
 				}
 			}
-			if _, err := w.m.Authorize(from(bob), gateway.Anthropic, w.m.Signer.Token("s-bob", bob)); err != nil {
+			if _, err := w.m.Authorize(from(bob), gateway.Anthropic, w.m.Signer.Token("t-s-bob", "s-bob", bob)); err != nil {
 				t.Errorf("bob (open) refused: %v", err)
 			}
 		})
@@ -69,7 +69,7 @@ func TestGatewayEgressRulesUnreadable(t *testing.T) {
 	w.m.Network = func(context.Context, string) (config.NetworkSet, error) {
 		return config.NetworkSet{}, errors.New("no such user")
 	}
-	_, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("s-alice", alice))
+	_, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("t-s-alice", "s-alice", alice))
 	var r *gateway.Refusal
 	if !errors.As(err, &r) || r.Message != "agor: the network rules for alice could not be read" {
 		t.Fatalf("got %v", err)

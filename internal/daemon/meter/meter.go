@@ -22,7 +22,6 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/netpolicy"
-	"github.com/agor-sh/agor/internal/peer"
 )
 
 // Keys is where a person's key, else the daemon's, comes from.
@@ -75,11 +74,10 @@ func family(api gateway.API) string {
 	return "openai"
 }
 
-var errToken = errors.New("not a live gateway token of this caller")
-
-// Authorize implements gateway.Authorizer: the token must be one this
-// daemon signed, for the uid of the executor that relayed it (the
-// gateway socket's SO_PEERCRED), with a task of its session running; the
+// Authorize implements gateway.Authorizer: tok is the credential the
+// executor's relay put on the connection (never what the agent sent):
+// one this daemon signed, for the uid of the executor that relayed it
+// (the gateway socket's SO_PEERCRED), whose task runs now (door.go); the
 // person must be under her budget; the key is hers, else the daemon's.
 func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gateway.Grant, error) {
 	g, uid, err := m.taskOf(ctx, api, family(api), tok)
@@ -104,8 +102,8 @@ func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gat
 }
 
 // AuthorizeOwn implements gateway.OwnAuthorizer: a task whose agent signs
-// in with its person's own subscription. The token is checked as for
-// Authorize; no key is put on, and the person's budget, which bounds
+// in with its person's own subscription. The credential is checked as
+// for Authorize; no key is put on, and the person's budget, which bounds
 // what the operator's keys spend, does not apply to it.
 func (m *Meter) AuthorizeOwn(ctx context.Context, api gateway.API, upstream, tok string) (gateway.Grant, error) {
 	if upstream == "" {
@@ -122,29 +120,19 @@ func (m *Meter) AuthorizeOwn(ctx context.Context, api gateway.API, upstream, tok
 	return g, nil
 }
 
-// taskOf is the grant tok stands for, without a key: the signature binds
-// session and uid, the peer must be that uid's executor, and the session
-// must have a task of that uid running now.
+// taskOf is the grant tok stands for, without a key: the task it names,
+// running now, for the uid that relayed it (door.go).
 func (m *Meter) taskOf(ctx context.Context, api gateway.API, upstream, tok string) (gateway.Grant, uint32, error) {
-	session, uid, ok := m.Signer.Read(tok)
-	cred, known := peer.FromContext(ctx)
-	if !ok || !known || cred.UID != uid {
-		return gateway.Grant{}, 0, errToken
-	}
-	task, err := m.Store.RunningTaskOf(session)
-	if err != nil || task.UID != int64(uid) {
-		return gateway.Grant{}, 0, errToken
-	}
-	sess, err := m.Store.GetSession(session)
+	task, sess, err := m.door(ctx, tok)
 	if err != nil {
-		return gateway.Grant{}, 0, errToken
+		return gateway.Grant{}, 0, err
 	}
 	up, err := m.upstream(upstream)
 	if err != nil {
 		return gateway.Grant{}, 0, &gateway.Refusal{Status: 502, Message: "agor: " + err.Error()}
 	}
-	return gateway.Grant{Person: task.UnixUser, Task: task.ID, Session: session, Agent: sess.AgenticTool,
-		API: api, Upstream: up}, uid, nil
+	return gateway.Grant{Person: task.UnixUser, Task: task.ID, Session: sess.ID, Agent: sess.AgenticTool,
+		API: api, Upstream: up}, uint32(task.UID), nil
 }
 
 func (m *Meter) upstream(name string) (*url.URL, error) {
@@ -189,9 +177,11 @@ func (m *Meter) now() time.Time {
 	return m.Now()
 }
 
-// Token is the token the agents of session, run by the executor of uid,
-// present to the gateway.
-func (m *Meter) Token(session string, uid uint32) string { return m.Signer.Token(session, uid) }
+// Token is the credential of task (of session, run by the executor of
+// uid) that the executor's relay puts on the task's connections.
+func (m *Meter) Token(task, session string, uid uint32) string {
+	return m.Signer.Token(task, session, uid)
+}
 
 // Admit is nil while person may spend, else why not (her budget is
 // reached): checked before her prompt starts any agent.

@@ -67,7 +67,7 @@ func from(uid uint32) context.Context {
 // session runs, gets the daemon's key and the configured upstream.
 func TestAuthorizeLiveSession(t *testing.T) {
 	w := newWorld(t)
-	g, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("s-alice", alice))
+	g, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("t-s-alice", "s-alice", alice))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,19 +81,19 @@ func TestAuthorizeLiveSession(t *testing.T) {
 // its task), one naming another uid than it was made for.
 func TestAuthorizeRefusesForgeries(t *testing.T) {
 	w := newWorld(t)
-	tok := w.m.Signer.Token("s-alice", alice)
+	tok := w.m.Signer.Token("t-s-alice", "s-alice", alice)
 	cases := []struct {
 		name string
 		ctx  context.Context
 		tok  string
 	}{
-		{"another daemon's", from(alice), NewSigner([]byte("other")).Token("s-alice", alice)},
+		{"another daemon's", from(alice), NewSigner([]byte("other")).Token("t-s-alice", "s-alice", alice)},
 		{"tampered", from(alice), strings.Replace(tok, "s-alice", "s-bob", 1)},
 		{"from bob's executor", from(bob), tok},
-		{"made for bob, used on alice's session", from(bob), w.m.Signer.Token("s-alice", bob)},
-		{"after its task", from(alice), w.m.Signer.Token("s-done", alice)},
+		{"made for bob, used on alice's session", from(bob), w.m.Signer.Token("t-s-alice", "s-alice", bob)},
+		{"after its task", from(alice), w.m.Signer.Token("t-s-done", "s-done", alice)},
 		// A pre-warmed agent's: its session id reserved, no session yet.
-		{"for a session not made yet (pre-warmed)", from(alice), w.m.Signer.Token("s-reserved-not-made", alice)},
+		{"for a session not made yet (pre-warmed)", from(alice), w.m.Signer.Token("t-s-reserved-not-made", "s-reserved-not-made", alice)},
 		{"no peer", context.Background(), tok},
 		{"the real key", from(alice), "sk-daemon"},
 	}
@@ -111,16 +111,16 @@ func TestBudgetRefusesAndRaising(t *testing.T) {
 	w.cfg.Budgets.Users = map[string]config.BudgetSet{"alice": {MonthCost: 20}}
 	w.m.Record(gateway.Entry{Person: "alice", Task: "t-s-alice", Session: "s-alice", API: gateway.Anthropic, Model: "stand-in",
 		Usage: gateway.Usage{Input: 10_000_000, Output: 1_000_000}, Status: 200, Ended: w.m.now()}) // 10 + 10 = 20.00
-	_, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("s-alice", alice))
+	_, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("t-s-alice", "s-alice", alice))
 	var r *gateway.Refusal
 	if !errors.As(err, &r) || r.Message != "agor: monthly budget of 20.00 USD reached, resets 2026-12-01" {
 		t.Fatalf("alice over budget: %v", err)
 	}
-	if _, err := w.m.Authorize(from(bob), gateway.Anthropic, w.m.Signer.Token("s-bob", bob)); err != nil {
+	if _, err := w.m.Authorize(from(bob), gateway.Anthropic, w.m.Signer.Token("t-s-bob", "s-bob", bob)); err != nil {
 		t.Fatalf("bob refused: %v", err)
 	}
 	w.cfg.Budgets.Users["alice"] = config.BudgetSet{MonthCost: 40}
-	if _, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("s-alice", alice)); err != nil {
+	if _, err := w.m.Authorize(from(alice), gateway.Anthropic, w.m.Signer.Token("t-s-alice", "s-alice", alice)); err != nil {
 		t.Fatalf("alice refused after her budget was raised: %v", err)
 	}
 	st, _ := w.m.Standings("alice")
@@ -153,7 +153,7 @@ func TestBudgetNearlyNotice(t *testing.T) {
 	w.m.Notice = func(person, task, msg string) { told <- person + " " + task + ": " + msg }
 	w.m.Record(gateway.Entry{Person: "alice", Task: "t-s-alice", Session: "s-alice", API: gateway.Anthropic, Model: "stand-in",
 		Usage: gateway.Usage{Input: 16_100_000}, Status: 200, Ended: w.m.now()}) // 16.10 of 20.00
-	tok := w.m.Signer.Token("s-alice", alice)
+	tok := w.m.Signer.Token("t-s-alice", "s-alice", alice)
 	for range 2 {
 		if _, err := w.m.Authorize(from(alice), gateway.Anthropic, tok); err != nil {
 			t.Fatal(err)

@@ -16,13 +16,13 @@ import (
 func TestAuthorizeOwn(t *testing.T) {
 	w := newWorld(t)
 	w.cfg.Budgets.Users = map[string]config.BudgetSet{"alice": {MonthTokens: 1}}
-	tok := w.m.Signer.Token("s-alice", alice)
+	tok := w.m.Signer.Token("t-s-alice", "s-alice", alice)
 	for name, c := range map[string]struct {
 		ctx context.Context
 		tok string
 	}{
 		"from bob's executor": {from(bob), tok},
-		"after its task":      {from(alice), w.m.Signer.Token("s-done", alice)},
+		"after its task":      {from(alice), w.m.Signer.Token("t-s-done", "s-done", alice)},
 		"tampered":            {from(alice), strings.Replace(tok, "s-alice", "s-bob", 1)},
 		"no peer":             {context.Background(), tok},
 	} {

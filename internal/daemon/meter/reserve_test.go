@@ -86,7 +86,7 @@ func through(w *world, s *standIn, n int) http.Handler {
 // 1000 output tokens.
 func ask(ctx context.Context, h http.Handler, m *Meter, person string, uid uint32, model string) (int, string) {
 	r := httptest.NewRequestWithContext(peerCtx(ctx, uid), "POST", "/v1/messages", bytes.NewBufferString(requestBody(model)))
-	r.Header.Set("X-Api-Key", m.Signer.Token("s-"+person, uid))
+	r.Header.Set("X-Api-Key", m.Signer.Token("t-s-"+person, "s-"+person, uid))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec.Code, rec.Body.String()

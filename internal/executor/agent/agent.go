@@ -35,6 +35,9 @@ type Request struct {
 	// Wrap, when set, is how the CLI's argv is run: through the sandbox
 	// launcher, which confines it and everything it starts.
 	Wrap func(argv []string) []string
+	// Started, when set, is told the process's pid as soon as it runs
+	// (the gateway relay's door lets in what descends from it).
+	Started func(pid int)
 }
 
 // Decision is the daemon's answer to a permission question.

@@ -62,6 +62,9 @@ func Start(ctx context.Context, req Request, install string, args ...string) (*P
 		p.out, p.lines = out, bufio.NewScanner(out)
 		p.lines.Buffer(make([]byte, 64<<10), MaxLine)
 		p.stop = procexec.KillOnDone(ctx, p.cmd)
+		if req.Started != nil {
+			req.Started(p.cmd.Process.Pid)
+		}
 		return p, nil
 	}
 }

@@ -5,7 +5,9 @@
 // decides. Agents, commands and terminals find it through HTTPS_PROXY and
 // HTTP_PROXY. The relay decides nothing: the namespace is what keeps
 // everything else from going out, and the daemon knows the person from
-// the socket's SO_PEERCRED.
+// the socket's SO_PEERCRED. The same Relay serves the model gateway's
+// loopback port, where a Door (internal/executor/door) decides who gets
+// in and names the task to the daemon.
 package egress
 
 import (
@@ -15,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -26,7 +29,36 @@ type Relay struct {
 	Socket string // the daemon's egress service
 	Max    int    // connections relayed at once (default 256); more wait
 	Log    *slog.Logger
+	// Door, when set, decides on each connection as it is accepted (the
+	// model gateway's relay: only a running task's processes); nil lets
+	// everyone through (the egress proxy, in a namespace of its own).
+	Door Door
 }
+
+// Door decides whether an accepted connection is relayed, on the accept
+// loop and before anything is read from it: a refused one is answered
+// (a *Refusal's response) and closed at once, and holds no goroutine.
+type Door interface {
+	Admit(c net.Conn) (Pass, error)
+}
+
+// Pass is what a Door lets a connection through with.
+type Pass struct {
+	// Preamble is written to the daemon's socket before the client's
+	// bytes (the gateway's door line, naming the task).
+	Preamble []byte
+	// Leave is called once the connection has ended; nil: nothing.
+	Leave func()
+}
+
+// Refusal is a Door's answer to a client it turns away: an HTTP response
+// of Status with Message, then the connection is closed.
+type Refusal struct {
+	Status  int
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Message }
 
 // Serve relays ln's connections until ctx ends, then closes them.
 func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
@@ -35,19 +67,13 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 		limit = 256
 	}
 	slots := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	open := map[net.Conn]struct{}{}
+	var open conns
 	stop := context.AfterFunc(ctx, func() {
 		ln.Close()
-		mu.Lock()
-		for c := range open {
-			c.Close()
-		}
-		mu.Unlock()
+		open.closeAll()
 	})
 	defer stop()
-	defer wg.Wait()
+	defer open.wait()
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -66,26 +92,93 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("egress relay: %w", err)
 		}
-		mu.Lock()
-		open[c] = struct{}{}
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.relay(ctx, c)
-			mu.Lock()
-			delete(open, c)
-			mu.Unlock()
+		pass, ok := r.admit(c)
+		if !ok {
 			<-slots
-		}()
+			continue
+		}
+		open.run(c, func() {
+			r.relay(ctx, c, pass.Preamble)
+			if pass.Leave != nil {
+				pass.Leave()
+			}
+			<-slots
+		})
 	}
 }
 
-// relay joins one client to a new connection to the daemon.
-func (r *Relay) relay(ctx context.Context, c net.Conn) {
+// conns are the connections being relayed, each on a goroutine of its
+// own that wait waits for.
+type conns struct {
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+	wg   sync.WaitGroup
+}
+
+// run relays c with relay on a new goroutine.
+func (o *conns) run(c net.Conn, relay func()) {
+	o.mu.Lock()
+	if o.open == nil {
+		o.open = map[net.Conn]struct{}{}
+	}
+	o.open[c] = struct{}{}
+	o.mu.Unlock()
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		relay()
+		o.mu.Lock()
+		delete(o.open, c)
+		o.mu.Unlock()
+	}()
+}
+
+func (o *conns) closeAll() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for c := range o.open {
+		c.Close()
+	}
+}
+
+func (o *conns) wait() { o.wg.Wait() }
+
+// admit asks the Door, answering and closing c when it says no.
+func (r *Relay) admit(c net.Conn) (Pass, bool) {
+	if r.Door == nil {
+		return Pass{}, true
+	}
+	pass, err := r.Door.Admit(c)
+	if err == nil {
+		return pass, true
+	}
+	no, ok := err.(*Refusal)
+	if !ok {
+		no = &Refusal{Status: http.StatusForbidden, Message: err.Error()}
+	}
+	// One write into a new socket's empty buffer: it does not block (the
+	// deadline is for a peer that shrank its window to nothing).
+	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	body := no.Message + "\n"
+	_, _ = io.WriteString(c, "HTTP/1.1 "+strconv.Itoa(no.Status)+" "+http.StatusText(no.Status)+
+		"\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+	c.Close()
+	return Pass{}, false
+}
+
+// relay joins one client to a new connection to the daemon, which hears
+// preamble first.
+func (r *Relay) relay(ctx context.Context, c net.Conn, preamble []byte) {
 	defer c.Close()
 	d := net.Dialer{Timeout: 10 * time.Second}
 	up, err := d.DialContext(ctx, "unix", r.Socket)
+	if err == nil && len(preamble) > 0 {
+		_ = up.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err = up.Write(preamble); err != nil {
+			up.Close()
+		}
+		_ = up.SetWriteDeadline(time.Time{})
+	}
 	if err != nil {
 		r.Log.Warn("egress relay: cannot reach the daemon's egress service", "socket", r.Socket, "err", err)
 		const body = "agor egress: the daemon's egress service is not reachable\n"

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 func TestLoadAgents(t *testing.T) {
@@ -52,7 +54,7 @@ func TestAgentsCommandGatewayEnv(t *testing.T) {
 	for tool, v := range map[string]string{"claude-code": "ANTHROPIC_BASE_URL", "codex": "AGOR_CODEX_BASE_URL",
 		"gemini": "GOOGLE_GEMINI_BASE_URL", "opencode": "AGOR_OPENCODE_BASE_URL"} {
 		a := Agents{tool: {Binary: "/opt/x", Env: map[string]string{v: "http://127.0.0.1:9"}}}
-		_, env := a.command(tool, "K", "agor-gw1.tok", "s1", gatewayEnv(tool, relay))
+		_, env := a.command(tool, "K", protocol.GatewayPlaceholder, "s1", gatewayEnv(tool, relay))
 		var got []string
 		for _, kv := range env {
 			if strings.HasPrefix(kv, v+"=") {

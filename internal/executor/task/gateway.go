@@ -15,19 +15,28 @@ import (
 	"sync"
 
 	"github.com/agor-sh/agor/internal/executor/agent"
+	"github.com/agor-sh/agor/internal/executor/door"
 	"github.com/agor-sh/agor/internal/executor/egress"
 	"github.com/agor-sh/agor/internal/wire/protocol"
+	"github.com/agor-sh/agor/internal/wire/rpc"
 )
 
 // gatewayRelay is this executor's loopback port to the daemon's model
 // gateway: bytes relayed untouched to its Unix socket, where the daemon
-// knows this executor's person by SO_PEERCRED and the task by the token
-// the agent presents. Started with the first task that uses it.
+// knows this executor's person by SO_PEERCRED and the task by the
+// credential the relay puts first on each connection. Its door lets in
+// only the connections of a running task's processes, found by the
+// kernel (internal/executor/door): the agent holds a placeholder, which
+// names nothing. Started with the first task that uses it.
 type gatewayRelay struct {
 	once sync.Once
 	base string // http://127.0.0.1:PORT
 	err  error
 	stop func()
+	door *door.Door
+
+	mu   sync.Mutex
+	conn *rpc.Conn // the daemon's, the last prompt's: where refusals are told
 }
 
 func (g *gatewayRelay) start(socket string, log *slog.Logger) (string, error) {
@@ -41,15 +50,16 @@ func (g *gatewayRelay) start(socket string, log *slog.Logger) (string, error) {
 			g.err = err
 			return
 		}
+		g.door = &door.Door{UID: uint32(os.Getuid()), Notify: g.notify, Log: log}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if err := (&egress.Relay{Socket: socket, Log: log}).Serve(ctx, ln); err != nil {
+			if err := (&egress.Relay{Socket: socket, Log: log, Door: g.door}).Serve(ctx, ln); err != nil {
 				log.Error("gateway relay stopped", "err", err)
 			}
 		}()
-		g.base, g.stop = "http://"+ln.Addr().String(), func() { cancel(); <-done }
+		g.base, g.stop = "http://"+ln.Addr().String(), func() { cancel(); <-done; g.door.Close() }
 		log.Info("gateway relay served", "address", ln.Addr().String(), "gateway_socket", socket)
 	})
 	return g.base, g.err
@@ -62,20 +72,56 @@ func (g *gatewayRelay) close() {
 	}
 }
 
-// credentials are what the agent authenticates with: under the gateway
-// its session's token and the relay's address in place of the provider's
+// open lets p's task in at the relay's door with its credential, for as
+// long as the turn runs (Close); nil without the gateway. Its agent's
+// process is named by the Turn's Started.
+func (g *gatewayRelay) open(p protocol.ExecutePromptParams) *door.Turn {
+	if p.GatewayToken == "" || g.door == nil {
+		return nil
+	}
+	return g.door.Open(p.TaskID, p.GatewayToken)
+}
+
+// to tells the door's refusals on conn from now on (prompts come from
+// the daemon).
+func (g *gatewayRelay) to(conn *rpc.Conn) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.conn = conn
+}
+
+// notify tells the daemon what the door refused (gateway_refused), on
+// the connection the last prompt came on; best effort.
+func (g *gatewayRelay) notify(p protocol.GatewayRefusedParams) {
+	g.mu.Lock()
+	conn := g.conn
+	g.mu.Unlock()
+	if conn != nil {
+		_ = conn.Notify(protocol.MethodGatewayRefused, p)
+	}
+}
+
+// creds are what an agent authenticates with.
+type creds struct {
+	key     string            // the key, or the gateway's placeholder
+	env     map[string]string // the relay's address over agents.yaml's; nil without the gateway
+	gateway bool
+}
+
+// credentials are what the agent authenticates with: behind the gateway
+// the placeholder and the relay's address in place of the provider's
 // (variables set over agents.yaml's), and no key is asked for; otherwise
-// the key, fetched just in time.
-func (s *Service) credentials(ctx context.Context, h *host, p protocol.ExecutePromptParams, a agent.Adapter) (string, map[string]string, error) {
-	if p.GatewayToken == "" {
+// the key, fetched just in time. A pre-warm is always behind it.
+func (s *Service) credentials(ctx context.Context, h *host, gateway bool, a agent.Adapter, tool string) (creds, error) {
+	if !gateway {
 		key, err := h.apiKey(ctx, a.CredentialKey())
-		return key, nil, err
+		return creds{key: key}, err
 	}
 	base, err := s.gw.start(s.GatewaySocket, s.log())
 	if err != nil {
-		return "", nil, fmt.Errorf("the model gateway: %w", err)
+		return creds{}, fmt.Errorf("the model gateway: %w", err)
 	}
-	return p.GatewayToken, gatewayEnv(p.Tool, base), nil
+	return creds{key: protocol.GatewayPlaceholder, env: gatewayEnv(tool, base), gateway: true}, nil
 }
 
 // gatewayEnv points tool's CLI at base: each at the path its requests
@@ -98,19 +144,21 @@ func gatewayEnv(tool, base string) map[string]string {
 // agent whose person signed in with her own account (Claude Code's OAuth
 // credentials, or Codex's ChatGPT sign-in, in the agent's config
 // directory) keeps using that sign-in. The key variable goes, so the CLI
-// sends her credentials, and the token rides in the base URL's path
-// (gateway.OwnPrefix): the gateway knows the task by it, passes her
-// credentials through untouched and meters the request. The daemon never
-// sees her credentials' file.
-func ownSignIn(tool, token string, env []string) []string {
-	if token == "" {
+// sends her credentials, and the base URL's path says so
+// (gateway.OwnPrefix, then the placeholder): the gateway knows the task
+// by the relay's door line as for any request, passes her credentials
+// through untouched and meters the request. The daemon never sees her
+// credentials' file.
+func ownSignIn(tool string, gateway bool, env []string) []string {
+	if !gateway {
 		return env
 	}
+	own := ownPrefix + protocol.GatewayPlaceholder
 	switch {
 	case tool == protocol.ToolClaudeCode && claudeSignedIn(env):
-		return rewriteEnv(env, "ANTHROPIC_BASE_URL", ownPrefix+token, nil, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+		return rewriteEnv(env, "ANTHROPIC_BASE_URL", own, nil, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 	case tool == protocol.ToolCodex && codexSignedIn(env):
-		return rewriteEnv(env, agent.CodexBaseURLEnv, ownPrefix+token+"/chatgpt",
+		return rewriteEnv(env, agent.CodexBaseURLEnv, own+"/chatgpt",
 			[]string{agent.CodexSignInEnv + "=chatgpt"}, "OPENAI_API_KEY")
 	}
 	return env

@@ -140,6 +140,7 @@ func (s *Service) resumeTask(ctx context.Context, r *rpc.Request) (any, error) {
 		return nil, rpc.Errorf(protocol.CodeTaskNotFound, protocol.ReasonTaskNotFound, "no task %q in this executor", p.TaskID)
 	}
 	s.pool().report.to(r.Conn)
+	s.gw.to(r.Conn)
 	o.h.attach(r.Conn, p.SessionToken, p.AfterSequence)
 	s.log().Info("task taken over by the daemon", "task", p.TaskID, "after_sequence", p.AfterSequence)
 	select {

@@ -13,10 +13,10 @@ import (
 // would start, started now, kept as the session's warm agent until a
 // prompt whose options all match takes it (take), or PrewarmIdle.
 //
-// Only with a gateway token: the daemon signs it for the session (one it
-// may only have reserved), and the gateway serves it only while a task
-// of that session runs, so the waiting process holds nothing usable. The
-// raw key is never asked for outside a task.
+// Only behind the gateway (Validate): the agent gets the placeholder, and
+// the relay's door lets its process in only while a turn runs on it, so
+// the waiting process holds nothing usable. The raw key is never asked
+// for outside a task.
 func (s *Service) prewarm(ctx context.Context, r *rpc.Request) (any, error) {
 	var pw protocol.PrewarmAgentParams
 	if err := rpc.Bind(r.Params, &pw); err != nil {
@@ -57,11 +57,11 @@ func (s *Service) startPrewarm(ctx context.Context, p protocol.ExecutePromptPara
 	if s.pool().has(warmKey(p)) {
 		return refused(protocol.PrewarmAlreadyWarm)
 	}
-	key, more, err := s.credentials(ctx, nil, p, pr)
+	c, err := s.credentials(ctx, nil, true, pr, p.Tool)
 	if err != nil {
 		return s.prewarmFailed(p, "credentials", err)
 	}
-	req, err := s.request(p, pr, cwd, key, more)
+	req, err := s.request(p, pr, cwd, c)
 	if err != nil {
 		return s.prewarmFailed(p, "agents", err)
 	}

@@ -143,11 +143,11 @@ func answerEvent(ev protocol.Event) bool {
 	return false
 }
 
-func (s *firstSide) token(session string) string { return "agor-gw1." + session + ".bench" }
+func (s *firstSide) token(session string) string { return "agor-gw2.t." + session + ".0.bench" }
 
 // prewarm starts session's agent.
 func (s *firstSide) prewarm(session string) {
-	p := map[string]any{"session_id": session, "agentic_tool": s.c.Tool, "cwd": "work", "permission_mode": "default", "gateway_token": s.token(session)}
+	p := map[string]any{"session_id": session, "agentic_tool": s.c.Tool, "cwd": "work", "permission_mode": "default", "gateway": true}
 	var res protocol.PrewarmAgentResult
 	if err := s.conn.Call(context.Background(), protocol.MethodPrewarmAgent, p, &res); err != nil || !res.Started {
 		s.b.Fatalf("prewarm_agent %s: %+v %v", session, res, err)

@@ -1,11 +1,13 @@
 package task
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +21,10 @@ import (
 var baseVars = map[string]string{"claude-code": "ANTHROPIC_BASE_URL", "codex": "AGOR_CODEX_BASE_URL",
 	"gemini": "GOOGLE_GEMINI_BASE_URL", "opencode": "AGOR_OPENCODE_BASE_URL"}
 
-// gatewayFor stands in for the daemon's gateway socket: each connection
-// is relayed to c's stand-in model, as the gateway passes a running
-// task's requests on. (The token's check is the daemon's, tested there.)
+// gatewayFor stands in for the daemon's gateway socket: each connection,
+// its door line taken off, is relayed to c's stand-in model, as the
+// gateway passes a running task's requests on. (The credential's check
+// is the daemon's, tested there.)
 func gatewayFor(tb testing.TB, c agenttest.Case) string {
 	u, err := url.Parse(c.Env[baseVars[c.Tool]])
 	if err != nil {
@@ -49,22 +52,27 @@ func gatewayFor(tb testing.TB, c agenttest.Case) string {
 	return sock
 }
 
-// relayTo copies in to and from addr until either end closes.
+// relayTo copies in (after its door line) to and from addr until either
+// end closes.
 func relayTo(in net.Conn, addr string) {
 	defer in.Close()
+	r := bufio.NewReader(in)
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "AGOR-GATEWAY-TASK ") {
+		return // the relay's door let in none of a task's connections
+	}
 	out, err := net.Dial("tcp", addr)
 	if err != nil {
 		return
 	}
 	defer out.Close()
-	go func() { _, _ = io.Copy(out, in); out.Close() }()
+	go func() { _, _ = io.Copy(out, r); out.Close() }()
 	_, _ = io.Copy(in, out)
 }
 
 // prewarmParams are prewarm_agent's for the rig's session s.
 func (r *realRig) prewarmParams(session string) map[string]any {
 	return map[string]any{"session_id": session, "agentic_tool": r.c.Tool, "cwd": "work",
-		"permission_mode": "default", "gateway_token": "agor-gw1." + session + ".test"}
+		"permission_mode": "default", "gateway": true, "gateway_token": "agor-gw2.t1." + session + ".1001.test"}
 }
 
 // For each real CLI: a pre-warmed agent sends the model nothing before

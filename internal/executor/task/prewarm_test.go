@@ -47,7 +47,7 @@ func newPrewarmRig(t *testing.T, l WarmLimits) *warmRig {
 // aliceOpts are the options pre-warmed for, as execute_prompt's extras.
 func aliceOpts() map[string]any {
 	return map[string]any{"session_id": "s1", "agentic_tool": "fakewarm", "cwd": "work",
-		"permission_mode": "default", "sandbox": "off", "gateway_token": "gw.s1.1001"}
+		"permission_mode": "default", "sandbox": "off", "gateway": true, "gateway_token": "gw.t1.s1.1001"}
 }
 
 func (r *warmRig) prewarm(opts map[string]any) (protocol.PrewarmAgentResult, error) {
@@ -87,6 +87,7 @@ func TestPrewarmUsedOnlyWhenAllMatch(t *testing.T) {
 		name      string
 		pre, over map[string]any
 		same      bool // the pre-warm's key: it is stopped on a mismatch
+		match     bool // a change that is no mismatch
 	}{
 		{name: "match", same: true},
 		{name: "another cwd", over: map[string]any{"cwd": "work/sub"}, same: true},
@@ -97,7 +98,9 @@ func TestPrewarmUsedOnlyWhenAllMatch(t *testing.T) {
 		{name: "another model", over: map[string]any{"model": "other"}, same: true},
 		{name: "another model, live-switching agent", pre: map[string]any{"model": "mode-live"},
 			over: map[string]any{"model": "other"}, same: true},
-		{name: "another token (person)", over: map[string]any{"gateway_token": "gw.s1.1002"}, same: true},
+		// The task's credential is not in the agent's environment: each
+		// prompt's is its own, and the pre-warm (which has none) is used.
+		{name: "another credential", over: map[string]any{"gateway_token": "gw.t9.s1.1001"}, match: true},
 		{name: "another tool", over: map[string]any{"agentic_tool": "fakewarm-b"}},
 		{name: "another session", over: map[string]any{"session_id": "s2", "gateway_token": "gw.s2.1001"}},
 	} {
@@ -110,7 +113,7 @@ func TestPrewarmUsedOnlyWhenAllMatch(t *testing.T) {
 			maps.Copy(opts, c.pre)
 			pre := r.mustPrewarm(opts)
 			res, got := r.prompt(opts, c.over)
-			match := c.over == nil
+			match := c.over == nil || c.match
 			if (got == pre) != match || res.Prewarmed != match || res.Warm {
 				t.Fatalf("prompt ran on pid %d (pre-warmed %d): %+v", got.pid, pre.pid, res)
 			}
@@ -139,16 +142,18 @@ func TestPrewarmIdleBound(t *testing.T) {
 	}
 }
 
-// No pre-warm without a gateway token (the raw key is given to tasks
-// only), nor with pre-warming off, nor without the gateway's socket.
+// No pre-warm unless the daemon says the gateway serves it (the raw key
+// is given to tasks only), nor with pre-warming off, nor without the
+// gateway's socket.
 func TestPrewarmRefusedWithoutGateway(t *testing.T) {
 	t.Parallel()
 	r := newPrewarmRig(t, prewarmLimits)
 	opts := aliceOpts()
 	delete(opts, "gateway_token")
+	delete(opts, "gateway")
 	var rerr *rpc.Error
 	if _, err := r.prewarm(opts); !errors.As(err, &rerr) || rerr.Code != rpc.CodeInvalidParams || r.svc.pool().len() != 0 {
-		t.Fatalf("without a token: %v, %d agents", err, r.svc.pool().len())
+		t.Fatalf("without the gateway: %v, %d agents", err, r.svc.pool().len())
 	}
 	off := prewarmLimits
 	off.PrewarmIdle = 0

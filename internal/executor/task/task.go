@@ -87,6 +87,7 @@ func (s *Service) execute(ctx context.Context, r *rpc.Request) (any, error) {
 		return nil, err
 	}
 	s.pool().report.to(r.Conn) // prompts come from the daemon: so do releases
+	s.gw.to(r.Conn)
 	release := func() {}
 	if s.Hold != nil {
 		release = s.Hold.Hold()
@@ -149,17 +150,22 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	// warm process keeps the key it was started with in its own
 	// environment, as it would for a long turn: never in the executor's.
 	defer s.turnRuns(warmKey(p))()
-	key, more, err := s.credentials(ctx, h, p, a)
+	c, err := s.credentials(ctx, h, p.GatewayToken != "", a, p.Tool)
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
 	}
 	if err != nil {
 		return failed(protocol.TaskCredentialMissing, err.Error())
 	}
-	req, err := s.request(p, a, cwd, key, more)
+	req, err := s.request(p, a, cwd, c)
 	if err != nil {
 		return failed(protocol.TaskAgentMissing, err.Error())
 	}
+	// The relay lets in what descends from the agent's process, this
+	// task's turn only; a warm agent's next turn opens its own.
+	turn := s.gw.open(p)
+	defer turn.Close()
+	req.Started = turn.Started
 	floor := s.floor(p)
 	want := settingsOf(p, req, s.level(p, floor))
 	if w := s.pool().take(warmKey(p), want); w != nil {
@@ -194,9 +200,9 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	return out
 }
 
-// request is what p's agent runs with: key (or the gateway's token) and
-// more in the environment agents.yaml gives its binary.
-func (s *Service) request(p protocol.ExecutePromptParams, a agent.Adapter, cwd, key string, more map[string]string) (agent.Request, error) {
+// request is what p's agent runs with: c's key (or the gateway's
+// placeholder) and address in the environment agents.yaml gives its binary.
+func (s *Service) request(p protocol.ExecutePromptParams, a agent.Adapter, cwd string, c creds) (agent.Request, error) {
 	req := agent.Request{
 		SessionID: p.SessionID, TaskID: p.TaskID, Prompt: p.Prompt, Cwd: cwd, Model: p.Model,
 		PermissionMode: p.PermissionMode, Resume: s.resume(p),
@@ -205,8 +211,8 @@ func (s *Service) request(p protocol.ExecutePromptParams, a agent.Adapter, cwd, 
 	if err != nil {
 		return req, err
 	}
-	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), key, p.SessionID, more)
-	req.Env = ownSignIn(p.Tool, p.GatewayToken, req.Env)
+	req.Binary, req.Env = agents.command(p.Tool, a.CredentialKey(), c.key, p.SessionID, c.env)
+	req.Env = ownSignIn(p.Tool, c.gateway, req.Env)
 	return req, nil
 }
 
@@ -230,6 +236,9 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 	}
 	if w.box != nil {
 		h.Emit(sandboxEvent(*w.box))
+	}
+	if req.Started != nil { // the door lets its kept process in, for this turn
+		req.Started(w.live.Pid())
 	}
 	prewarmed := w.prewarmed
 	if prewarmed { // its level counts from its first turn, as a cold one's does

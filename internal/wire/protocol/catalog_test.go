@@ -52,7 +52,7 @@ var catalog = []message{
 	{protocol.MethodExecutePrompt, "params", protocol.ExecutePromptParams{
 		SessionToken: "tok-abc", SessionID: "s1", TaskID: "t1", Tool: protocol.ToolClaudeCode, Prompt: "explain this repo",
 		Cwd: "src/app", Tools: []string{"Read", "Edit"}, PermissionMode: protocol.ModeAcceptEdits, TimeoutMS: 600000,
-		Model: "claude-sonnet", AgentSessionID: "agent-7", Sandbox: protocol.SandboxWorkspace, GatewayToken: "agor-gw1.s1.1001.mac"}},
+		Model: "claude-sonnet", AgentSessionID: "agent-7", Sandbox: protocol.SandboxWorkspace, GatewayToken: "agor-gw2.t1.s1.1001.mac"}},
 	{protocol.MethodExecutePrompt, "result", protocol.ExecutePromptResult{
 		Status: protocol.StatusFailed, MessageCount: 3, AgentSessionID: "agent-7",
 		Usage:   protocol.TokenUsage{InputTokens: 120, OutputTokens: 40, CacheReadTokens: 10, CacheWriteTokens: 5},
@@ -121,11 +121,12 @@ var catalog = []message{
 		{SessionID: "s1", Tool: protocol.ToolClaudeCode, LastUsedMS: 1763900000123},
 		{SessionID: "s2", Tool: protocol.ToolCodex, LastUsedMS: 1763900004567},
 		{SessionID: "s3", Tool: protocol.ToolGemini, LastUsedMS: 1763900005000, Prewarmed: true}}}},
+	{protocol.MethodGatewayRefused, "params", protocol.GatewayRefusedParams{Reason: protocol.RefusedAnotherAccount, UID: u32(1002), Count: 300}},
 	{protocol.MethodReleaseWarmAgent, "params", protocol.ReleaseWarmAgentParams{SessionID: "s1", Tool: protocol.ToolClaudeCode,
 		LastUsedMS: 1763900000123, Reason: "host cap"}},
 	{protocol.MethodReleaseWarmAgent, "result", protocol.ReleaseWarmAgentResult{Released: true}},
 	{protocol.MethodPrewarmAgent, "params", protocol.PrewarmAgentParams{SessionID: "s1", Tool: protocol.ToolCodex, Cwd: "src/app",
-		PermissionMode: protocol.ModeDefault, Model: "gpt-5", Sandbox: protocol.SandboxWorkspace, GatewayToken: "agor-gw1.s1.1001.mac"}},
+		PermissionMode: protocol.ModeDefault, Model: "gpt-5", Sandbox: protocol.SandboxWorkspace, Gateway: true}},
 	{protocol.MethodPrewarmAgent, "result", protocol.PrewarmAgentResult{Started: false, Reason: protocol.PrewarmAlreadyWarm}},
 }
 
@@ -172,7 +173,7 @@ func TestCatalogComplete(t *testing.T) {
 	for _, m := range catalog {
 		have[m.method+"."+m.kind] = true
 	}
-	notifications := []string{protocol.MethodTerminalInput, protocol.MethodReportMessage, protocol.MethodWarmAgents}
+	notifications := []string{protocol.MethodTerminalInput, protocol.MethodReportMessage, protocol.MethodWarmAgents, protocol.MethodGatewayRefused}
 	noParams := []string{protocol.MethodListTerminals}
 	for _, method := range slices.Concat(protocol.ExecutorMethods, protocol.DaemonMethods) {
 		if !slices.Contains(noParams, method) && !have[method+".params"] {
@@ -265,10 +266,12 @@ func TestValidation(t *testing.T) {
 		{protocol.WarmAgentsParams{Agents: make([]protocol.WarmAgent, protocol.MaxWarmAgents+1)}, "agents"},
 		{protocol.ReleaseWarmAgentParams{SessionID: "s"}, "agentic_tool"},
 		{protocol.ReleaseWarmAgentParams{SessionID: "s", Tool: "codex", LastUsedMS: -1}, "last_used_ms"},
-		{protocol.PrewarmAgentParams{Tool: "codex", GatewayToken: "g"}, "session_id"},
-		{protocol.PrewarmAgentParams{SessionID: "s", GatewayToken: "g"}, "agentic_tool"},
-		{protocol.PrewarmAgentParams{SessionID: "s", Tool: "codex"}, "gateway_token"},
-		{protocol.PrewarmAgentParams{SessionID: "s", Tool: "codex", GatewayToken: "g", PermissionMode: "yolo"}, "permission_mode"},
+		{protocol.PrewarmAgentParams{Tool: "codex", Gateway: true}, "session_id"},
+		{protocol.PrewarmAgentParams{SessionID: "s", Gateway: true}, "agentic_tool"},
+		{protocol.PrewarmAgentParams{SessionID: "s", Tool: "codex"}, "gateway"},
+		{protocol.PrewarmAgentParams{SessionID: "s", Tool: "codex", Gateway: true, PermissionMode: "yolo"}, "permission_mode"},
+		{protocol.GatewayRefusedParams{Reason: "because", Count: 1}, "reason"},
+		{protocol.GatewayRefusedParams{Reason: protocol.RefusedNotATask}, "count"},
 	}
 	for _, c := range cases {
 		err := c.v.Validate()

@@ -64,7 +64,8 @@ var ExecutorMethods = []string{
 
 // DaemonMethods lists what the daemon serves on an executor connection.
 // (MethodHello only on the dial-back listener, as a connection's first line.)
-var DaemonMethods = []string{MethodGetAPIKey, MethodRequestPermission, MethodReportMessage, MethodHello, MethodWarmAgents}
+var DaemonMethods = []string{MethodGetAPIKey, MethodRequestPermission, MethodReportMessage, MethodHello, MethodWarmAgents,
+	MethodGatewayRefused}
 
 // StreamNotifications lists what the executor streams back to a caller.
 var StreamNotifications = []string{MethodExecOutput, MethodFileEvent, MethodTerminalOutput, MethodTerminalExit}

@@ -20,14 +20,15 @@ const (
 	PrewarmRunning     = "running"      // a task of the session and tool runs
 	PrewarmNoRoom      = "no_room"      // only by evicting a used warm agent
 	PrewarmNoMemory    = "no_memory"    // the executor's cgroup is near its memory limit
-	PrewarmOff         = "off"          // warm agents are off, or no gateway token
+	PrewarmOff         = "off"          // warm agents are off, or no gateway
 	PrewarmFailed      = "failed"       // the agent could not be started
 )
 
 // PrewarmAgentParams are the options of the prompt expected next, as
-// execute_prompt will carry them. GatewayToken is required: a pre-warmed
-// agent holds the session's gateway token, which serves nothing until a
-// task of the session runs; it is never given the raw key.
+// execute_prompt will carry them. Gateway is required (GatewayToken from
+// daemons before revision 4, whose value is unused): a pre-warmed agent
+// is pointed at the gateway's relay with GatewayPlaceholder, which
+// serves nothing until a task runs on it; it is never given the raw key.
 type PrewarmAgentParams struct {
 	SessionID      string `json:"session_id"`
 	Tool           string `json:"agentic_tool"`
@@ -36,7 +37,8 @@ type PrewarmAgentParams struct {
 	Model          string `json:"model,omitempty"`
 	Sandbox        string `json:"sandbox,omitempty"`
 	AgentSessionID string `json:"agent_session_id,omitempty"`
-	GatewayToken   string `json:"gateway_token"`
+	Gateway        bool   `json:"gateway,omitempty"`
+	GatewayToken   string `json:"gateway_token,omitempty"`
 }
 
 // Validate checks the fields, naming the first bad one.
@@ -46,8 +48,8 @@ func (p PrewarmAgentParams) Validate() error {
 		return rpc.InvalidParams("session_id", "required")
 	case p.Tool == "":
 		return rpc.InvalidParams("agentic_tool", "required")
-	case p.GatewayToken == "":
-		return rpc.InvalidParams("gateway_token", "required")
+	case !p.Gateway && p.GatewayToken == "":
+		return rpc.InvalidParams("gateway", "required")
 	}
 	if err := ValidSandbox(p.Sandbox); err != nil {
 		return err
@@ -56,10 +58,11 @@ func (p PrewarmAgentParams) Validate() error {
 }
 
 // Prompt is the execute_prompt these options stand for, without its
-// task: what the executor resolves the agent's settings from.
+// task or credential: what the executor resolves the agent's settings
+// from (behind the gateway, as Validate requires).
 func (p PrewarmAgentParams) Prompt() ExecutePromptParams {
 	return ExecutePromptParams{SessionID: p.SessionID, Tool: p.Tool, Cwd: p.Cwd, PermissionMode: p.PermissionMode,
-		Model: p.Model, Sandbox: p.Sandbox, AgentSessionID: p.AgentSessionID, GatewayToken: p.GatewayToken}
+		Model: p.Model, Sandbox: p.Sandbox, AgentSessionID: p.AgentSessionID}
 }
 
 // PrewarmAgentResult says whether an agent was started (Reason: why not).

@@ -38,11 +38,19 @@ type ExecutePromptParams struct {
 	AgentSessionID string `json:"agent_session_id,omitempty"`
 	// Sandbox confines the agent and what it runs (SandboxOff...).
 	Sandbox string `json:"sandbox,omitempty"`
-	// GatewayToken, when set, is the agent's key: the executor points the
-	// agent at its loopback relay to the daemon's model gateway instead of
-	// the provider, and asks for no key (revision 2).
+	// GatewayToken, when set, is the task's credential at the daemon's
+	// model gateway: the executor points the agent at its loopback relay
+	// instead of the provider, with GatewayPlaceholder for a key, and asks
+	// for no key (revision 2). Since revision 4 the agent never sees it:
+	// the relay puts it on the connections of this task's processes only,
+	// for as long as the task runs (RevisionDoor).
 	GatewayToken string `json:"gateway_token,omitempty"`
 }
+
+// GatewayPlaceholder is the key an agent behind the gateway holds: the
+// same for every agent, it names no task and opens nothing (the relay
+// decides by whose process holds the connection).
+const GatewayPlaceholder = "agor-gateway"
 
 // Validate checks the fields, naming the first bad one.
 func (p ExecutePromptParams) Validate() error {

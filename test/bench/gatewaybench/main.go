@@ -1,8 +1,10 @@
 // Command gatewaybench measures the model gateway's path (an agent's
-// HTTP client, the executor's loopback relay, the daemon's gateway on a
-// Unix socket with its real meter: token check, store lookups, the key
-// put on, usage read and written to the ledger) beside the same request
-// made to the model directly. The model streams Anthropic SSE: a short
+// HTTP client, the executor's loopback relay and its door: the client's
+// socket found by the kernel, its process in the task's tree, the task's
+// credential put first on the connection; the daemon's gateway on a Unix
+// socket with its real meter: credential check, store lookups, the
+// budget's reservation, the key put on, usage read and written to the
+// ledger) beside the same request made to the model directly. The model streams Anthropic SSE: a short
 // answer, and one spread over a second. It prints medians of the time to
 // the first byte and to the whole answer, their ratios and differences,
 // and the daemon-side heap at the peak of 100 concurrent 1 s streams. It
@@ -30,8 +32,10 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/meter"
 	"github.com/agor-sh/agor/internal/daemon/store"
+	"github.com/agor-sh/agor/internal/executor/door"
 	relay "github.com/agor-sh/agor/internal/executor/egress"
 	"github.com/agor-sh/agor/internal/peer"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 func main() {
@@ -62,29 +66,38 @@ func run(rounds int) error {
 		return err
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 200}}
-	for _, answer := range []string{"short", "1s"} {
+	// A new connection for each request: what the relay's door costs
+	// (each connection's socket and holder are looked up once).
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for _, c := range []struct {
+		answer, label string
+		client        *http.Client
+	}{{"short", "short", client}, {"1s", "1s", client}, {"short", "short answer, new connection each:", fresh}} {
 		var direct, through []sample
 		for range rounds {
-			d, err := ask(client, "http://"+model, "sk-real", answer)
+			d, err := ask(c.client, "http://"+model, "sk-real", c.answer)
 			if err != nil {
 				return err
 			}
-			g, err := ask(client, base, tok, answer)
+			g, err := ask(c.client, base, tok, c.answer)
 			if err != nil {
 				return err
 			}
 			direct, through = append(direct, d), append(through, g)
 		}
-		report(answer, direct, through)
+		report(c.label, direct, through)
 	}
 	return peakHeap(client, base, tok)
 }
 
-func report(answer string, direct, through []sample) {
+func report(label string, direct, through []sample) {
 	df, dw := medians(direct)
 	gf, gw := medians(through)
-	fmt.Printf("gateway %-5s answer, median of %d: first byte direct %v, through the gateway %v (%.2fx, +%v); whole answer direct %v, through %v (%.3fx, +%v)\n",
-		answer, len(direct), df, gf, ratio(gf, df), gf-df, dw, gw, ratio(gw, dw), gw-dw)
+	if !strings.HasSuffix(label, ":") {
+		label += " answer,"
+	}
+	fmt.Printf("gateway %-6s median of %d: first byte direct %v, through the gateway %v (%.2fx, +%v); whole answer direct %v, through %v (%.3fx, +%v)\n",
+		label, len(direct), df, gf, ratio(gf, df), gf-df, dw, gw, ratio(gw, dw), gw-dw)
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
@@ -158,7 +171,8 @@ func serveModel() (string, error) {
 
 // startGateway serves the gateway as the daemon does, with its real
 // meter over a store holding one running task, behind the executor's
-// relay; it returns the relay's base URL and the session's token.
+// relay and its door; it returns the relay's base URL and the key the
+// agent holds (the placeholder).
 func startGateway(ctx context.Context, dir, model string) (string, string, error) {
 	db, err := store.Open(filepath.Join(dir, "agor.db"))
 	if err != nil {
@@ -192,19 +206,23 @@ func startGateway(ctx context.Context, dir, model string) (string, string, error
 	if err != nil {
 		return "", "", err
 	}
-	srv := &http.Server{Handler: gateway.New(m, m, gateway.Options{Log: quiet, MaxInFlight: 100}) /* one person's 100 streams */, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-		if cred, err := peer.Of(c); err == nil {
-			return peer.NewContext(ctx, cred)
+	h := gateway.New(m, m, gateway.Options{Log: quiet, MaxInFlight: 100 /* one person's 100 streams */, Door: true})
+	srv := &http.Server{Handler: h, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+		if cred, err := peer.Of(c.(interface{ NetConn() net.Conn }).NetConn()); err == nil {
+			ctx = peer.NewContext(ctx, cred)
 		}
-		return ctx
+		return gateway.DoorContext(ctx, c)
 	}}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(gateway.DoorListener(ln)) }()
 	rl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", "", err
 	}
-	go func() { _ = (&relay.Relay{Socket: sock, Log: quiet}).Serve(ctx, rl) }()
-	return "http://" + rl.Addr().String(), m.Token("s1", uid), nil
+	// This process is the task's agent: its connections are the task's.
+	d := &door.Door{UID: uid, Max: 128, Log: quiet}
+	d.Open("t1", m.Token("t1", "s1", uid)).Started(os.Getpid())
+	go func() { _ = (&relay.Relay{Socket: sock, Log: quiet, Door: d}).Serve(ctx, rl) }()
+	return "http://" + rl.Addr().String(), protocol.GatewayPlaceholder, nil
 }
 
 // peakHeap runs 100 concurrent 1 s streams through the gateway and
