@@ -62,7 +62,7 @@ func (h *host) noteUndone(undone []string) {
 	for _, u := range undone {
 		file, how, _ := strings.Cut(u, " ")
 		msg := "undid the confined agent's change to .git/" + file + " (" + how + "): git would have run it outside the sandbox"
-		if strings.Contains(u, ": ") { // gitguard.Plants: "PATH: what it would run (disabled: ...)"
+		if strings.Contains(u, ": ") { // gitguard's sweep: "PATH: why (disabled: ...)"
 			msg = "the confined agent left what would run later outside the sandbox; disabled: " + u
 		}
 		h.unconfined = append(h.unconfined, msg)
