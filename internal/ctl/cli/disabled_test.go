@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agor-sh/agor/internal/disabled"
+	"github.com/agor-sh/agor/internal/wire/protocol"
 )
 
 // TestDisabledRestore: agorctl disabled list names what the record
@@ -50,5 +51,18 @@ func TestDisabledRestore(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "a/.envrc")); err != nil || string(b) != "x" {
 		t.Errorf("a/.envrc: %q %v", b, err)
+	}
+}
+
+// TestUndonePrinted: exec prints what the guard put back in .git as put
+// back, and what it disabled elsewhere as disabled, by its path.
+func TestUndonePrinted(t *testing.T) {
+	var b strings.Builder
+	sandboxWarning(&b, &protocol.SandboxInfo{Level: "workspace", Enforced: true, Undone: []string{
+		"config changed", "sub/.envrc: project settings (disabled: renamed .envrc.agor-disabled)"}})
+	want := "warning: undid the confined command's change to .git/config changed: git would have run it outside the sandbox\n" +
+		"warning: disabled what the confined command left that would run later outside the sandbox: sub/.envrc: project settings (disabled: renamed .envrc.agor-disabled)\n"
+	if b.String() != want {
+		t.Errorf("printed %q", b.String())
 	}
 }
