@@ -20,7 +20,7 @@ FUZZTIME_TEST ?= 3000x
 PHASE := test/phase
 # Every package with a fuzz target, named: internal/archtest's TestFuzzListed
 # parses the tree and fails when one is left out or one named has none.
-FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/daemon/gateway ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
+FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/daemon/gateway ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/executor/gitguard ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
 
 export CGO_ENABLED ?= 0
 
@@ -83,6 +83,7 @@ bench-list:
 	$(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e
 	$(GO) test $(call B,,-short) -run '^$$' -bench Files -benchtime $(call B,5x,1x) ./internal/daemon/e2e
 	$(GO) test $(call B,,-short) -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
+	$(GO) test $(call B,,-short) -run '^$$' -bench Guard -benchtime 1x ./internal/executor/gitguard
 	$(GO) test $(call B,,-short) -run '^$$' -bench Usage100 -benchtime $(call B,11x,1x) ./internal/executorunit
 	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
 	$(GO) test $(call B,,-short) -run '^$$' -bench Terminal -benchtime $(call B,5x,1x) ./internal/daemon/e2e

@@ -152,6 +152,49 @@ sandbox_view() {
 }
 check "as alice, a confined exec's view (namespaces): no mode, time or ACL changes outside, the repository's config and hooks and the project's settings read-only, .git not renamed, a nested repository's config disabled and reported, a process outside not signalled; a later unconfined git runs nothing planted (shipped unit)" sandbox_view
 
+# The post-run guard under the shipped unit, as alice: what the view
+# leaves writable in the workspace's own .git (config.worktree, a rebase
+# stopped with exec lines to come) and a bare repository made anew are
+# disabled when the confined exec ends, so a later unconfined git runs
+# nothing planted; agorctl disabled, run as her, lists and restores them.
+sandbox_guard() {
+	local proj=/home/alice/gproj out n
+	rm -rf "$proj" /home/alice/guard-ran
+	install -d -o alice -g alice "$proj"
+	as alice git -C "$proj" init -q
+	as alice git -C "$proj" config extensions.worktreeConfig true
+	as alice git -C "$proj" -c user.name=a -c user.email=a@b commit -q --allow-empty -m one
+	# The task's script, written beforehand to keep the quoting plain.
+	as alice tee "$proj/plant.sh" >/dev/null <<-'EOF'
+		ran='"touch /home/alice/guard-ran;:"'
+		git -c user.name=a -c user.email=a@b commit -q --allow-empty -m two
+		git init -q --bare tools/cache
+		printf '[core]\n\tbare = false\n\tworktree = %s\n\tfsmonitor = %s\n' "$PWD" "$ran" >> tools/cache/config
+		printf '[core]\n\tfsmonitor = %s\n' "$ran" > .git/config.worktree
+		printf '#!/bin/sh\nprintf "break\\nexec touch /home/alice/guard-ran\\n" > "$1"\n' > ed.sh
+		chmod +x ed.sh
+		GIT_SEQUENCE_EDITOR=$PWD/ed.sh git -c user.name=a -c user.email=a@b rebase -q -i HEAD~1 >/dev/null 2>&1
+		grep -c exec .git/rebase-merge/git-rebase-todo
+		echo done
+	EOF
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd gproj -- sh plant.sh </dev/null 2>&1 || true)
+	grep -q done <<<"$out" || { echo "$out"; return 1; }
+	echo "the exec's reply names as disabled: $(sed -n 's/^warning: disabled what .* sandbox: \([^:]*\): .*/\1/p' <<<"$out" | tr '\n' ' ')"
+	as alice git -C "$proj/tools/cache" status >/dev/null 2>&1 || true
+	as alice git -C "$proj" status >/dev/null 2>&1 || true
+	as alice git -C "$proj" -c user.name=a -c user.email=a@b rebase --continue >/dev/null 2>&1 || true
+	[ ! -e /home/alice/guard-ran ] || { echo "a planted command ran"; echo "$out"; return 1; }
+	out=$(as alice env HOME=/home/alice agorctl disabled list)
+	n=$(grep -c "^$proj/" <<<"$out" || true)
+	[ "$n" -ge 3 ] || { echo "agorctl disabled list: $out"; return 1; }
+	out=$(as alice env HOME=/home/alice agorctl disabled restore "$proj")
+	grep -q "^restored $proj/.git/config.worktree$" <<<"$out" || { echo "$out"; return 1; }
+	grep -q fsmonitor "$proj/tools/cache/config" || { echo "the bare repository's config not put back: $out"; return 1; }
+	echo "listed $n; restore said: $(tr '\n' ';' <<<"$out")"
+	rm -rf "$proj" # what was put back would run
+}
+check "as alice, what a confined exec leaves in its repository's writable .git (config.worktree, a rebase's exec lines) and a bare repository it makes are disabled, nothing planted runs in a later unconfined git, and agorctl disabled restore puts them back as her (shipped unit)" sandbox_guard
+
 # Hooks a confined prompt plants (Claude Code's settings, its own state
 # or the user's) never run in an unconfined prompt.
 sandbox_hooks() {

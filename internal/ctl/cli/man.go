@@ -62,7 +62,7 @@ func writeMan(w io.Writer, root *cobra.Command, ver, date string) error {
 	m.printf(".SH EXIT STATUS\n")
 	m.text(exitStatusHelp + "\n\nexec and terminal exit with the remote program's own status (128+N when signal N ended it); prompt exits 124 when the agent's --limit ran out and 130 when its task was cancelled; doctor exits 1 when a check failed.")
 	m.printf(".SH ENVIRONMENT\n.TP\n.B AGOR_SOCKET\nThe daemon's API socket, when --api is not given (default /run/agor/daemon.sock).\n")
-	m.printf(".SH FILES\n.TP\n.I /run/agor/daemon.sock\nagor\\-daemon's API socket.\n.TP\n.I /run/agor/executors/USER.sock\nEach user's executor socket.\n.TP\n.I /etc/agor/config.yaml\nThe daemon's configuration (doctor, executors ensure, api\\-token).\n")
+	m.printf(".SH FILES\n.TP\n.I /run/agor/daemon.sock\nagor\\-daemon's API socket.\n.TP\n.I /run/agor/executors/USER.sock\nEach user's executor socket.\n.TP\n.I /etc/agor/config.yaml\nThe daemon's configuration (doctor, executors ensure, api\\-token).\n.TP\n.I ~/.local/state/agor/disabled.jsonl\nWhat the executor disabled after your confined work (disabled list, restore).\n")
 	m.printf(".SH EXAMPLES\n")
 	m.example(root.Example)
 	m.printf(".SH SEE ALSO\n.BR agor-daemon (8),\n.BR agor-executor (8),\n.BR systemctl (1),\n.BR journalctl (1)\n")

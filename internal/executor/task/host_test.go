@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -58,5 +59,27 @@ func TestSandboxFailureLines(t *testing.T) {
 		if got := sandboxFailure(ev) != ""; got != want {
 			t.Errorf("%q: failure %v, want %v", out, got, want)
 		}
+	}
+}
+
+// TestUndoneInResultSandbox: what the guard undid after a turn is in
+// the result's sandbox (the daemon audits it as sandbox_undone) and its
+// warnings; the warm agent's box it was copied from keeps none.
+func TestUndoneInResultSandbox(t *testing.T) {
+	h := newHost("t1", nil, "", slog.New(slog.DiscardHandler))
+	box := &protocol.SandboxInfo{Level: protocol.SandboxWorkspace, Enforced: true}
+	if got := h.sandbox(box); got != box {
+		t.Fatalf("nothing undone, yet %+v", got)
+	}
+	h.noteUndone([]string{"sub/.envrc: project settings (disabled: renamed .envrc.agor-disabled)"})
+	got := h.sandbox(box)
+	if len(got.Undone) != 1 || !strings.HasPrefix(got.Undone[0], "sub/.envrc: ") || len(box.Undone) != 0 {
+		t.Fatalf("result sandbox %+v, box %+v", got, box)
+	}
+	if w := h.warnings(); len(w) != 1 || !strings.Contains(w[0], "disabled: sub/.envrc") {
+		t.Errorf("warnings %q", w)
+	}
+	if h.sandbox(nil) != nil {
+		t.Error("no sandbox became one")
 	}
 }

@@ -185,7 +185,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	res, live, err := s.open(ctx, a, req, h)
 	restoreGit(h, guard)
 	out := s.result(ctx, res, err)
-	out.Sandbox, out.Warnings = box, h.warnings()
+	out.Sandbox, out.Warnings = h.sandbox(box), h.warnings()
 	if res.AgentSession != "" {
 		s.remember(p, res.AgentSession)
 		out.AgentSessionID = res.AgentSession
@@ -253,7 +253,7 @@ func (s *Service) runWarm(ctx context.Context, p protocol.ExecutePromptParams, r
 		return protocol.ExecutePromptResult{}, false
 	}
 	out := s.result(ctx, res, err)
-	out.Sandbox, out.Warm, out.Prewarmed, out.Warnings = w.box, !prewarmed, prewarmed, h.warnings()
+	out.Sandbox, out.Warm, out.Prewarmed, out.Warnings = h.sandbox(w.box), !prewarmed, prewarmed, h.warnings()
 	if res.AgentSession != "" {
 		w.agentSession = res.AgentSession
 	}

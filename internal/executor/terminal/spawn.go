@@ -20,14 +20,16 @@ import (
 
 // cleanupOf is what follows a terminal's end: under workspace, what its
 // shell left in the workspace that runs later unasked is disabled and
-// logged (gitguard.Plants); then the spec's temp directory goes.
+// logged (gitguard); then the spec's temp directory goes.
 func (s *Service) cleanupOf(id string, spec sandbox.Spec) func() {
 	if spec.Level != sandbox.Workspace {
 		return spec.Cleanup
 	}
-	guard := gitguard.Snapshot(spec.Cwd)
+	var guard *gitguard.Guard
 	if spec.Namespaces {
 		guard = gitguard.SnapshotView(spec.Cwd, sandbox.Protected)
+	} else {
+		guard = gitguard.Snapshot(spec.Cwd)
 	}
 	return func() {
 		if undone, err := guard.Restore(); len(undone) > 0 || err != nil {
