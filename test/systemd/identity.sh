@@ -47,7 +47,9 @@ directory_prompt() {
 check "as directory user ada.lovelace: agorctl prompt runs the real Claude Code in her executor, files hers, journal finds her lines" directory_prompt
 
 directory_terminal() {
-	in_tmux "setpriv --reuid=ada.lovelace --regid=ada.lovelace --init-groups agorctl terminal"
+	# From her home, as she would: outside it, a terminal she asks for as
+	# herself is refused (cd into a project, or --cwd: agorctl terminal --help).
+	in_tmux "cd /home/ada.lovelace && setpriv --reuid=ada.lovelace --regid=ada.lovelace --init-groups agorctl terminal"
 	wait_pane 'ada.lovelace@'
 	tmux send-keys -t agorterm 'id -un; id -gn' Enter
 	wait_pane '^ada.lovelace$'
