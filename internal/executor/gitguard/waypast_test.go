@@ -161,11 +161,11 @@ func configPlants() []plant {
 		}, run: []string{"vendor/lib", "fetch", "-q", "origin"}, report: "vendor/lib/.git/config"},
 		{name: "an include file the person's config names, changed", setup: func(t *testing.T, root string) {
 			dir := initRepo(t, root, "vendor/lib")
-			appendTo(t, filepath.Join(root, "shared.gitconfig"), "[user]\n\tname = a\n")
-			appendTo(t, filepath.Join(dir, ".git/config"), "[include]\n\tpath = ../../../shared.gitconfig\n")
+			appendTo(t, filepath.Join(root, "included.gitconfig"), "[user]\n\tname = a\n")
+			appendTo(t, filepath.Join(dir, ".git/config"), "[include]\n\tpath = ../../../included.gitconfig\n")
 		}, task: func(t *testing.T, root, marker string) {
-			appendTo(t, filepath.Join(root, "shared.gitconfig"), "[core]\n"+fsmonitor(marker))
-		}, run: status, report: "shared.gitconfig"},
+			appendTo(t, filepath.Join(root, "included.gitconfig"), "[core]\n"+fsmonitor(marker))
+		}, run: status, report: "included.gitconfig"},
 		{name: "an unreadable config", task: func(t *testing.T, root, marker string) {
 			if os.Geteuid() == 0 {
 				t.Skip("root reads a file of mode 0: TestUnreadableCountsAsDangerous puts the failure in openat's place")
