@@ -172,8 +172,12 @@ daemon_audit_counts() {
 	got="$(audit_count $u executor_started) started, $(audit_count $u executor_stopped) stopped"
 	echo "$starts real starts and stops of $u's executor: audit trail $got"
 	want "$got" "$starts started, $starts stopped"
-	api audit --user $u --limit 0 | head -n1 | grep '"action":"executor_started"' >/dev/null ||
-		{ echo "the first record is not the first start:"; api audit --user $u --limit 1; return 1; }
+	# The first start or stop is a start. (--limit 1 is the newest record:
+	# it once stood here as "the first", and showed the last stop.)
+	local first
+	first=$(api audit --user $u --limit 0 | grep -E '"action":"executor_(started|stopped)"' | head -n1)
+	echo "$u's first records: $(api audit --user $u --limit 0 | head -n3 | grep -o '"action":"[a-z_]*"' | paste -sd' ')"
+	grep -q '"action":"executor_started"' <<<"$first" || { echo "the first start or stop is not a start: $first"; return 1; }
 }
 check "audit trail: N real starts and stops of an executor give N executor_started and N executor_stopped, none before the first start" daemon_audit_counts
 
