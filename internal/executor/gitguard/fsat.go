@@ -61,7 +61,7 @@ type dirent struct {
 // list reads the directory open as fd (getdents64: the name and type of
 // each entry, no stat), sorted by name. An entry whose type the file
 // system does not give is asked of the entry.
-func list(fd int, _ string) ([]dirent, error) {
+func list(fd int) ([]dirent, error) {
 	bp := bufs.Get().(*[]byte)
 	defer bufs.Put(bp)
 	buf := *bp

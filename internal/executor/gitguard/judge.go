@@ -52,7 +52,7 @@ func (s *sweep) judgeDir(pfd int, name, rel string, pp place, st *unix.Stat_t, d
 		return nil, false
 	}
 	defer unix.Close(fd)
-	ents, err := list(fd, filepath.Join(s.root, rel))
+	ents, err := list(fd)
 	if err != nil {
 		s.cut(pfd, name, rel, st, fmt.Sprintf("it cannot be listed (%v)", err))
 		return nil, false

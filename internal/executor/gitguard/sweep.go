@@ -124,7 +124,7 @@ func (s *sweep) dir(fd, pfd int, n *node, rel string, st *unix.Stat_t, depth int
 // a bound was reached before it was done (in the workspace itself, the
 // entries not examined are cut one by one instead).
 func (s *sweep) changed(fd, pfd int, n *node, rel string, depth int) (fresh []*node, stopped bool) {
-	ents, err := list(fd, filepath.Join(s.root, rel))
+	ents, err := list(fd)
 	if err != nil {
 		s.cutListing(fd, pfd, n, rel, err)
 		return nil, false
@@ -140,13 +140,9 @@ func (s *sweep) changed(fd, pfd int, n *node, rel string, depth int) (fresh []*n
 	}
 	n.sens = nil
 	for _, e := range ents {
-		r := join(rel, e.name)
-		st, err := statAt(fd, e.name)
-		if s.skip[r] || err != nil {
+		r, st, ok := s.entry(fd, n, rel, e.name)
+		if !ok {
 			continue
-		}
-		if !isDir(&st) && kindOf(n.place, e.name) != inert {
-			n.sens = append(n.sens, e.name)
 		}
 		k := kids[e.name]
 		known := k != nil && isDir(&st) && k.ino == st.Ino && k.dev == uint64(st.Dev)
@@ -171,6 +167,21 @@ func (s *sweep) changed(fd, pfd int, n *node, rel string, depth int) (fresh []*n
 		}
 	}
 	return fresh, false
+}
+
+// entry stats one entry of n (open as fd), for changed and scan, and
+// notes it among n's sensitive files when its content counts; !ok: the
+// sweep skips it, or it is gone.
+func (s *sweep) entry(fd int, n *node, rel, name string) (r string, st unix.Stat_t, ok bool) {
+	r = join(rel, name)
+	st, err := statAt(fd, name)
+	if s.skip[r] || err != nil {
+		return r, st, false
+	}
+	if !isDir(&st) && kindOf(n.place, name) != inert {
+		n.sens = append(n.sens, name)
+	}
+	return r, st, true
 }
 
 // take judges an entry of a directory the sweep looks at (whose parent
@@ -215,7 +226,7 @@ func (s *sweep) sensitive(fd int, n *node, rel string, depth int) {
 // scan looks at a directory the tree does not know the inside of: all of
 // it is listed, and what changed since is judged whole.
 func (s *sweep) scan(fd, pfd int, n *node, rel string, depth int) (fresh []*node, stopped bool) {
-	ents, err := list(fd, filepath.Join(s.root, rel))
+	ents, err := list(fd)
 	if err != nil {
 		s.cutListing(fd, pfd, n, rel, err)
 		return nil, false
@@ -225,13 +236,9 @@ func (s *sweep) scan(fd, pfd int, n *node, rel string, depth int) (fresh []*node
 	}
 	n.kids, n.sens = nil, nil
 	for _, e := range ents {
-		r := join(rel, e.name)
-		st, err := statAt(fd, e.name)
-		if s.skip[r] || err != nil {
+		r, st, ok := s.entry(fd, n, rel, e.name)
+		if !ok {
 			continue
-		}
-		if !isDir(&st) && kindOf(n.place, e.name) != inert {
-			n.sens = append(n.sens, e.name)
 		}
 		var kid *node
 		if changedSince(&st, s.since) {

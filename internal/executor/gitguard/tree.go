@@ -83,7 +83,7 @@ func (w *walker) walk() *node {
 
 // fill lists the directory open as fd into n, and those beneath it.
 func (w *walker) fill(fd int, n *node, rel string, depth int) {
-	ents, err := list(fd, filepath.Join(w.root, rel))
+	ents, err := list(fd)
 	if err != nil {
 		n.unlisted = true
 		return
