@@ -8,6 +8,7 @@ import { toolView } from "./tools.js";
 import { transcriptView, toolWords } from "./transcript.js";
 import { prewarmer, prewarmBody } from "./prewarm.js";
 import { allPages } from "./pages.js";
+import { loadProjects } from "./projects.js";
 
 const _ = cockpit.gettext;
 
@@ -33,7 +34,7 @@ export function question(p, decide) {
 }
 
 export function sessionsView(me) {
-	const state = { session: "", task: "", follow: null };
+	const state = { session: "", task: "", follow: null, sessions: [] };
 	const errors = h("div.agor-errors");
 	const sessionsBody = h("div", { id: "agor-sessions" });
 	const tasksBody = h("div", { id: "agor-tasks" });
@@ -47,7 +48,12 @@ export function sessionsView(me) {
 	const tool = select("agent", [["claude-code", "Claude Code"], ["codex", "Codex"], ["gemini", "Gemini"], ["opencode", "OpenCode"]], "claude-code");
 	const mode = select("mode", [["default", _("default: ask before tools")], ["acceptEdits", "acceptEdits"], ["bypassPermissions", "bypassPermissions"], ["plan", _("plan: change nothing")]], "default");
 	const sandbox = select("sandbox", [["", _("daemon default")], ["off", "off"], ["workspace", "workspace"], ["read-only", "read-only"]], "");
-	const cwd = h("input", { type: "text", name: "cwd", value: ".", "aria-label": "cwd" });
+	// Her projects (projects.js): never the home, which the daemon's
+	// default (sandbox.prompts: workspace) refuses; the first is the default.
+	const projectList = h("datalist", { id: "agor-projects" });
+	const cwd = h("input", { type: "text", name: "cwd", value: "", list: "agor-projects", "aria-label": "cwd", placeholder: _("a project in your home, e.g. src/app") });
+	let cwdChosen = false; // typed or picked by her: not replaced by a default
+	cwd.addEventListener("input", () => { cwdChosen = true; });
 	// Empty: the daemon's environments.default; a follow-up runs where its session started.
 	const env = h("input", { type: "text", name: "environment", value: "", "aria-label": "environment", placeholder: _("daemon default") });
 	const prompt = h("textarea", { name: "prompt", rows: 3, "aria-label": _("Prompt"), placeholder: _("What should the agent do?") });
@@ -55,18 +61,30 @@ export function sessionsView(me) {
 	const send = button(_("Send"), () => runPrompt(), "primary", { id: "agor-send" });
 	const form = h("form.pf-v5-c-form.agor-prompt", { onsubmit: (e) => { e.preventDefault(); runPrompt(); } },
 		h("div.agor-row", field(_("Agent"), tool), field(_("Permission mode"), mode), field(_("Sandbox"), sandbox), field(_("Working directory"), cwd), field(_("Environment"), env)),
+		projectList,
 		field(_("Prompt"), prompt),
 		h("div.agor-row", h("label.agor-check", cont, " ", _("Continue the selected session")), send));
 
 	// Writing a prompt predicts one: its agent starts meanwhile.
 	const schedulePrewarm = prewarmer((b) => call("POST", `/v1/executors/${esc(me.name)}/prewarm`, b));
-	const prewarm = () => schedulePrewarm(prewarmBody({ tool: tool.value, cwd: cwd.value, mode: mode.value, sandbox: sandbox.value, env: env.value.trim(), session: cont.checked ? state.session : "" }));
+	const prewarm = () => cwd.value.trim() && schedulePrewarm(prewarmBody({ tool: tool.value, cwd: cwd.value.trim(), mode: mode.value, sandbox: sandbox.value, env: env.value.trim(), session: cont.checked ? state.session : "" }));
 	prompt.addEventListener("focus", prewarm);
 	for (const el of [tool, mode, sandbox, cwd, env, cont]) el.addEventListener("change", () => { if (document.activeElement === prompt || prompt.value) prewarm(); });
+
+	// refreshProjects offers her projects, and makes the newest the
+	// default while she has chosen none.
+	async function refreshProjects() {
+		const list = (p) => get(`/v1/executors/${esc(me.name)}/files?path=${encodeURIComponent(p)}&max=${p === "." ? 1000 : 1}`);
+		const found = await loadProjects(list, state.sessions, me.name);
+		fill(projectList, found.map(p => h("option", { value: p })));
+		if (!cwdChosen) cwd.value = found[0] || "";
+		cwd.setAttribute("data-projects", String(found.length));
+	}
 
 	async function refreshSessions() {
 		try {
 			const sessions = await allPages(q => get("/v1/sessions?" + q), "sessions");
+			state.sessions = sessions;
 			sessions.sort((a, b) => b.updated_at.localeCompare(a.updated_at));
 			fill(sessionsBody, sessions.length === 0
 				? h("p.agor-empty", { "data-agor": "no-sessions" }, _("No sessions yet."))
@@ -130,9 +148,12 @@ export function sessionsView(me) {
 	// runPrompt sends the prompt and renders its stream as it comes.
 	function runPrompt() {
 		if (!prompt.value.trim()) return;
-		stopFollowing();
 		fill(errors);
-		const body = { agentic_tool: tool.value, prompt: prompt.value, cwd: cwd.value || ".", permission_mode: mode.value, sandbox: sandbox.value || undefined, environment: env.value.trim() || undefined, session_id: cont.checked ? state.session : "" };
+		if (!cwd.value.trim()) { // nothing the daemon's default would take: said here, nothing sent
+			return showError(new Error(_("Choose a working directory: a project in your home (none yet: make one, e.g. mkdir -p ~/src/app in the terminal).")));
+		}
+		stopFollowing();
+		const body = { agentic_tool: tool.value, prompt: prompt.value, cwd: cwd.value.trim(), permission_mode: mode.value, sandbox: sandbox.value || undefined, environment: env.value.trim() || undefined, session_id: cont.checked ? state.session : "" };
 		const t = newTranscript();
 		const lines = new Lines();
 		send.disabled = true;
@@ -157,7 +178,7 @@ export function sessionsView(me) {
 		state.follow = req;
 		req.then(() => resumable(t) ? followOn(t) : draw(t),
 			(e) => { if (resumable(t)) return followOn(t); t.error = e.message; t.status = t.status || "failed"; draw(t); })
-			.finally(() => { send.disabled = false; prompt.value = ""; refreshSessions(); refreshTasks(); refreshQuestions(); });
+			.finally(() => { send.disabled = false; prompt.value = ""; refreshSessions().then(refreshProjects).catch(showError); refreshTasks(); refreshQuestions(); });
 	}
 
 	// followOn follows a prompt's task after its stream broke off (the
@@ -258,7 +279,7 @@ export function sessionsView(me) {
 	return {
 		el,
 		show() {
-			refreshSessions(); refreshTasks(); refreshQuestions();
+			refreshSessions().then(refreshProjects).catch(showError); refreshTasks(); refreshQuestions();
 			timer = timer || setInterval(refreshQuestions, 1500);
 		},
 		hide() { clearInterval(timer); timer = null; },

@@ -54,8 +54,14 @@ async function alice() {
 	if (await frame.locator("#agor-tab-doctor").count() !== 0) throw new Error("alice is offered the operator's Doctor tab");
 	await step(page, "alice-logged-in", "alice is logged in to Cockpit; agor's page shows her sessions");
 
+	// The working directory the page starts at is one of her projects, and
+	// the level the packaged configuration gives prompts (workspace)
+	// accepts it: asked for here, so that this run's daemon applies it.
+	const dir = await defaultDir(frame);
+	if (dir === "" || dir === ".") throw new Error(`the page's working directory starts at ${JSON.stringify(dir)}`);
 	await frame.locator('select[name="agent"]').selectOption("claude-code");
 	await frame.locator('select[name="mode"]').selectOption("default");
+	await frame.locator('select[name="sandbox"]').selectOption("workspace");
 	await frame.locator('textarea[name="prompt"]').fill("who runs this? write it to cockpit-ran.txt");
 	await frame.locator("#agor-send").click();
 	const approve = frame.locator('[data-agor="approve"]').first();
@@ -84,9 +90,10 @@ async function alice() {
 	// the page shows the approval, and the tool's own output (pwd).
 	await frame.locator('[data-agor="decided"][data-approved="true"]').waitFor({ timeout: 5000 });
 	if (!/\/home\/alice/.test(result)) throw new Error(`the tool's output is not pwd's: ${result}`);
-	await step(page, "alice-completed", "approved: the tool's output and \"completed\" are in the page");
+	await step(page, "alice-completed", `approved: the tool's output and "completed" are in the page; it ran in ${dir}, the page's default, under workspace`);
 
-	// A prompt the daemon refuses: its words in the page, as it wrote them.
+	// A prompt the daemon refuses: its words in the page, as it wrote them
+	// (the home, typed in: the one directory the page never offers).
 	await frame.locator('select[name="sandbox"]').selectOption("workspace");
 	await frame.locator('input[name="cwd"]').fill(".");
 	await frame.locator('textarea[name="prompt"]').fill("in a workspace at home");
@@ -144,6 +151,7 @@ async function alice() {
 async function resume() {
 	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW);
 	await frame.locator("#agor-sessions").waitFor();
+	await defaultDir(frame);
 	await frame.locator('select[name="agent"]').selectOption("claude-code");
 	await frame.locator('select[name="mode"]').selectOption("bypassPermissions");
 	await frame.locator('textarea[name="prompt"]').fill("take your time across a restart");
@@ -274,6 +282,16 @@ function longTurn(n) {
 	}
 	out.push({ result: { status: "completed", message_count: seq, token_usage: { input_tokens: 1, output_tokens: 1 } } });
 	return out.map(l => JSON.stringify(l)).join("\n") + "\n";
+}
+
+// defaultDir waits for the prompt box to have looked for her projects
+// and says the working directory it starts at (cockpit.sh reads the line).
+async function defaultDir(frame) {
+	const cwd = frame.locator('input[name="cwd"][data-projects]');
+	await cwd.waitFor();
+	const dir = await cwd.inputValue();
+	console.log(`working directory, the page's default: ${dir} (of ${await cwd.getAttribute("data-projects")} projects)`);
+	return dir;
 }
 
 async function waitRows(screen, re) {

@@ -42,11 +42,20 @@ b = sys.argv[2].encode()
 s.sendall(b"POST " + sys.argv[1].encode() + b" HTTP/1.0\r\nHost: agor\r\nContent-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b)
 print(s.makefile(encoding="utf-8").read())'
 
+# cockpit_project: alice's newest session is in ~/cockpit, a project of
+# hers, so the prompt box starts there (projects.js: her sessions'
+# directories that exist, newest first, never the home).
+cockpit_project() {
+	install -d -o alice -g alice /home/alice/cockpit
+	as alice python3 -c "$daemon_post" /v1/sessions '{"agentic_tool":"claude-code","cwd":"cockpit"}' | grep '"cwd":"cockpit"' >/dev/null
+}
+
 cockpit_browser() {
 	cockpit_accounts
 	setup_agents
 	start_model -bash 'id -un > cockpit-ran.txt; pwd' -text 'I wrote cockpit-ran.txt.'
-	rm -f /home/alice/cockpit-ran.txt
+	cockpit_project
+	rm -f /home/alice/cockpit/cockpit-ran.txt
 	rm -rf "$cockpit_shots"
 	mkdir -p "$cockpit_shots"
 	local t0 rc=0 task
@@ -61,15 +70,17 @@ cockpit_browser() {
 	echo "the browser took $(($(date +%s) - t0)) s, exit $rc"
 	[ "$rc" = 0 ] || { journalctl --no-pager --since "@$t0" | grep -iE 'cockpit|pam|auth' | grep -v gnutls_handshake | tail -n 30; return 1; }
 	# Judged on disk and in the daemon, not by the page alone: the tool ran
-	# as alice, after her approval given in the page.
-	want "$(cat /home/alice/cockpit-ran.txt)" alice
-	want "$(stat -c %U /home/alice/cockpit-ran.txt)" alice
+	# as alice, after her approval given in the page, in the directory the
+	# page started at (her newest session's), under workspace.
+	want "$(sed -n "s/^working directory, the page's default: \([^ ]*\) .*/\1/p" /tmp/browser.out | head -n 1)" cockpit
+	want "$(cat /home/alice/cockpit/cockpit-ran.txt)" alice
+	want "$(stat -c %U /home/alice/cockpit/cockpit-ran.txt)" alice
 	task=$(task_of)
 	as alice agorctl events "$task" | grep '"event_type":"permission_decided"' | grep '"approved":true' | grep 'approved in Cockpit' >/dev/null ||
 		{ echo "task $task: no approval from the page among its events"; as alice agorctl events "$task" | cut -c1-200; return 1; }
 	want "$(as alice agorctl tasks "$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)" --json | grep -o '"status":"[a-z]*"' | tail -n 1)" '"status":"completed"'
 	grep '"action":"permission_decided"' /var/lib/agor/audit.jsonl | grep "\"task\":\"$task\"" | tail -n 1
-	echo "on disk: /home/alice/cockpit-ran.txt is alice's and says alice; task $task completed, approved in Cockpit"
+	echo "on disk: /home/alice/cockpit/cockpit-ran.txt (the page's default directory) is alice's and says alice; task $task completed, approved in Cockpit"
 	# The refusal in the page is the daemon's own wording of it.
 	local said
 	said=$(as alice python3 -c "$daemon_post" /v1/executors/alice/prompt '{"agentic_tool":"claude-code","prompt":"x","cwd":".","sandbox":"workspace"}' |
@@ -91,7 +102,7 @@ cockpit_browser() {
 	echo "on disk: /home/bob/from-browser.txt is bob's; agor-executor@bob.service stopped by root's Stop, running again after Start"
 	ls "$cockpit_shots"
 }
-check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor; carol (api.admin_group) is an operator too (screenshots)" cockpit_browser
+check "Cockpit in headless Chromium: alice logs in, prompts Claude Code (default mode) in the working directory the page starts at (her project, under workspace), approves its question in the page, sees the output and completed (the file is alice's on disk), sees a refusal in the daemon's words, gets a terminal showing id -un alice, detaches and attaches; bob (German) sees none of her sessions, uploads, views and downloads a file; root sees both executors, stops and starts bob's, the audit trail and doctor; carol (api.admin_group) is an operator too (screenshots)" cockpit_browser
 
 # cockpit_resume: the page's half of "clients carry on": alice's prompt,
 # sent from the page, is in an 8 s command when the daemon restarts; the
@@ -101,7 +112,8 @@ cockpit_resume() {
 	cockpit_accounts
 	groupdel agor-admins # as the other concerns know the host
 	start_model -bash 'sleep 8; echo resumed | tee cockpit-resumed.txt' -text 'slept'
-	rm -f /home/alice/cockpit-resumed.txt "$cockpit_shots/resume-ready"
+	cockpit_project
+	rm -f /home/alice/cockpit/cockpit-resumed.txt "$cockpit_shots/resume-ready"
 	local t0 rc=0 node pid n
 	t0=$(date +%s)
 	ALICE_PW=alice-Cockpit-1 STEPS=resume timeout 300 /opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser-resume.out 2>&1 &
@@ -113,7 +125,7 @@ cockpit_resume() {
 	wait $node || rc=$?
 	grep -v "console\] verbose" /tmp/browser-resume.out
 	[ "$rc" = 0 ] || { echo "browser exit $rc"; return 1; }
-	want "$(cat /home/alice/cockpit-resumed.txt)" resumed
+	want "$(cat /home/alice/cockpit/cockpit-resumed.txt)" resumed
 	n=$(stored_once "$(task_of)" "$t0")
 	echo "daemon (pid $pid) restarted under a prompt sent from the page: the page followed the task to completed; $n events stored once each in order"
 }
