@@ -10,6 +10,10 @@ import { bannerID, terminalList } from "./termlist.js";
 
 const _ = cockpit.gettext;
 const DETACH = "\x1d"; // Ctrl-], agorctl terminal's detach key
+// A new terminal starts in her home: the bridge runs agorctl in
+// /run/user/UID, outside it, where agorctl terminal (as herself, in the
+// shell's directory) refuses.
+const newTerminal = ["agorctl", "terminal", "--cwd", "~"];
 
 export function terminalView(me) {
 	const screen = h("div.agor-xterm", { id: "agor-terminal" });
@@ -94,7 +98,7 @@ export function terminalView(me) {
 	const el = h("div.agor-terminal",
 		card(_("Terminal"),
 			h("div.agor-row",
-				button(_("New terminal"), () => open(["agorctl", "terminal"]), "primary", { id: "agor-terminal-new" }),
+				button(_("New terminal"), () => open(newTerminal), "primary", { id: "agor-terminal-new" }),
 				button(_("Detach"), () => chan && chan.send(DETACH), "secondary", { id: "agor-terminal-detach" })),
 			status, screen),
 		card(_("Your terminals"), list));
@@ -106,7 +110,7 @@ export function terminalView(me) {
 		show() {
 			refresh();
 			timer = timer || setInterval(refresh, 2000);
-			if (!chan) open(["agorctl", "terminal"]);
+			if (!chan) open(newTerminal);
 			else if (fit) fit.fit();
 		},
 		hide() { clearInterval(timer); timer = null; },
