@@ -262,7 +262,8 @@ for release in ${releases#"$first"}; do
 done
 phase "$first" boot_and_check "$first"
 [ "$checks_rc" = 0 ] || { rc=1; failed="$failed $first"; }
-wait $others || true
+# A bare `wait` (one release, no others) would reap the images job too.
+[ -z "$others" ] || wait $others || true
 others=
 for release in ${releases#"$first"}; do
 	[ "$(cat "$work/rc-$release" 2>/dev/null)" = 0 ] || { rc=1; failed="$failed $release"; }
