@@ -138,6 +138,74 @@ modes_commit() {
 }
 check "the four CLIs, confined (--sandbox workspace), edit and commit in their repositories through their shell tools; the hook each tries to add is refused (shipped unit)" modes_commit
 
+# modes_rebase: each of the four CLIs, confined (--sandbox workspace, in
+# a repository of its own on branch main, the four at once), through its
+# shell tool: branches, commits on the branch and on main, rebases the
+# branch onto main, squashes a fixup into it with a todo-driven rebase
+# (git rebase -i, no editor: the sequencer's state in .git), and tries to
+# add a hook. Judged as alice with her own git: the branch's one commit
+# sits on main's, the tree is clean, the post-run guard disabled nothing
+# (a rebase's state is git's own), and no hook is there.
+modes_rebase_cmd='export GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@agortest GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@agortest; git checkout -qb topic && echo t > topic.txt && git add topic.txt && git commit -qm on-topic && git checkout -q main && echo m > main.txt && git add main.txt && git commit -qm on-main && git checkout -q topic && git rebase -q main && echo t2 >> topic.txt && git commit -qam "fixup! on-topic" && GIT_SEQUENCE_EDITOR=: git rebase -q -i --autosquash main && echo rebased; printf x > .git/hooks/post-rewrite; git status --short'
+
+modes_rebase() {
+	local saved=$modes_cmd tool bad=0 pids=()
+	modes_cmd=$modes_rebase_cmd
+	start_model -log -bash "$modes_rebase_cmd" -text 'done.' -tools 2
+	modes_models
+	modes_cmd=$saved
+	systemctl stop agor-executor@alice.service
+	as alice install -d /home/alice/rb
+	for tool in claude-code codex gemini opencode; do
+		modes_rebase_one "$tool" >"/tmp/rebase-$tool.txt" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	for tool in claude-code codex gemini opencode; do
+		cat "/tmp/rebase-$tool.txt"
+		grep -q "^$tool: rebased" "/tmp/rebase-$tool.txt" || bad=1
+	done
+	return $bad
+}
+
+# modes_rebase_one TOOL: TOOL's turn in rb/TOOL, and what alice's git
+# finds there afterwards.
+modes_rebase_one() {
+	local tool=$1 dir=/home/alice/rb/$1 prompt out
+	rm -rf "$dir"
+	as alice install -d "$dir"
+	as alice git -C "$dir" init -q -b main
+	as alice sh -c "cd $dir && echo start > notes.txt && git add notes.txt && git -c user.name=alice -c user.email=alice@agortest commit -qm start"
+	prompt="run it. $modes_rebase_cmd"
+	case $tool in gemini | opencode) prompt="run the shell command: $modes_rebase_cmd" ;; esac
+	out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "rb/$tool" --sandbox workspace --json 2>&1 </dev/null) || true
+	modes_rebased "$tool" "$dir" && return 0
+	echo "its events:"; cut -c1-300 <<<"$out" | tail -n 8
+	echo "reflog: $(as alice git -C "$dir" reflog 2>&1 | tr '\n' ';'); .git: $(ls -a "$dir/.git" | tr '\n' ' ')"
+}
+
+# modes_rebased TOOL DIR: one line saying whether DIR's history is what
+# the rebases make (alice's git, unconfined), and the tree clean, nothing
+# disabled, no hook added.
+modes_rebased() {
+	local tool=$1 dir=$2 base main topic ontop status disabled hook=none
+	base=$(as alice git -C "$dir" rev-parse -q --verify 'topic^' 2>&1 || true)
+	main=$(as alice git -C "$dir" rev-parse -q --verify main 2>&1 || true)
+	topic=$(as alice git -C "$dir" log --format=%s main..topic 2>&1 | tr '\n' , || true)
+	ontop=$(as alice git -C "$dir" show topic:topic.txt 2>&1 | tr '\n' , || true)
+	status=$(as alice git -C "$dir" status --porcelain 2>&1 || true)
+	disabled=$(find "$dir" -name '*.agor-disabled' | tr '\n' ' ')
+	[ ! -e "$dir/.git/hooks/post-rewrite" ] || hook=planted
+	if [ -n "$main" ] && [ "$base" = "$main" ] && [ "$topic" = on-topic, ] && [ "$ontop" = t,t2, ] &&
+		[ -z "$status" ] && [ -z "$disabled" ] && [ "$hook" = none ] && [ ! -e "$dir/.git/rebase-merge" ]; then
+		echo "$tool: rebased: topic's one commit ($(as alice git -C "$dir" log --oneline main | wc -l) on main) sits on main's, the tree clean, nothing disabled, no hook added"
+		return 0
+	fi
+	echo "$tool: not rebased: topic^ '$base', main '$main', main..topic '$topic', topic.txt '$ontop', status '$status', disabled '$disabled', hook $hook"
+	return 1
+}
+check "the four CLIs, confined (--sandbox workspace), branch, commit, rebase and autosquash (git rebase -i, no editor) through their shell tools: her git finds the branch on main, the tree clean, nothing disabled by the guard, no hook added (shipped unit)" modes_rebase
+
 # modes_recall: each of the four CLIs is told a word, its executor (and
 # with it the warm agent) is restarted, and a follow-up in the same
 # session asks for it back: the stand-in answers with the user messages

@@ -372,3 +372,132 @@ sandbox_state_per_workspace() {
 	echo "the hook planted in sproj-a ran in sproj-a's next confined prompt, not in sproj-b's"
 }
 check "as alice, what a confined prompt plants in its agent's state in one project runs in no confined prompt of another (shipped unit)" sandbox_state_per_workspace
+
+# Installs in a confined workspace with no network, as agents run them:
+# npm install of a project whose dependency is a git repository (npm
+# runs git clone, packs the clone, installs the pack and links its bin),
+# and pip install --no-index of a local package into a venv (pip builds
+# it in an isolated environment in TMPDIR). Their caches are the task's
+# own (Spec.Env: the view has her home read-only). sandbox_pkgs REL makes
+# /home/alice/REL afresh, hers: package.json naming the dependency by its
+# repository's file URL (pkgsrc/agor-git-hello, branch main, outside the
+# workspace as a remote is), and hipkg, whose in-tree build backend needs
+# nothing installed.
+sandbox_pkgs() {
+	local proj=/home/alice/$1 src=/home/alice/pkgsrc/agor-git-hello
+	ln -sf /opt/node/node /usr/local/bin/node
+	ln -sf /opt/npm/bin/npm-cli.js /usr/local/bin/npm
+	if [ ! -d "$src/.git" ]; then
+		as alice install -d /home/alice/pkgsrc "$src"
+		echo '{"name":"agor-git-hello","version":"1.0.0","bin":{"agor-git-hello":"cli.js"}}' | as alice tee "$src/package.json" >/dev/null
+		printf '#!/usr/bin/env node\nconsole.log("git-hello-ran")\n' | as alice tee "$src/cli.js" >/dev/null
+		as alice sh -c "cd $src && git init -q -b main && git add -A && git -c user.name=alice -c user.email=alice@agortest commit -qm one"
+	fi
+	rm -rf "$proj"
+	as alice install -d "$proj" "$proj/hipkg"
+	echo '{"name":"iproj","version":"1.0.0","dependencies":{"agor-git-hello":"git+file://'"$src"'#main"}}' | as alice tee "$proj/package.json" >/dev/null
+	printf '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n' | as alice tee "$proj/hipkg/pyproject.toml" >/dev/null
+	as alice tee "$proj/hipkg/backend.py" >/dev/null <<-'EOF'
+		import base64, hashlib, os, zipfile
+		NAME, VERSION = "agor_hi", "1.0"
+		DIST = NAME + "-" + VERSION + ".dist-info/"
+		FILES = {
+		    NAME + "/__init__.py": "def main():\n    print('pip-ran')\n",
+		    DIST + "METADATA": "Metadata-Version: 2.1\nName: agor-hi\nVersion: " + VERSION + "\n",
+		    DIST + "WHEEL": "Wheel-Version: 1.0\nGenerator: agor-suite\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+		    DIST + "entry_points.txt": "[console_scripts]\nagor-hi = agor_hi:main\n",
+		}
+		def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+		    name = NAME + "-" + VERSION + "-py3-none-any.whl"
+		    record = []
+		    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+		        for path, text in FILES.items():
+		            data = text.encode()
+		            z.writestr(path, data)
+		            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+		            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
+		        record.append(DIST + "RECORD,,")
+		        z.writestr(DIST + "RECORD", "\n".join(record) + "\n")
+		    return name
+	EOF
+}
+
+# What the confined task runs in the project (no $( ): gemini's shell
+# tool refuses command substitution). The container has Debian's pip but
+# not python3-venv (ensurepip): the venv uses the system's pip, as
+# Debian's python3-pip users do.
+sandbox_install_cmd='npm install --offline --no-audit --no-fund --no-update-notifier > npm.log 2>&1; python3 -m venv --without-pip --system-site-packages .venv && .venv/bin/python -m pip install -q --no-index --disable-pip-version-check ./hipkg > pip.log 2>&1; echo installs-ran'
+
+# sandbox_installed NAME DIR: one line saying whether DIR has what the
+# installs make, judged as alice, unconfined: the dependency's files and
+# its bin that runs, the lock naming the git URL, the console script and
+# the module, nothing disabled by the guard.
+sandbox_installed() {
+	local name=$1 dir=$2 bin py mod lock disabled
+	bin=$(as alice env -C "$dir" PATH=/usr/local/bin:/usr/bin:/bin ./node_modules/.bin/agor-git-hello 2>&1 || true)
+	py=$(as alice env -C "$dir" .venv/bin/agor-hi 2>&1 || true)
+	mod=$(as alice env -C "$dir" .venv/bin/python -c 'import agor_hi; print(agor_hi.__name__)' 2>&1 || true)
+	lock=$(grep -c '"resolved": "git+file://' "$dir/package-lock.json" 2>&1 || true)
+	disabled=$(find "$dir" -name '*.agor-disabled' | tr '\n' ' ')
+	if [ "$bin" = git-hello-ran ] && [ "$(stat -c %U "$dir/node_modules/agor-git-hello/cli.js" 2>&1)" = alice ] &&
+		[ "$py" = pip-ran ] && [ "$mod" = agor_hi ] && [ "$lock" = 1 ] && [ -z "$disabled" ]; then
+		echo "$name: installed: node_modules/agor-git-hello (alice's) and its bin ran, package-lock.json resolves it by git, .venv's agor-hi ran and agor_hi imports, nothing disabled"
+		return 0
+	fi
+	echo "$name: not installed: bin '$bin', agor-hi '$py', import '$mod', git-resolved locks $lock, disabled '$disabled'"
+	echo "  npm.log: $(tail -n 4 "$dir/npm.log" 2>&1 | tr '\n' ';' | cut -c1-400)"
+	echo "  pip.log: $(tail -n 4 "$dir/pip.log" 2>&1 | tr '\n' ';' | cut -c1-400)"
+	return 1
+}
+
+sandbox_installs() {
+	local out mark=/tmp/installs-before
+	sandbox_pkgs iproj
+	touch "$mark"
+	out=$(as alice agorctl exec alice --sandbox workspace --cwd iproj -- sh -c "$sandbox_install_cmd" </dev/null 2>&1) || { echo "$out"; return 1; }
+	grep -q installs-ran <<<"$out" || { echo "$out"; return 1; }
+	if grep 'disabled what' <<<"$out"; then return 1; fi
+	sandbox_installed exec /home/alice/iproj
+	[ -z "$(find /home/alice/.npm /home/alice/.cache -newer "$mark" 2>/dev/null | head -n 1)" ] ||
+		{ echo "the confined installs wrote alice's own caches"; return 1; }
+}
+check "as alice, a confined exec (--sandbox workspace) runs npm install of a project with a git dependency and pip install --no-index of a local package into a venv, offline; afterwards, unconfined, the bin and the console script run and the guard disabled nothing (shipped unit)" sandbox_installs
+
+# The same installs through each of the four CLIs' shell tools, confined,
+# the four at once, each in a project of its own (i/TOOL).
+sandbox_agent_installs() {
+	local saved=$modes_cmd tool bad=0 pids=() mark=/tmp/agent-installs-before
+	modes_cmd=$sandbox_install_cmd
+	start_model -bash "$sandbox_install_cmd" -text 'done.' -tools 2
+	modes_models
+	modes_agents
+	modes_cmd=$saved
+	as alice install -d /home/alice/i
+	for tool in claude-code codex gemini opencode; do
+		sandbox_pkgs "i/$tool"
+	done
+	touch "$mark"
+	for tool in claude-code codex gemini opencode; do
+		sandbox_agent_install "$tool" >"/tmp/installs-$tool.txt" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || true
+	for tool in claude-code codex gemini opencode; do
+		cat "/tmp/installs-$tool.txt"
+		grep -q "^$tool: installed" "/tmp/installs-$tool.txt" || bad=1
+	done
+	[ -z "$(find /home/alice/.npm /home/alice/.cache -newer "$mark" 2>/dev/null | head -n 1)" ] ||
+		{ echo "a confined CLI's installs wrote alice's own caches"; bad=1; }
+	return $bad
+}
+
+# sandbox_agent_install TOOL: TOOL's turn in i/TOOL, and what is there after.
+sandbox_agent_install() {
+	local tool=$1 prompt out
+	prompt="run it. $sandbox_install_cmd"
+	case $tool in gemini | opencode) prompt="run the shell command: $sandbox_install_cmd" ;; esac
+	out=$(as alice agorctl prompt alice "$prompt" --tool "$tool" --mode bypassPermissions --cwd "i/$tool" --sandbox workspace --json 2>&1 </dev/null) || true
+	sandbox_installed "$tool" "/home/alice/i/$tool" && return 0
+	echo "  its events:"; cut -c1-300 <<<"$out" | tail -n 6 | sed 's/^/  /'
+}
+check "the four CLIs, confined (--sandbox workspace), run npm install (a git dependency) and pip install --no-index (a local package, into .venv) through their shell tools, offline: her bins and console scripts run afterwards, nothing disabled (shipped unit)" sandbox_agent_installs

@@ -247,8 +247,22 @@ func (s *sweep) pointsOut(pfd int, name, rel string, k kind) string {
 		if !builtinStrategies[text] {
 			return fmt.Sprintf("the merge strategy %q, which runs git-merge-%s", text, text)
 		}
+	case objectID:
+		if !objectName(text) {
+			return "opencode's project id that is not an object name: opencode makes paths of it"
+		}
 	}
 	return ""
+}
+
+// objectName says whether s is a full object name, SHA-1 or SHA-256, in
+// lower-case hex as git prints it: a name no program can take for a path
+// or a command.
+func objectName(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // outside says why target (relative to the directory dir of the

@@ -37,6 +37,7 @@ const (
 	todo            // a rebase's or sequencer's list of commands
 	strategy        // a rebase's merge strategy
 	seqOpts         // sequencer/opts, in config syntax
+	objectID        // a git directory's opencode: an object name alone
 )
 
 // inertDots are names beginning with "." that hold no commands and name
@@ -184,6 +185,11 @@ func gitKind(name string) kind {
 		return config
 	case name == "commondir":
 		return commondir
+	case name == "opencode":
+		// opencode (one of the agent CLIs) keeps its project id there,
+		// the repository's root commit, written on its first run in a
+		// repository; git never reads it.
+		return objectID
 	case gitInertNames[name] || strings.HasSuffix(name, ".lock") || strings.HasPrefix(name, "sharedindex."):
 		return inert
 	}

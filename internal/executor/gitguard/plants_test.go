@@ -106,3 +106,39 @@ func TestPlantsHeld(t *testing.T) {
 		t.Errorf("got %q, want sub/.claude alone", got)
 	}
 }
+
+// TestOpencodeID: opencode keeps its project id, the repository's root
+// commit, in .git/opencode, and writes it on its first run in a
+// repository: that file, an object name alone, is not a plant (every
+// confined opencode run in a repository had it disabled); anything else
+// there (a path opencode would join, more lines) still is.
+func TestOpencodeID(t *testing.T) {
+	needGit(t)
+	for _, c := range []struct {
+		name, data string
+		kept       bool
+	}{
+		{"sha1", "0123456789abcdef0123456789abcdef01234567", true},
+		{"sha1-newline", "0123456789abcdef0123456789abcdef01234567\n", true},
+		{"sha256", strings.Repeat("ab", 32), true},
+		{"path", "../../../../.ssh", false},
+		{"upper", "0123456789ABCDEF0123456789ABCDEF01234567", false},
+		{"two-lines", "0123456789abcdef0123456789abcdef01234567\nx", false},
+		{"short", "0123456", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := initRepo(t, t.TempDir(), "repo")
+			time.Sleep(100 * time.Millisecond) // the person's own, before the scan's margin
+			g := Snapshot(root)
+			writeFile(t, filepath.Join(root, ".git/opencode"), c.data, 0o644)
+			got, err := g.Restore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, statErr := os.Lstat(filepath.Join(root, ".git/opencode"))
+			if kept := statErr == nil && len(got) == 0; kept != c.kept {
+				t.Errorf("%q kept %v, want %v; the guard said %q", c.data, kept, c.kept, got)
+			}
+		})
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +30,8 @@ type OpenAIUsage struct {
 // empty every request gets the message Text. With Command set, a request
 // whose input has no function_call_output after its last user message
 // gets a function_call of the shell tool the request declares running
-// Command; once the output is in the input, it gets the message Text. A
+// Command; while its output says Codex's command still runs, a call of
+// write_stdin waiting for it; once it has ended, the message Text. A
 // request whose last user message holds RecallMarker gets the earlier
 // user messages instead (recall), whatever the script.
 type OpenAIResponsesScript struct {
@@ -58,6 +61,7 @@ type OpenAIRequest struct {
 
 	userParts  []string // the user messages' text parts, for recall
 	latestUser int      // where the last user message's begin
+	pollTool   bool     // write_stdin is declared (Codex's unified exec)
 }
 
 // OpenAIResponses is a running stand-in. URL ends in /v1 (a provider's
@@ -150,11 +154,11 @@ func (s *OpenAIResponses) answer(id string, req OpenAIRequest, params map[string
 	if recalled {
 		text = said
 	}
-	if !recalled && s.script.Command != "" && req.ShellTool != "" && len(req.ToolOutputs) == 0 {
-		args, _ := json.Marshal(oairShellArgs(params, s.script.Command))
+	if call, args := s.toolCall(req, params, recalled); call != "" {
+		b, _ := json.Marshal(args)
 		item = map[string]any{
 			"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id,
-			"name": req.ShellTool, "arguments": string(args), "status": "completed",
+			"name": call, "arguments": string(b), "status": "completed",
 		}
 	} else {
 		item = map[string]any{
@@ -195,6 +199,30 @@ func (s *OpenAIResponses) answer(id string, req OpenAIRequest, params map[string
 		}},
 	)
 }
+
+// toolCall is the tool the stand-in calls next, with its arguments ("":
+// none, the answer is Text): the shell tool running Command first; then,
+// while Codex says the command still runs (it yields after 10 s by
+// default, and a turn that ended there would leave it running past the
+// task), write_stdin with no input, which waits for more of it, as a
+// model waits for a long build.
+func (s *OpenAIResponses) toolCall(req OpenAIRequest, params map[string]json.RawMessage, recalled bool) (string, any) {
+	if recalled || s.script.Command == "" || req.ShellTool == "" {
+		return "", nil
+	}
+	if len(req.ToolOutputs) == 0 {
+		return req.ShellTool, oairShellArgs(params, s.script.Command)
+	}
+	m := stillRunning.FindStringSubmatch(req.ToolOutputs[len(req.ToolOutputs)-1])
+	if m == nil || !req.pollTool {
+		return "", nil
+	}
+	sid, _ := strconv.Atoi(m[1])
+	return "write_stdin", map[string]any{"session_id": sid, "chars": "", "yield_time_ms": 30000}
+}
+
+// stillRunning is how Codex's exec_command says the command has not ended.
+var stillRunning = regexp.MustCompile(`Process running with session ID ([0-9]+)`)
 
 // oairShellArgs builds the shell tool's arguments from its declared
 // parameters: exec_command takes {cmd}, the older shell tool {command:[argv]}.
@@ -258,6 +286,9 @@ func (b *oairBody) summary(raw []byte, auth string) OpenAIRequest {
 	req := OpenAIRequest{At: time.Now(), Authorization: auth, Body: raw, Model: b.Model, PreviousResponseID: b.PreviousResponseID}
 	if t := b.shellTool(); t != nil {
 		req.ShellTool = t.Name
+	}
+	for _, t := range b.Tools {
+		req.pollTool = req.pollTool || t.Name == "write_stdin"
 	}
 	for _, it := range b.Input {
 		switch {
