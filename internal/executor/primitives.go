@@ -35,7 +35,7 @@ func registerPrimitives(srv *Server, root *fsroot.Root, agents *task.AgentsFile,
 	terms := terminal.New(terminal.Config{Root: root, Hold: srv, Sandbox: box})
 	terms.Register(srv.Mux())
 	srv.HandleRaw(protocol.MethodAttachTerminalRaw, terms.ServeRaw)
-	tasks := &task.Service{Root: root, Hold: srv, AgentsFile: agents, Log: log, Sandbox: box, Warm: warm, GatewaySocket: gateway}
+	tasks := &task.Service{Root: root, Hold: srv, AgentsFile: agents, Log: log, Sandbox: box, Warm: warm, GatewaySocket: gateway, Terminals: terms}
 	tasks.Register(srv.Mux())
 	srv.OnStop(tasks.Close) // idle warm agents are no work to wait for
 	srv.OnForce(func() { tasks.Interrupt(errors.New("the executor is stopping")) })

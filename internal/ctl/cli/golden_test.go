@@ -47,6 +47,7 @@ func TestGoldenHelp(t *testing.T) {
 		{"executors", "--help"},
 		{"executors", "ping", "--help"},
 		{"prompt", "--help"},
+		{"agent", "--help"},
 		{"creds", "set", "--help"},
 	} {
 		r := agorctl(context.Background(), closedStdin{t}, args...)

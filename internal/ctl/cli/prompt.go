@@ -17,6 +17,7 @@ type promptOptions struct {
 	user, tool, cwd, mode, model, session, sandbox, env string
 	limit                                               time.Duration
 	jsonOut, detach                                     bool
+	cont, toolSet                                       bool // --continue; --tool given
 	in                                                  promptInput
 }
 
@@ -26,8 +27,10 @@ in your executor (or USER's), in this shell's directory, and show its events
 as they come: text, tool calls and results, permission questions (asked
 here on a terminal, else answer them with agorctl permissions), then a
 summary with token usage. --session continues an earlier session (the agent
-resumes its own). While no event comes for a while, stderr says so
-("waiting for the model: no reply for 10s"), on a terminal or not.
+resumes its own, an interactive one's too: agorctl agent); --continue
+takes your last session in this directory. While no event comes for a
+while, stderr says so ("waiting for the model: no reply for 10s"), on a
+terminal or not.
 Interrupted (Ctrl-C), agorctl stops the task; if agorctl is killed or loses
 the daemon, the daemon stops the task 30 s later unless someone follows it
 (agorctl events --follow TASK). --detach returns at once with the task's
@@ -58,6 +61,7 @@ func newPrompt(a *app) *cobra.Command {
 		Example: `  cd ~/src/app && agorctl prompt 'explain this repo'
   agorctl prompt --tool codex --mode plan 'add a test for parse'
   agorctl prompt --session 3f2a9c 'now fix it'
+  agorctl prompt --continue 'and the docs'
   git diff | agorctl prompt --tool codex -
   agorctl prompt --detach 'run the suite' && agorctl events --follow TASK
   agorctl prompt --sandbox workspace --mode bypassPermissions 'fix the build'
@@ -79,6 +83,10 @@ interrupted.`},
 			if err := notRoot(w, "agorctl prompt -u alice --cwd ~alice/src/app 'fix it'"); err != nil {
 				return err
 			}
+			if o.cont && o.session != "" {
+				return usageErrorf("--continue takes your last session here; --session names one: give one of them")
+			}
+			o.toolSet = cmd.Flags().Changed("tool")
 			return runPrompt(cmd.Context(), a, &f, o, w, words)
 		},
 	}
@@ -99,6 +107,7 @@ func promptFlags(c *cobra.Command, f *apiFlags, o *promptOptions) {
 	fs.StringVar(&o.model, "model", "", "model (default: the agent's)")
 	fs.StringVar(&o.env, "env", "", envFlagUsage)
 	fs.StringVar(&o.session, "session", "", "continue this session `ID` (printed by an earlier prompt)")
+	fs.BoolVar(&o.cont, "continue", false, "continue your last session in this directory (of --tool, when given)")
 	fs.DurationVar(&o.limit, "limit", 0, "stop the agent after this `duration` (0: no limit)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the raw NDJSON stream instead of rendering it")
 	addPromptInputFlags(fs, &o.in)
@@ -119,6 +128,11 @@ func runPrompt(ctx context.Context, a *app, f *apiFlags, o promptOptions, w whom
 	}
 	if err := workspaceCwd(o.sandbox, cwd, here); err != nil {
 		return err
+	}
+	if o.cont {
+		if o.session, o.tool, err = continued(ctx, apiclient.New(f.socket), user, cwd, o.tool, o.toolSet); err != nil {
+			return err
+		}
 	}
 	body := apiwire.PromptBody{SessionID: o.session, Tool: o.tool, Prompt: strings.Join(words, " "), Cwd: cwd,
 		PermissionMode: o.mode, Model: o.model, TimeoutMS: o.limit.Milliseconds(), Sandbox: o.sandbox, Environment: o.env}

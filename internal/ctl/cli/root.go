@@ -111,7 +111,7 @@ help and does nothing else; "agorctl help COMMAND" too.`,
 	root.AddGroup(&cobra.Group{ID: "daemon", Title: "Through the daemon:"},
 		&cobra.Group{ID: "direct", Title: "Installation and this tool:"})
 	root.AddCommand(
-		newExecutors(a), newExec(a), newPrompt(a), newSessions(a), newTasks(a), newEvents(a),
+		newExecutors(a), newExec(a), newPrompt(a), newAgent(a), newSessions(a), newTasks(a), newEvents(a),
 		newTerminal(a), newFiles(a), newCreds(a), newPermissions(a), newAudit(a), newUsage(a), newAccounts(a),
 		newDoctor(a), newNetwork(a), newEnvironments(a), newDisabled(a), newAPIToken(a), newCompletion(a), newVersion(a),
 		newLegacyExecutor(a), newLegacyStop(a), newMan(a),

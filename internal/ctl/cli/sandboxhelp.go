@@ -56,8 +56,8 @@ func sandboxDefaults() string {
 	if d.Prompts != "" {
 		prompts = fmt.Sprintf("is %q", d.Prompts)
 	}
-	return wrap(fmt.Sprintf(`Asking for no level, a prompt gets the daemon's %s (when that is
-empty, %s), an exec or a terminal %s. Built in, %s is %q, %s %s and
+	return wrap(fmt.Sprintf(`Asking for no level, a prompt or an agent session gets the daemon's %s
+(when that is empty, %s), an exec or a terminal %s. Built in, %s is %q, %s %s and
 sandbox.required is %v; the packaged /etc/agor/config.yaml sets prompts: %s.`,
 		promptLevelKey, workLevelKey, workLevelKey, workLevelKey, d.Default, promptLevelKey, prompts, d.Required, packagedPrompts), helpWidth)
 }

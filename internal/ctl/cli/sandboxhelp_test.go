@@ -17,7 +17,7 @@ import (
 func levelOf(t *testing.T, c config.Sandbox, kind string) string {
 	p := sandbox.PolicyOf(c)
 	requested := ""
-	if kind == "prompt" {
+	if kind == "prompt" || kind == "agent" { // both are prompt tasks
 		requested = p.PromptLevel("")
 	}
 	l, err := p.Resolve(requested)
@@ -50,13 +50,13 @@ func keyOf(t *testing.T, c config.Sandbox, key string) string {
 func TestHelpDefaults(t *testing.T) {
 	// Read with every run of white space one space: lines wrap anywhere.
 	flagKey := regexp.MustCompile(`--sandbox level sandbox level[^(]*\(default: the daemon's (\S+)\)`)
-	textKeys := regexp.MustCompile(`a prompt gets the daemon's (\S+) \(when that is empty, (\S+)\), an exec or a terminal (\S+)\.`)
+	textKeys := regexp.MustCompile(`a prompt or an agent session gets the daemon's (\S+) \(when that is empty, (\S+)\), an exec or a terminal (\S+)\.`)
 	builtIn := regexp.MustCompile(`Built in, sandbox\.default is "(\S+)", sandbox\.prompts (is empty|is "\S+") and sandbox\.required is (true|false);`)
 	packaged := regexp.MustCompile(`packaged /etc/agor/config\.yaml sets prompts: (\S+)\.`)
 	confs := []config.Sandbox{
 		{Default: "off", Prompts: "workspace"}, {Default: "read-only", Prompts: ""}, {Default: "workspace", Prompts: "read-only"},
 	}
-	for _, kind := range []string{"prompt", "exec", "terminal"} {
+	for _, kind := range []string{"prompt", "agent", "exec", "terminal"} {
 		r := agorctl(context.Background(), closedStdin{t}, kind, "--help")
 		help := strings.Join(strings.Fields(r.stdout), " ")
 		claims := map[string]string{} // where the help says it: the key it names
@@ -64,7 +64,7 @@ func TestHelpDefaults(t *testing.T) {
 			claims["--sandbox's usage"] = m[1]
 		}
 		if m := textKeys.FindStringSubmatch(help); m != nil {
-			claims["the help's text"] = map[string]string{"prompt": m[1], "exec": m[3], "terminal": m[3]}[kind]
+			claims["the help's text"] = map[string]string{"prompt": m[1], "agent": m[1], "exec": m[3], "terminal": m[3]}[kind]
 			if c := (config.Sandbox{Default: "read-only"}); m[2] != "sandbox.default" || levelOf(t, c, "prompt") != c.Default {
 				t.Errorf("an empty sandbox.prompts is said to mean %s", m[2])
 			}

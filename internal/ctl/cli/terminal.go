@@ -148,6 +148,8 @@ type session struct {
 	mu   sync.Mutex
 	t    *apiclient.Terminal // the attachment now: another after the daemon went away
 	size [2]int              // the last size sent, sent again on a new attachment
+	// detached: run ended by Ctrl-], the program running on.
+	detached bool
 }
 
 func (s *session) term() *apiclient.Terminal {
@@ -219,6 +221,7 @@ func (s *session) run(stdin *os.File, cols, rows int) int {
 		code, err = s.term().Copy(s.stdout)
 	}
 	if isDetached(detached) {
+		s.detached = true
 		fmt.Fprintf(s.stderr, "\r\n[agorctl: detached; reattach with: agorctl terminal --attach %s %s]\r\n", s.id, s.user)
 		return 0
 	}

@@ -58,7 +58,9 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-r.Context().Done():
 			sub.Close()
-			s.background(func(ctx context.Context) { s.orphaned(ctx, t, done) })
+			if t.body.Interactive == nil { // an interactive one was detached from (interactive.go)
+				s.background(func(ctx context.Context) { s.orphaned(ctx, t, done) })
+			}
 			return
 		}
 	}
@@ -103,6 +105,9 @@ func (s *Server) readPrompt(w http.ResponseWriter, r *http.Request) (started, er
 	}
 	if n := int64(len(b.Prompt)); n > s.quotas().MaxPromptBytes {
 		return started{}, s.promptTooLarge(n)
+	}
+	if err := s.checkInteractive(b); err != nil {
+		return started{}, err
 	}
 	if b.PermissionMode == "" {
 		b.PermissionMode = string(broker.ModeDefault)
@@ -244,11 +249,17 @@ func (s *Server) runPrompt(ctx context.Context, executor, task, tok string, b ap
 	params := protocol.ExecutePromptParams{
 		SessionToken: tok, SessionID: sess.ID, TaskID: task, Tool: b.Tool, Prompt: b.Prompt, Cwd: b.Cwd,
 		PermissionMode: b.PermissionMode, Model: b.Model, TimeoutMS: b.TimeoutMS, AgentSessionID: resume,
-		Sandbox: b.Sandbox,
+		Sandbox: b.Sandbox, Interactive: b.Interactive,
 	}
 	var res json.RawMessage
 	var err error
-	if params.GatewayToken, err = s.gatewayToken(ctx, executor, task, b.Tool, sess); err == nil {
+	if b.Interactive != nil {
+		err = s.interactiveExecutor(ctx, executor, task)
+	}
+	if err == nil {
+		params.GatewayToken, err = s.gatewayToken(ctx, executor, task, b.Tool, sess)
+	}
+	if err == nil {
 		err = s.Pool.Call(ctx, executor, protocol.MethodExecutePrompt, params, &res)
 	}
 	if err != nil {

@@ -46,6 +46,8 @@ type ACP struct {
 	// the agent's tool_call_update carries nothing (gemini's shell tool):
 	// from the agent's own session record, found from its environment.
 	ToolOutput func(ctx context.Context, env []string, sessionID, toolCallID string) string
+	// UI, when set, is the CLI's own interactive UI (acp_tui.go).
+	UI *ACPScreen
 }
 
 var _ Opener = (*ACP)(nil)

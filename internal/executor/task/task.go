@@ -43,6 +43,8 @@ type Service struct {
 	// loopback port for tasks that carry a gateway token.
 	GatewaySocket string
 	gw            gatewayRelay
+	// Terminals runs interactive tasks' agent UIs (screen.go); nil: none.
+	Terminals Terminals
 
 	warmOnce sync.Once
 	warm     *warmPool
@@ -167,6 +169,9 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	defer turn.Close()
 	req.Started = turn.Started
 	floor := s.floor(p)
+	if p.Interactive != nil {
+		return s.runScreen(ctx, h, p, a, req, turn, floor)
+	}
 	want := settingsOf(p, req, s.level(p, floor))
 	if w := s.pool().take(warmKey(p), want); w != nil {
 		if out, ok := s.runWarm(ctx, p, req, h, w); ok {

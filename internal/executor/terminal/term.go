@@ -60,6 +60,8 @@ type term struct {
 	rows     int
 	grace    *time.Timer // running while detached
 	finished bool
+	// exit, when set (a Program's), is told the exit (capacity 1).
+	exit chan protocol.TerminalExit
 }
 
 // start opens the PTY and starts the shell on it, in its own session
@@ -86,14 +88,19 @@ func (s *Service) start(id string, p protocol.SpawnTerminalParams) (*term, error
 		return nil, rpc.Errorf(rpc.CodeInternalError, "spawn_failed", "start %s: %v", shell, err)
 	}
 	s.cfg.Logger.Info("terminal started", "terminal_id", id, "pid", cmd.Process.Pid, "shell", shell, "sandbox", applied.Level)
+	return s.newTerm(id, cmd, master, p.Cols, p.Rows, applied, s.cleanupOf(id, spec)), nil
+}
+
+// newTerm is the terminal of cmd, started on master.
+func (s *Service) newTerm(id string, cmd *exec.Cmd, master *os.File, cols, rows int, applied protocol.SandboxInfo, cleanup func()) *term {
 	return &term{
 		id: id, cfg: &s.cfg, cmd: cmd, master: master,
 		inputC: make(chan []byte, 64),
 		exited: make(chan struct{}), hupC: make(chan struct{}),
 		readDone: make(chan struct{}), done: make(chan struct{}),
-		ring: newRing(s.cfg.Scrollback), cols: p.Cols, rows: p.Rows,
-		sandbox: applied, cleanup: s.cleanupOf(id, spec),
-	}, nil
+		ring: newRing(s.cfg.Scrollback), cols: cols, rows: rows,
+		sandbox: applied, cleanup: cleanup,
+	}
 }
 
 // run starts the terminal's goroutines. unlist runs just before
@@ -388,6 +395,9 @@ func (t *term) finish(unlist func()) {
 	}
 	_ = t.master.Close() // after finished is set: setSize holds mu while it uses the master
 	t.cfg.Logger.Info("terminal exited", "terminal_id", t.id, "exit_code", ex.ExitCode, "signal", ex.Signal)
+	if t.exit != nil {
+		t.exit <- ex // buffered: its program's owner reads it when it will
+	}
 	unlist()
 	if conn != nil && opened(gate, conn) {
 		_ = conn.Notify(protocol.MethodTerminalExit, ex)

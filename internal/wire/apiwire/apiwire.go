@@ -44,6 +44,11 @@ type PromptBody struct {
 	// default; "host": the host). A follow-up runs where its session
 	// started; naming another environment is refused.
 	Environment string `json:"environment,omitempty"`
+	// Interactive opens the agent's own terminal UI on a terminal of this
+	// size instead of running a headless turn: the task's terminal event
+	// names the terminal to attach to, and the task ends when the UI
+	// exits. Prompt may be empty (the UI's first message otherwise).
+	Interactive *protocol.Interactive `json:"interactive,omitempty"`
 }
 
 // PromptAccepted is the reply to a prompt that answers at once (202).

@@ -26,7 +26,7 @@ const (
 var EventTypes = []string{
 	EventMessageStart, EventMessageStop, EventTextDelta, EventThinkingDelta,
 	EventToolCall, EventToolResult, EventPermissionAsked, EventPermissionDecided,
-	EventUsage, EventError, EventSandbox, EventNotice,
+	EventUsage, EventError, EventSandbox, EventNotice, EventTerminal,
 }
 
 // KnownEventType reports whether t is in the vocabulary.

@@ -45,6 +45,9 @@ type ExecutePromptParams struct {
 	// the relay puts it on the connections of this task's processes only,
 	// for as long as the task runs (RevisionDoor).
 	GatewayToken string `json:"gateway_token,omitempty"`
+	// Interactive runs the agent's terminal UI instead of a headless
+	// turn (RevisionInteractive); Prompt may then be empty.
+	Interactive *Interactive `json:"interactive,omitempty"`
 }
 
 // GatewayPlaceholder is the key an agent behind the gateway holds: the
@@ -63,12 +66,15 @@ func (p ExecutePromptParams) Validate() error {
 		return rpc.InvalidParams("session_id", "required")
 	case p.Tool == "":
 		return rpc.InvalidParams("agentic_tool", "required")
-	case p.Prompt == "":
+	case p.Prompt == "" && p.Interactive == nil:
 		return rpc.InvalidParams("prompt", "required")
 	case p.TimeoutMS < 0:
 		return rpc.InvalidParams("timeout_ms", "must not be negative")
 	}
 	if err := ValidSandbox(p.Sandbox); err != nil {
+		return err
+	}
+	if err := p.Interactive.Validate(); err != nil {
 		return err
 	}
 	return ValidPermissionMode(p.PermissionMode)

@@ -4,7 +4,7 @@ package protocol
 // (PingParams from the daemon, PingResult from the executor). Builds from
 // before revisions were numbered carry none: revision 0. Each end uses a
 // feature only when the other's revision has it too.
-const Revision = RevisionDoor
+const Revision = RevisionInteractive
 
 // RevisionResume is the first revision whose executor owns its tasks: it
 // runs them on while no daemon is connected, and serves resume_task to

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
+	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
+)
+
+// screenAgent is one CLI's interactive UI behind the gateway, with its
+// stand-in model.
+type screenAgent struct {
+	tool, cred, key string
+	yaml            func(work string) string
+	tune            func(*config.Config)
+	ready           string // on the screen once the UI takes input
+	submit          string // the key that sends a message
+	quit            string // the command that makes the UI exit
+	keys            func() []string
+	bodies          func() []string
+}
+
+// word is what the person tells the agent in its UI, and what the
+// headless follow-up must recall; answer is the stand-in's reply.
+const (
+	word   = "PELICAN"
+	answer = "ACKNOWLEDGED"
+)
+
+func screenAgents(t *testing.T) []screenAgent {
+	anth := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: answer}, modeltest.AnthTurn{Text: "unused"})
+	return []screenAgent{{
+		tool: "claude-code", cred: "ANTHROPIC_API_KEY", key: "sk-ant-real-7e1",
+		yaml: claudeSettings(agenttest.Binary(t, "claude-code"), "http://127.0.0.1:9"), tune: gatewayOn(anth.URL),
+		ready: "for shortcuts", submit: "\r", quit: "/exit",
+		keys: func() []string {
+			var out []string
+			for _, r := range anth.Requests() {
+				out = append(out, r.APIKey)
+			}
+			return out
+		},
+		bodies: func() []string {
+			var out []string
+			for _, r := range anth.Requests() {
+				out = append(out, string(r.Body))
+			}
+			return out
+		},
+	}}
+}
+
+// TestInteractiveEachAgent opens each real CLI's own UI through the
+// daemon, as a person's agorctl agent does: on a PTY in her executor, a
+// prompt task with the gateway's credential. A question typed in it is
+// answered by the stand-in, which sees the daemon's key on every
+// request; the ledger counts them to her. Detached and attached again,
+// it is the same process, its answer in the scrollback; once it exits,
+// the task ends completed with the agent's session, and a headless
+// follow-up of the same session recalls the word said in the UI.
+func TestInteractiveEachAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the agent CLIs' UIs")
+	}
+	for _, c := range screenAgents(t) {
+		t.Run(c.tool, func(t *testing.T) { testScreenAgent(t, c) })
+	}
+}
+
+func testScreenAgent(t *testing.T, c screenAgent) {
+	h := startWith(t, c.yaml, c.tune)
+	h.setCred(t, c.cred, c.key)
+	name, _ := target(t)
+	s := h.openScreen(t, name, map[string]any{"agentic_tool": c.tool, "cwd": ".", "permission_mode": "default",
+		"model": "stand-in", "interactive": map[string]any{"cols": 120, "rows": 40}})
+	term := h.attach(t, name, s.terminal)
+	term.waitScreen(t, c.ready, 2*time.Minute)
+	term.typeIn(t, "Remember the word "+word+".", c.submit)
+	term.waitScreen(t, answer, 2*time.Minute)
+	for i, k := range c.keys() {
+		if k != c.key {
+			t.Errorf("request %d reached the stand-in with key %q, want the daemon's", i, k)
+		}
+	}
+	term.close() // detached: the UI runs on
+	again := h.attach(t, name, s.terminal)
+	again.waitScreen(t, answer, time.Minute) // the scrollback
+	if pid := screenPID(t, h, name, s.terminal); pid != int(s.pid) {
+		t.Fatalf("attached again to pid %d, the UI was %v", pid, s.pid)
+	}
+	again.typeIn(t, c.quit, c.submit)
+	if code := again.exitCode(t); code != 0 {
+		t.Fatalf("the UI exited %d", code)
+	}
+	res := s.result(t)
+	if res["status"] != "completed" || res["agent_session_id"] == nil {
+		t.Fatalf("result %v", res)
+	}
+	checkScreenLedger(t, h, c, name, s.task)
+	checkRecall(t, h, c, name, s.session)
+}
+
+// screenPID is the pid the executor lists for terminal id.
+func screenPID(t *testing.T, h *harness, name, id string) int {
+	t.Helper()
+	_, out := h.do(t, "GET", "/v1/executors/"+name+"/terminals", nil)
+	terms, _ := out["terminals"].([]any)
+	for _, x := range terms {
+		if m := x.(map[string]any); m["terminal_id"] == id {
+			return int(m["pid"].(float64))
+		}
+	}
+	t.Fatalf("terminal %s is not listed: %v", id, out)
+	return 0
+}
+
+// checkScreenLedger: one ledger row per request the stand-in answered,
+// each hers and the agent's.
+func checkScreenLedger(t *testing.T, h *harness, c screenAgent, name, task string) {
+	t.Helper()
+	n := len(c.keys())
+	rows := ledgerRows(t, h, task, n)
+	if len(rows) != n || n == 0 {
+		t.Fatalf("%d ledger rows for %d requests the stand-in answered", len(rows), n)
+	}
+	for i, r := range rows {
+		if r.User != name || r.Agent != c.tool || r.Status != 200 {
+			t.Errorf("row %d: %+v", i, r)
+		}
+	}
+}
+
+// checkRecall: a headless prompt of the session asks what was said
+// before, and the stand-in's recall (from the history the agent sent)
+// holds the word typed in the UI.
+func checkRecall(t *testing.T, h *harness, c screenAgent, name, session string) {
+	t.Helper()
+	lines := h.prompt(t, name, map[string]any{"session_id": session, "agentic_tool": c.tool, "cwd": ".",
+		"prompt": modeltest.RecallMarker, "permission_mode": "default", "model": "stand-in", "timeout_ms": 120000})
+	if _, result := decisions(lines); result == nil || result["status"] != "completed" {
+		t.Fatalf("follow-up: result %v; stream %v", result, lines)
+	}
+	for _, b := range c.bodies() {
+		if strings.Contains(b, modeltest.RecallMarker) && strings.Contains(b, word) {
+			return
+		}
+	}
+	t.Fatalf("no request of the follow-up holds the word said in the UI: %d requests", len(c.bodies()))
+}
