@@ -100,11 +100,41 @@ func (s *stream) waitScreen(t *testing.T, want string, d time.Duration) {
 	_ = s.conn.SetDeadline(time.Now().Add(d))
 	want = strings.Join(strings.Fields(want), "")
 	for !strings.Contains(plain(s.seen.String()), want) {
-		out, exit := s.next(t)
+		var f struct {
+			Output []byte         `json:"output"`
+			Exit   map[string]any `json:"exit"`
+		}
+		if err := s.dec.Decode(&f); err != nil {
+			t.Fatalf("%q did not appear (%v); the screen's last words: %q", want, err, tail(plain(s.seen.String())))
+		}
+		out, exit := f.Output, f.Exit
 		if exit != nil {
-			t.Fatalf("exited %v before %q appeared in %q", exit, want, plain(s.seen.String()))
+			t.Fatalf("exited %v before %q appeared; the screen's last words: %q", exit, want, tail(plain(s.seen.String())))
 		}
 		s.seen.Write(out)
+		s.answerQueries(t, out)
+	}
+}
+
+// queries are what a UI asks its terminal on starting, and a terminal
+// emulator's answers: the cursor's position, the device's attributes,
+// the colours (codex waits for them). A person's own terminal answers
+// through agorctl; here the test is the terminal.
+var queries = []struct{ ask, reply string }{
+	{"\x1b[6n", "\x1b[1;1R"},
+	{"\x1b[c", "\x1b[?62;22c"},
+	{"\x1b]10;?", "\x1b]10;rgb:c0c0/c0c0/c0c0\x1b\\"},
+	{"\x1b]11;?", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
+}
+
+// answerQueries answers the queries in one chunk of output (a query cut
+// across two chunks is not seen: the UIs write each whole).
+func (s *stream) answerQueries(t *testing.T, out []byte) {
+	t.Helper()
+	for _, q := range queries {
+		for range bytes.Count(out, []byte(q.ask)) {
+			s.send(t, `{"input":"`+b64(q.reply)+`"}`)
+		}
 	}
 }
 
@@ -116,4 +146,12 @@ func (s *stream) typeIn(t *testing.T, text, submit string) {
 	s.send(t, `{"input":"`+b64(text)+`"}`)
 	s.waitScreen(t, text, time.Minute)
 	s.send(t, `{"input":"`+b64(submit)+`"}`)
+}
+
+// tail is the end of a screen's words, as a failure shows them.
+func tail(s string) string {
+	if len(s) > 1500 {
+		return s[len(s)-1500:]
+	}
+	return s
 }

@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agor-sh/agor/internal/config"
+	"github.com/agor-sh/agor/internal/executor/agent"
 	"github.com/agor-sh/agor/internal/executor/agent/agenttest"
 	"github.com/agor-sh/agor/internal/executor/agent/modeltest"
 )
@@ -16,6 +19,7 @@ type screenAgent struct {
 	tool, cred, key string
 	yaml            func(work string) string
 	tune            func(*config.Config)
+	model           string // "" : the adapter's default
 	ready           string // on the screen once the UI takes input
 	submit          string // the key that sends a message
 	quit            string // the command that makes the UI exit
@@ -31,10 +35,18 @@ const (
 )
 
 func screenAgents(t *testing.T) []screenAgent {
+	const dead = "http://127.0.0.1:9" // agents.yaml's URLs: what reaches a stand-in came through the gateway
+	home, err := os.MkdirTemp("", "agor-screen-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	_ = os.Chmod(home, 0o777) // the executor's user writes the agents' settings
 	anth := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: answer}, modeltest.AnthTurn{Text: "unused"})
+	oair := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: answer})
 	return []screenAgent{{
-		tool: "claude-code", cred: "ANTHROPIC_API_KEY", key: "sk-ant-real-7e1",
-		yaml: claudeSettings(agenttest.Binary(t, "claude-code"), "http://127.0.0.1:9"), tune: gatewayOn(anth.URL),
+		tool: "claude-code", cred: "ANTHROPIC_API_KEY", key: "sk-ant-real-7e1", model: "stand-in",
+		yaml: claudeSettings(agenttest.Binary(t, "claude-code"), dead), tune: gatewayOn(anth.URL),
 		ready: "for shortcuts", submit: "\r", quit: "/exit",
 		keys: func() []string {
 			var out []string
@@ -50,7 +62,44 @@ func screenAgents(t *testing.T) []screenAgent {
 			}
 			return out
 		},
+	}, {
+		// A model the catalog of codex 0.169 offers no upgrade for: for one
+		// it does, the UI first asks whether to switch (the person answers).
+		tool: "codex", cred: "OPENAI_API_KEY", key: "sk-real-codex-9b4", model: "gpt-6-sol",
+		yaml: staticYAML(agenttest.Case{Tool: "codex", Binary: agenttest.Binary(t, "codex"), Env: map[string]string{
+			agent.CodexBaseURLEnv: dead + "/v1", "HOME": home, "CODEX_HOME": filepath.Join(home, ".codex")}}),
+		tune:  upstream("openai", strings.TrimSuffix(oair.URL, "/v1"), "gpt-6-sol"),
+		ready: "for shortcuts", submit: "\r", quit: "/quit",
+		keys: func() []string {
+			var out []string
+			for _, r := range oair.Requests() {
+				out = append(out, strings.TrimPrefix(r.Authorization, "Bearer "))
+			}
+			return out
+		},
+		bodies: func() []string {
+			var out []string
+			for _, r := range oair.Requests() {
+				out = append(out, string(r.Body))
+			}
+			return out
+		},
 	}}
+}
+
+// staticYAML is c's agents.yaml, whatever the work directory.
+func staticYAML(c agenttest.Case) func(string) string {
+	return func(string) string { return agentsYAML(c) }
+}
+
+// upstream turns the gateway on with family's requests going to url,
+// model priced.
+func upstream(family, url, model string) func(*config.Config) {
+	return func(cfg *config.Config) {
+		cfg.Gateway.Enabled = true
+		cfg.Gateway.Upstreams[family] = url
+		cfg.Gateway.Prices[model] = config.Price{Input: 1, Output: 10, CacheRead: 0.5, CacheWrite: 2}
+	}
 }
 
 // TestInteractiveEachAgent opens each real CLI's own UI through the
@@ -75,7 +124,7 @@ func testScreenAgent(t *testing.T, c screenAgent) {
 	h.setCred(t, c.cred, c.key)
 	name, _ := target(t)
 	s := h.openScreen(t, name, map[string]any{"agentic_tool": c.tool, "cwd": ".", "permission_mode": "default",
-		"model": "stand-in", "interactive": map[string]any{"cols": 120, "rows": 40}})
+		"model": c.model, "interactive": map[string]any{"cols": 120, "rows": 40}})
 	term := h.attach(t, name, s.terminal)
 	term.waitScreen(t, c.ready, 2*time.Minute)
 	term.typeIn(t, "Remember the word "+word+".", c.submit)
@@ -139,7 +188,7 @@ func checkScreenLedger(t *testing.T, h *harness, c screenAgent, name, task strin
 func checkRecall(t *testing.T, h *harness, c screenAgent, name, session string) {
 	t.Helper()
 	lines := h.prompt(t, name, map[string]any{"session_id": session, "agentic_tool": c.tool, "cwd": ".",
-		"prompt": modeltest.RecallMarker, "permission_mode": "default", "model": "stand-in", "timeout_ms": 120000})
+		"prompt": modeltest.RecallMarker, "permission_mode": "default", "model": c.model, "timeout_ms": 120000})
 	if _, result := decisions(lines); result == nil || result["status"] != "completed" {
 		t.Fatalf("follow-up: result %v; stream %v", result, lines)
 	}
