@@ -24,6 +24,9 @@ type stream struct {
 	conn net.Conn
 	dec  *json.Decoder
 	seen strings.Builder
+	// replaying: what comes is the scrollback of an earlier attach, whose
+	// terminal queries were answered then (answerQueries).
+	replaying bool
 }
 
 // attach upgrades a connection to the terminal's NDJSON stream.

@@ -128,9 +128,14 @@ var queries = []struct{ ask, reply string }{
 }
 
 // answerQueries answers the queries in one chunk of output (a query cut
-// across two chunks is not seen: the UIs write each whole).
+// across two chunks is not seen: the UIs write each whole). A replay is
+// not answered: its answers went when it was live, and more would be
+// typed into the UI.
 func (s *stream) answerQueries(t *testing.T, out []byte) {
 	t.Helper()
+	if s.replaying {
+		return
+	}
 	for _, q := range queries {
 		for range bytes.Count(out, []byte(q.ask)) {
 			s.send(t, `{"input":"`+b64(q.reply)+`"}`)
@@ -154,4 +159,25 @@ func tail(s string) string {
 		return s[len(s)-1500:]
 	}
 	return s
+}
+
+// waitExit reads frames until the program's exit, within d, and returns
+// its code.
+func (s *stream) waitExit(t *testing.T, d time.Duration) int {
+	t.Helper()
+	_ = s.conn.SetDeadline(time.Now().Add(d))
+	for {
+		var f struct {
+			Output []byte         `json:"output"`
+			Exit   map[string]any `json:"exit"`
+		}
+		if err := s.dec.Decode(&f); err != nil {
+			t.Fatalf("no exit (%v); the screen's last words: %q", err, tail(plain(s.seen.String())))
+		}
+		if f.Exit != nil {
+			return int(f.Exit["exit_code"].(float64))
+		}
+		s.seen.Write(f.Output)
+		s.answerQueries(t, f.Output)
+	}
 }

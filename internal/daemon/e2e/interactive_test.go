@@ -21,6 +21,7 @@ type screenAgent struct {
 	tune            func(*config.Config)
 	model           string // "" : the adapter's default
 	ready           string // on the screen once the UI takes input
+	answer          string // the stand-in's reply to the question
 	submit          string // the key that sends a message
 	quit            string // the command that makes the UI exit
 	keys            func() []string
@@ -44,10 +45,12 @@ func screenAgents(t *testing.T) []screenAgent {
 	_ = os.Chmod(home, 0o777) // the executor's user writes the agents' settings
 	anth := modeltest.NewAnthropic(t, modeltest.AnthTurn{Text: answer}, modeltest.AnthTurn{Text: "unused"})
 	oair := modeltest.NewOpenAIResponses(t, modeltest.OpenAIResponsesScript{Text: answer})
+	gem := modeltest.NewGemini(t)
+	oaic := modeltest.NewOpenAIChat(t)
 	return []screenAgent{{
 		tool: "claude-code", cred: "ANTHROPIC_API_KEY", key: "sk-ant-real-7e1", model: "stand-in",
 		yaml: claudeSettings(agenttest.Binary(t, "claude-code"), dead), tune: gatewayOn(anth.URL),
-		ready: "for shortcuts", submit: "\r", quit: "/exit",
+		ready: "for shortcuts", answer: answer, submit: "\r", quit: "/exit",
 		keys: func() []string {
 			var out []string
 			for _, r := range anth.Requests() {
@@ -69,7 +72,7 @@ func screenAgents(t *testing.T) []screenAgent {
 		yaml: staticYAML(agenttest.Case{Tool: "codex", Binary: agenttest.Binary(t, "codex"), Env: map[string]string{
 			agent.CodexBaseURLEnv: dead + "/v1", "HOME": home, "CODEX_HOME": filepath.Join(home, ".codex")}}),
 		tune:  upstream("openai", strings.TrimSuffix(oair.URL, "/v1"), "gpt-6-sol"),
-		ready: "for shortcuts", submit: "\r", quit: "/quit",
+		ready: "for shortcuts", answer: answer, submit: "\r", quit: "/quit",
 		keys: func() []string {
 			var out []string
 			for _, r := range oair.Requests() {
@@ -80,6 +83,47 @@ func screenAgents(t *testing.T) []screenAgent {
 		bodies: func() []string {
 			var out []string
 			for _, r := range oair.Requests() {
+				out = append(out, string(r.Body))
+			}
+			return out
+		},
+	}, {
+		tool: "gemini", cred: "GEMINI_API_KEY", key: "sk-real-gemini-3d8",
+		yaml: staticYAML(agenttest.Case{Tool: "gemini", Binary: agenttest.Binary(t, "gemini"), Env: map[string]string{
+			"GOOGLE_GEMINI_BASE_URL": dead, "HOME": home}}),
+		tune:  upstream("gemini", gem.URL, agent.GeminiDefaultModel),
+		ready: "Type your message", answer: modeltest.GeminiText, submit: "\r", quit: "/quit",
+		keys: func() []string {
+			var out []string
+			for _, r := range gem.Requests() {
+				out = append(out, r.Key)
+			}
+			return out
+		},
+		bodies: func() []string {
+			var out []string
+			for _, r := range gem.Requests() {
+				out = append(out, string(r.Body))
+			}
+			return out
+		},
+	}, {
+		tool: "opencode", cred: "OPENAI_API_KEY", key: "sk-real-opencode-5a2",
+		// opencode runs commands with $SHELL: nologin for the tests' target.
+		yaml: staticYAML(agenttest.Case{Tool: "opencode", Binary: agenttest.Binary(t, "opencode"), Env: map[string]string{
+			agent.OpencodeBaseURLEnv: dead + "/v1", "HOME": home, "SHELL": "/bin/sh"}}),
+		tune:  upstream("openai", strings.TrimSuffix(oaic.URL, "/v1"), agent.OpencodeDefaultModel),
+		ready: "ctrl+p commands", answer: modeltest.OpenAIChatText, submit: "\r", quit: "/exit",
+		keys: func() []string {
+			var out []string
+			for _, r := range oaic.Requests() {
+				out = append(out, r.Key)
+			}
+			return out
+		},
+		bodies: func() []string {
+			var out []string
+			for _, r := range oaic.Requests() {
 				out = append(out, string(r.Body))
 			}
 			return out
@@ -128,7 +172,7 @@ func testScreenAgent(t *testing.T, c screenAgent) {
 	term := h.attach(t, name, s.terminal)
 	term.waitScreen(t, c.ready, 2*time.Minute)
 	term.typeIn(t, "Remember the word "+word+".", c.submit)
-	term.waitScreen(t, answer, 2*time.Minute)
+	term.waitScreen(t, c.answer, 2*time.Minute)
 	for i, k := range c.keys() {
 		if k != c.key {
 			t.Errorf("request %d reached the stand-in with key %q, want the daemon's", i, k)
@@ -136,12 +180,13 @@ func testScreenAgent(t *testing.T, c screenAgent) {
 	}
 	term.close() // detached: the UI runs on
 	again := h.attach(t, name, s.terminal)
-	again.waitScreen(t, answer, time.Minute) // the scrollback
+	again.replaying = true                     // the UIs ask nothing later on
+	again.waitScreen(t, c.answer, time.Minute) // the scrollback
 	if pid := screenPID(t, h, name, s.terminal); pid != int(s.pid) {
 		t.Fatalf("attached again to pid %d, the UI was %v", pid, s.pid)
 	}
 	again.typeIn(t, c.quit, c.submit)
-	if code := again.exitCode(t); code != 0 {
+	if code := again.waitExit(t, time.Minute); code != 0 {
 		t.Fatalf("the UI exited %d", code)
 	}
 	res := s.result(t)

@@ -38,6 +38,7 @@ func NewGemini(general map[string]any) *ACP {
 			return geminiSetup(req, general)
 		},
 		ToolOutput: geminiToolOutput,
+		UI:         geminiScreen,
 	}
 }
 

@@ -47,7 +47,7 @@ func init() { Register("opencode", NewOpencode()) }
 //
 // Resume uses session/resume (opencode offers it; no history replay).
 func NewOpencode() *ACP {
-	return &ACP{Key: "OPENAI_API_KEY", Install: "npm install -g opencode-ai", Setup: opencodeSetup, Boot: opencodeBoot}
+	return &ACP{Key: "OPENAI_API_KEY", Install: "npm install -g opencode-ai", Setup: opencodeSetup, Boot: opencodeBoot, UI: opencodeScreen}
 }
 
 func opencodeSetup(req *Request) ([]string, error) {
