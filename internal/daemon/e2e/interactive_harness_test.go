@@ -143,6 +143,19 @@ func (s *stream) answerQueries(t *testing.T, out []byte) {
 	}
 }
 
+// quit makes c's UI exit and returns its status.
+func (s *stream) quit(t *testing.T, c screenAgent) int {
+	t.Helper()
+	if c.quitShown == "" {
+		s.typeIn(t, c.quit, c.submit)
+	} else {
+		s.send(t, `{"input":"`+b64(c.quit)+`"}`)
+		s.waitScreen(t, c.quitShown, time.Minute)
+		s.send(t, `{"input":"`+b64(c.submit)+`"}`)
+	}
+	return s.waitExit(t, time.Minute)
+}
+
 // typeIn sends keys as a person types them: the text, then, once the UI
 // shows it, the key that submits it (sent with the text, a UI may take
 // the burst as a paste, the submit key a new line of it).

@@ -24,8 +24,15 @@ type screenAgent struct {
 	answer          string // the stand-in's reply to the question
 	submit          string // the key that sends a message
 	quit            string // the command that makes the UI exit
-	keys            func() []string
-	bodies          func() []string
+	// quitShown, when set, is on the screen once the UI has taken quit
+	// whole: gemini completes a slash command as it is typed, and a key
+	// sent before its list of completions shows is taken by the list.
+	quitShown string
+	// resuming, when set, is what a reopened UI shows while it loads the
+	// session, taking no keys, and what it shows again once it is done.
+	resuming [2]string
+	keys     func() []string
+	bodies   func() []string
 }
 
 // word is what the person tells the agent in its UI, and what the
@@ -92,7 +99,7 @@ func screenAgents(t *testing.T) []screenAgent {
 		yaml: staticYAML(agenttest.Case{Tool: "gemini", Binary: agenttest.Binary(t, "gemini"), Env: map[string]string{
 			"GOOGLE_GEMINI_BASE_URL": dead, "HOME": home}}),
 		tune:  upstream("gemini", gem.URL, agent.GeminiDefaultModel),
-		ready: "Type your message", answer: modeltest.GeminiText, submit: "\r", quit: "/quit",
+		ready: "Type your message", answer: modeltest.GeminiText, submit: "\r", quit: "/quit", quitShown: "Exit the cli", resuming: [2]string{"Resuming session", "for shortcuts"},
 		keys: func() []string {
 			var out []string
 			for _, r := range gem.Requests() {
@@ -152,8 +159,9 @@ func upstream(family, url, model string) func(*config.Config) {
 // answered by the stand-in, which sees the daemon's key on every
 // request; the ledger counts them to her. Detached and attached again,
 // it is the same process, its answer in the scrollback; once it exits,
-// the task ends completed with the agent's session, and a headless
-// follow-up of the same session recalls the word said in the UI.
+// the task ends completed with the agent's session, a headless
+// follow-up of the same session recalls the word said in the UI, and
+// the session opened in the UI again shows it.
 func TestInteractiveEachAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the agent CLIs' UIs")
@@ -185,8 +193,7 @@ func testScreenAgent(t *testing.T, c screenAgent) {
 	if pid := screenPID(t, h, name, s.terminal); pid != int(s.pid) {
 		t.Fatalf("attached again to pid %d, the UI was %v", pid, s.pid)
 	}
-	again.typeIn(t, c.quit, c.submit)
-	if code := again.waitExit(t, time.Minute); code != 0 {
+	if code := again.quit(t, c); code != 0 {
 		t.Fatalf("the UI exited %d", code)
 	}
 	res := s.result(t)
@@ -195,6 +202,28 @@ func testScreenAgent(t *testing.T, c screenAgent) {
 	}
 	checkScreenLedger(t, h, c, name, s.task)
 	checkRecall(t, h, c, name, s.session)
+	reopen(t, h, c, name, s.session)
+}
+
+// reopen opens the session's UI again: the agent resumes it there, its
+// screen showing what was said in the first.
+func reopen(t *testing.T, h *harness, c screenAgent, name, session string) {
+	t.Helper()
+	s := h.openScreen(t, name, map[string]any{"session_id": session, "agentic_tool": c.tool, "cwd": ".",
+		"permission_mode": "default", "model": c.model, "interactive": map[string]any{"cols": 120, "rows": 40}})
+	term := h.attach(t, name, s.terminal)
+	term.waitScreen(t, word, 2*time.Minute)
+	if c.resuming[0] != "" {
+		term.waitScreen(t, c.resuming[0], time.Minute)
+		term.seen.Reset() // what counts comes after
+		term.waitScreen(t, c.resuming[1], time.Minute)
+	}
+	if code := term.quit(t, c); code != 0 {
+		t.Fatalf("the reopened UI exited %d", code)
+	}
+	if res := s.result(t); res["status"] != "completed" {
+		t.Fatalf("reopened: result %v", res)
+	}
 }
 
 // screenPID is the pid the executor lists for terminal id.
@@ -218,7 +247,7 @@ func checkScreenLedger(t *testing.T, h *harness, c screenAgent, name, task strin
 	n := len(c.keys())
 	rows := ledgerRows(t, h, task, n)
 	if len(rows) != n || n == 0 {
-		t.Fatalf("%d ledger rows for %d requests the stand-in answered", len(rows), n)
+		t.Fatalf("%d ledger rows for %d requests the stand-in answered: %+v", len(rows), n, rows)
 	}
 	for i, r := range rows {
 		if r.User != name || r.Agent != c.tool || r.Status != 200 {

@@ -35,6 +35,10 @@ func (s *Service) runScreen(ctx context.Context, h *host, p protocol.ExecuteProm
 	if !ok || s.Terminals == nil {
 		return failed(protocol.TaskAgentMissing, fmt.Sprintf("%s has no interactive session here", p.Tool))
 	}
+	// The UI resumes the agent's session, which a kept process of the
+	// session holds (codex's UI: "this conversation is open in another
+	// app"): that process goes first, and is waited for.
+	s.pool().stopNow(warmKey(p), "its session opened interactively")
 	spec, box, err := s.confine(p, floor, &req)
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
@@ -104,4 +108,21 @@ func screenEnd(ex protocol.TerminalExit) agent.Result {
 	}
 	return agent.Result{Status: protocol.StatusFailed, Err: &agent.Error{Code: protocol.TaskAgentCrashed,
 		Message: fmt.Sprintf("the agent's terminal UI exited with status %d", ex.ExitCode)}}
+}
+
+// stopNow stops the session's warm agent, if any, and waits until it is
+// gone.
+func (w *warmPool) stopNow(key, why string) {
+	w.mu.Lock()
+	a := w.agents[key]
+	if a != nil {
+		a.idle.Stop()
+		delete(w.agents, key)
+		w.changedLocked()
+	}
+	w.mu.Unlock()
+	if a != nil {
+		w.log.Info("warm agent stopped", "reason", why, "pid", a.live.Pid())
+		a.stop()
+	}
 }
