@@ -7,7 +7,8 @@ account_reuse() {
 	userdel -r dora >/dev/null 2>&1 || true
 	useradd --create-home --uid 4101 --groups agorusers dora
 	start_model -bash 'echo old-dora > mine.txt' -text 'done.'
-	as dora agorctl prompt dora 'remember this' --mode bypassPermissions >/tmp/dora.out 2>&1 || { cat /tmp/dora.out; return 1; }
+	workspace dora p # each dora's prompts in a project of hers (the packaged sandbox.prompts)
+	as dora agorctl prompt dora 'remember this' --mode bypassPermissions --cwd p >/tmp/dora.out 2>&1 || { cat /tmp/dora.out; return 1; }
 	printf 'sk-dora-old-0001\n' | as dora agorctl creds set ANTHROPIC_API_KEY >/dev/null
 	local tok sid task
 	tok=$(agorctl api-token new dora)
@@ -31,7 +32,8 @@ account_reuse() {
 	# Her prompt must not get the old dora's key: with none of her own, the
 	# daemon-wide one is issued (the audit trail says which).
 	start_model -bash 'true' -text 'ok.'
-	as dora agorctl prompt dora 'hello' --mode bypassPermissions >/tmp/dora2.out 2>&1 || { cat /tmp/dora2.out; return 1; }
+	workspace dora p
+	as dora agorctl prompt dora 'hello' --mode bypassPermissions --cwd p >/tmp/dora2.out 2>&1 || { cat /tmp/dora2.out; return 1; }
 	agorctl audit --user dora --action api_key_issued | tail -n 1 | tee /dev/stderr | grep daemon_credential >/dev/null
 	agorctl audit --action account_mismatch | grep dora >/dev/null
 	echo "audit: $(agorctl audit --action account_mismatch | grep -c dora) account_mismatch records for dora"
