@@ -30,13 +30,16 @@ account_reuse() {
 	echo "old token for the new dora: $out"
 	echo "$out" | grep -E ' (401|403) ' >/dev/null
 	# Her prompt must not get the old dora's key: with none of her own, the
-	# daemon-wide one is issued (the audit trail says which).
+	# gateway puts the daemon-wide one on (what the stand-in saw), the
+	# audit trail says which, and that the old dora's key was left alone.
 	start_model -bash 'true' -text 'ok.'
 	workspace dora p
 	as dora agorctl prompt dora 'hello' --mode bypassPermissions --cwd p >/tmp/dora2.out 2>&1 || { cat /tmp/dora2.out; return 1; }
+	want "$(standin_requests | cut -d' ' -f1 | sort -u)" sk-ant-suite-0123456789
 	agorctl audit --user dora --action api_key_issued | tail -n 1 | tee /dev/stderr | grep daemon_credential >/dev/null
-	agorctl audit --action account_mismatch | grep dora >/dev/null
-	echo "audit: $(agorctl audit --action account_mismatch | grep -c dora) account_mismatch records for dora"
+	agorctl audit --action account_mismatch | grep dora | grep '"credential":"ANTHROPIC_API_KEY"' | grep '"stored_uid":4101' >/dev/null ||
+		{ echo "the old dora's key left alone, not audited:"; agorctl audit --action account_mismatch | grep dora; return 1; }
+	echo "audit: $(agorctl audit --action account_mismatch | grep -c dora) account_mismatch records for dora, one her old key"
 }
 check "account reuse: a new dora (another uid) sees none of the old dora's sessions, tasks, events, key or token; refusals audited" account_reuse
 
