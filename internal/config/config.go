@@ -1,17 +1,13 @@
 // Package config reads agor-daemon's configuration file,
-// /etc/agor/config.yaml. Key names in the execution section follow the
+// /etc/agor/config.yaml, and the drop-ins in /etc/agor/config.d
+// (dropin.go). Key names in the execution section follow the
 // system agor replaces, so existing files carry over.
 package config
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // DefaultPath is where the packaged daemon reads its configuration.
@@ -131,38 +127,22 @@ func Default() Config {
 // MaxFileSize bounds what Load reads: a configuration is small.
 const MaxFileSize = 1 << 20
 
-// Load reads path; a missing file means all defaults.
-func Load(path string) (Config, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Default(), nil
-	}
-	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	c, err := Parse(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
-	}
-	return c, nil
-}
-
-// Parse decodes a file's contents over the defaults and validates them.
+// Parse decodes one file's contents over the defaults and validates them.
 // Unknown keys are errors (a typo must not silently mean the default).
 func Parse(r io.Reader) (Config, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
 	if err != nil {
 		return Config{}, err
 	}
-	if len(data) > MaxFileSize {
-		return Config{}, fmt.Errorf("larger than %d bytes", MaxFileSize)
+	n, err := checkNode(data)
+	if err != nil {
+		return Config{}, err
 	}
 	c := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, clean(err)
+	if n != nil {
+		if err := n.Decode(&c); err != nil {
+			return Config{}, clean(err)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err

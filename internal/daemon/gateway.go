@@ -12,6 +12,7 @@ import (
 	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/meter"
+	"github.com/agor-sh/agor/internal/daemon/store"
 	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/wire/protocol"
@@ -34,7 +35,7 @@ func (d *Daemon) buildGateway(master []byte, creds *credstore.Store) {
 	}
 	d.meter = &meter.Meter{Signer: meter.NewSigner(master), Store: d.store, Keys: creds,
 		Config: d.network.Gateway, InGroup: d.inGroup, Log: d.log, Audit: d.audit, Notice: d.srv.TaskNotice,
-		Network: d.networkFor}
+		Network: d.networkFor, RunsAs: d.runsAs}
 	h := gateway.New(d.meter, d.meter, gateway.Options{Log: d.log, MaxInFlight: d.cfg.Gateway.MaxInFlight, Door: true})
 	d.gatewayS = &http.Server{Handler: h, ReadHeaderTimeout: d.api.ReadHeaderTimeout, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 		return gateway.DoorContext(peerContext(ctx, c), c)
@@ -86,6 +87,25 @@ func relayRefusals(trail *audit.Logger, account string, next rpc.Handler) rpc.Ha
 		trail.AggregateN(audit.Record{Action: audit.GatewayRefused, User: account, Task: p.Task, Reason: why}, p.Count)
 		return nil, nil
 	})
+}
+
+// runsAs is the uid whose executor runs t, for the gateway's door: with
+// run_as_unix_user false, executor_unix_user's (looked up now; an
+// account that cannot be found refuses), else the task's person's.
+func (d *Daemon) runsAs(ctx context.Context, t store.Task) (int64, error) {
+	e := d.cfg.Execution
+	if e.RunAsUnixUser {
+		return t.UID, nil
+	}
+	acc := d.srv.Accounts
+	if acc == nil {
+		acc = identity.Default()
+	}
+	u, err := acc.LookupName(ctx, e.ExecutorUnixUser)
+	if err != nil {
+		return 0, fmt.Errorf("executor_unix_user %q: %w", e.ExecutorUnixUser, err)
+	}
+	return int64(u.UID), nil
 }
 
 // inGroup is whether user is in group, for budgets by group.

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/daemon/egress"
@@ -22,7 +20,8 @@ import (
 // read again when the file changes: allow and deny lists take effect at
 // each person's next connection, prices and budgets at the next model
 // request, without a restart. A file that no longer parses leaves the
-// last good sections in force, and says so.
+// last good sections in force, and says so. The file's drop-ins count as
+// the file: one added, changed or removed is a change (config.Stamp).
 type networkSource struct {
 	path string
 	log  *slog.Logger
@@ -30,26 +29,13 @@ type networkSource struct {
 	mu      sync.Mutex
 	current config.Network
 	gateway config.Gateway
-	stamp   fileStamp
-}
-
-type fileStamp struct {
-	mod  time.Time
-	size int64
+	stamp   string
 }
 
 func newNetworkSource(path string, initial config.Config, log *slog.Logger) *networkSource {
 	n := &networkSource{path: path, log: log, current: initial.Network, gateway: initial.Gateway}
-	n.stamp, _ = stampOf(path)
+	n.stamp = config.Stamp(path)
 	return n
-}
-
-func stampOf(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
 }
 
 // Get is the network section now.
@@ -75,8 +61,8 @@ func (n *networkSource) reload() {
 	if n.path == "" {
 		return
 	}
-	st, err := stampOf(n.path)
-	if err != nil || st == n.stamp {
+	st := config.Stamp(n.path)
+	if st == n.stamp {
 		return
 	}
 	n.stamp = st

@@ -7,7 +7,8 @@ account_reuse() {
 	userdel -r dora >/dev/null 2>&1 || true
 	useradd --create-home --uid 4101 --groups agorusers dora
 	start_model -bash 'echo old-dora > mine.txt' -text 'done.'
-	as dora agorctl prompt dora 'remember this' --mode bypassPermissions >/tmp/dora.out 2>&1 || { cat /tmp/dora.out; return 1; }
+	workspace dora p # each dora's prompts in a project of hers (the packaged sandbox.prompts)
+	as dora agorctl prompt dora 'remember this' --mode bypassPermissions --cwd p >/tmp/dora.out 2>&1 || { cat /tmp/dora.out; return 1; }
 	printf 'sk-dora-old-0001\n' | as dora agorctl creds set ANTHROPIC_API_KEY >/dev/null
 	local tok sid task
 	tok=$(agorctl api-token new dora)
@@ -29,12 +30,16 @@ account_reuse() {
 	echo "old token for the new dora: $out"
 	echo "$out" | grep -E ' (401|403) ' >/dev/null
 	# Her prompt must not get the old dora's key: with none of her own, the
-	# daemon-wide one is issued (the audit trail says which).
+	# gateway puts the daemon-wide one on (what the stand-in saw), the
+	# audit trail says which, and that the old dora's key was left alone.
 	start_model -bash 'true' -text 'ok.'
-	as dora agorctl prompt dora 'hello' --mode bypassPermissions >/tmp/dora2.out 2>&1 || { cat /tmp/dora2.out; return 1; }
+	workspace dora p
+	as dora agorctl prompt dora 'hello' --mode bypassPermissions --cwd p >/tmp/dora2.out 2>&1 || { cat /tmp/dora2.out; return 1; }
+	want "$(standin_requests | cut -d' ' -f1 | sort -u)" sk-ant-suite-0123456789
 	agorctl audit --user dora --action api_key_issued | tail -n 1 | tee /dev/stderr | grep daemon_credential >/dev/null
-	agorctl audit --action account_mismatch | grep dora >/dev/null
-	echo "audit: $(agorctl audit --action account_mismatch | grep -c dora) account_mismatch records for dora"
+	agorctl audit --action account_mismatch | grep dora | grep '"credential":"ANTHROPIC_API_KEY"' | grep '"stored_uid":4101' >/dev/null ||
+		{ echo "the old dora's key left alone, not audited:"; agorctl audit --action account_mismatch | grep dora; return 1; }
+	echo "audit: $(agorctl audit --action account_mismatch | grep -c dora) account_mismatch records for dora, one her old key"
 }
 check "account reuse: a new dora (another uid) sees none of the old dora's sessions, tasks, events, key or token; refusals audited" account_reuse
 

@@ -35,7 +35,7 @@ daemon_first_use() {
 check "daemon brings up alice's executor on first use (StartUnit under polkit), ping uid alice; users act only as themselves" daemon_first_use
 
 daemon_refusals() {
-	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
+	base_config # after readme.sh's reinstall: carol is refused by the suite's allowed_groups
 	restart_daemon
 	local out u
 	for u in root no-such-user carol; do

@@ -23,7 +23,6 @@ eg_up() {
 	grep -qs 'egress\.test' /etc/hosts || echo "10.199.0.2 model.egress.test files.egress.test sneaky.egress.test" >>/etc/hosts
 	mkdir -p /srv/egress
 	echo "egress file $$" >/srv/egress/hello.txt
-	[ -e /etc/agor/config.yaml.eg-orig ] || cp /etc/agor/config.yaml /etc/agor/config.yaml.eg-orig
 	[ -e /etc/agor/agents.yaml.eg-orig ] || cp /etc/agor/agents.yaml /etc/agor/agents.yaml.eg-orig
 	[ -s /tmp/eg-model.url ] && kill -0 "$(cat /tmp/eg-model.pid)" 2>/dev/null && return 0
 	ip netns exec "$eg_ns" "$T/demomodel" -log -listen 10.199.0.2:18080 -files /srv/egress -tools 50 \
@@ -33,12 +32,20 @@ eg_up() {
 	echo "the stand-in model did not start in $eg_ns"; cat /tmp/eg-model.log; return 1
 }
 
-# eg_config SECTION: the suite's configuration with SECTION (a network:
-# block) added.
-eg_config() {
-	cp /etc/agor/config.yaml.eg-orig /etc/agor/config.yaml.new
-	printf '%s\n' "$1" >>/etc/agor/config.yaml.new
-	mv /etc/agor/config.yaml.new /etc/agor/config.yaml
+# eg_config SECTION: the base configuration with SECTION (a network:
+# block) over it, in config.d/50-egress.yaml (lists are read at the next
+# connection, a mode by agorctl network apply).
+eg_config() { set_dropin 50-egress "$1"; }
+# eg_nogateway: the model's requests are the agent's own again, as without
+# the packaged gateway (which would carry them over the daemon's socket,
+# past the network): eg_prompt and eg_four check that an agent reaches
+# its model through the egress service. gateway.sh's gateway_network checks
+# the gateway for a person under proxy. Set after eg_config; restarts
+# the daemon (gateway.enabled is read at its start).
+eg_nogateway() {
+	set_dropin 50-egress "$(cat "$confd/50-egress.yaml")
+gateway: {enabled: false}"
+	restart_daemon
 }
 
 # eg_audit FIELD=VALUE...: the daemon's egress audit lines since the check
@@ -340,6 +347,7 @@ eg_prompt() {
   users:
     alice: {mode: proxy, allow: [model.egress.test]}
     bob: {mode: open}'
+	eg_nogateway
 	cat >/etc/agor/agents.yaml <<'YAML'
 claude-code:
   binary: /opt/agents/claude-code/node_modules/@anthropic-ai/claude-code/bin/claude.exe
@@ -391,6 +399,7 @@ eg_four() {
   users:
     alice: {mode: proxy, allow: ["model.egress.test"]}
     bob: {mode: open}'
+	eg_nogateway
 	local api port cmd='id -un > egress.txt' tool out bad=0 prompt log
 	# A fresh Anthropic stand-in: its script is a sequence of turns.
 	kill "$(cat /tmp/eg-model.pid)" 2>/dev/null || true
@@ -509,7 +518,7 @@ eg_fail_closed() {
 check "egress: fail closed: a person under proxy whose unit lacks PrivateNetwork=yes is refused, naming agorctl network apply; after it they are served through the proxy" eg_fail_closed
 
 eg_down() {
-	cp /etc/agor/config.yaml.eg-orig /etc/agor/config.yaml
+	reconfigure 50-egress # and the gateway back on: the daemon restarted
 	cp /etc/agor/agents.yaml.eg-orig /etc/agor/agents.yaml
 	agorctl network apply
 	[ -z "$(ls -d /etc/systemd/system/agor-executor@*.service.d 2>/dev/null)" ] || { ls -R /etc/systemd/system/agor-executor@*.service.d; return 1; }

@@ -99,8 +99,7 @@ env_escapes() {
 check "environments: each of the four CLIs, confined inside py, tries the escapes concern's ways out: nothing changes outside, nothing planted runs later unconfined, the daemon refuses its socket and TCP (shipped unit)" env_escapes
 
 env_proxy() {
-	cp /etc/agor/config.yaml /etc/agor/config.yaml.env-orig
-	printf 'network:\n  users:\n    alice: {mode: proxy}\n' >>/etc/agor/config.yaml
+	set_dropin 50-environments 'network: {users: {alice: {mode: proxy}}}'
 	agorctl network apply >/tmp/env-net.txt
 	grep 'agor-env-py@\*.service.d' /tmp/env-net.txt >/dev/null || { cat /tmp/env-net.txt; return 1; }
 	test -f /etc/systemd/system/agor-env-py@alice.service.d/50-agor-network.conf
@@ -118,7 +117,7 @@ env_proxy() {
 	echo "alice in py under proxy: interfaces $links; direct connect: $(tail -n 1 <<<"$out")"
 }
 env_proxy_down() {
-	mv /etc/agor/config.yaml.env-orig /etc/agor/config.yaml
+	drop_dropin 50-environments
 	agorctl network apply >/dev/null
 	systemctl stop agor-env-py@alice.service
 	[ ! -e /etc/systemd/system/agor-env-py@alice.service.d/50-agor-network.conf ]
@@ -132,7 +131,8 @@ env_bob() {
 	if out=$(as bob agorctl exec --env py bob -- true 2>&1 </dev/null); then echo "bob ran in py: $out"; return 1; fi
 	echo "bob, exec --env py: $(tail -n 1 <<<"$out")"
 	grep -q 'environment_not_allowed\|may not use environment py' <<<"$out"
-	if out=$(as bob agorctl prompt --env py bob 'hi' 2>&1 </dev/null); then echo "bob prompted in py: $out"; return 1; fi
+	workspace bob envwork # a workspace of his: refused for the environment, not for the cwd
+	if out=$(as bob agorctl prompt --env py bob 'hi' --cwd envwork 2>&1 </dev/null); then echo "bob prompted in py: $out"; return 1; fi
 	grep -q 'may not use environment py' <<<"$out"
 	# alice's executor socket in py: bob cannot even reach the directory.
 	if out=$(as bob python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("/run/agor/executors/py/alice.sock")' 2>&1); then

@@ -74,6 +74,7 @@ escapes_one() {
 # escapes [ENV]: each CLI's attack (in environment ENV), judged.
 escapes() {
 	local before after tool bad=0
+	modes_gateway # opencode to its own stand-in (modes.sh says why)
 	setup_agents >/dev/null
 	escapes_setup || return 1
 	modes_cmd="bash $escapes_script > attack.log 2>&1"
@@ -92,6 +93,7 @@ escapes() {
 	echo "the daemon refused: $(journalctl -u agor-daemon --since -10min -o cat --no-pager | grep -c 'TCP request refused') TCP requests"
 	rm -f /home/alice/.agor-token
 	modes_cmd='id -un > ran.txt; echo out > ../outside.txt; pwd'
+	reconfigure 50-modes
 	return $bad
 }
 check "each of the four CLIs, confined, tries the ways out through its shell tool (modes, ACL, xattr, times, contents outside; git config, hooks, a nested repository, Claude Code project hooks; the daemon's socket and TCP with her token): nothing changes outside, nothing planted runs later unconfined, bob reads nothing (shipped unit)" escapes

@@ -22,8 +22,10 @@ files_watch_agent() {
 	as alice agorctl files watch alice proj >/tmp/watch.out 2>&1 &
 	local w=$!
 	sleep 1
-	start_model -bash 'echo from-the-agent > proj/agent.txt' -text 'written.'
-	as alice agorctl prompt alice 'write a file' --mode bypassPermissions >/tmp/wprompt.out 2>&1 || { cat /tmp/wprompt.out; kill $w; return 1; }
+	# In the project it watches (the packaged sandbox.prompts: workspace
+	# refuses a prompt at her home, and confines this one to proj).
+	start_model -bash 'echo from-the-agent > agent.txt' -text 'written.'
+	as alice agorctl prompt alice 'write a file' --mode bypassPermissions --cwd proj >/tmp/wprompt.out 2>&1 || { cat /tmp/wprompt.out; kill $w; return 1; }
 	for _ in $(seq 50); do grep -q 'proj/agent.txt' /tmp/watch.out && break; sleep 0.1; done
 	kill $w 2>/dev/null; wait $w 2>/dev/null || true
 	cat /tmp/watch.out

@@ -52,12 +52,12 @@ fulldisk() {
 	fulldisk_agent
 	rm -f /tmp/agents.yaml.fulldisk
 	[ ! -f /etc/agor/agents.yaml ] || cp /etc/agor/agents.yaml /tmp/agents.yaml.fulldisk
-	cp /etc/agor/config.yaml /tmp/config.yaml.fulldisk
 	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
 	printf 'claude-code:\n  binary: /usr/local/bin/agor-fulldisk-claude\n' >/etc/agor/agents.yaml
 	# Headroom of 8 MiB: events stop at 4 MiB free, so the task's end
 	# still fits; new prompts are refused below 8 MiB.
-	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nstore:\n  min_free_bytes: 8388608\n' >/etc/agor/config.yaml
+	set_dropin 50-fulldisk 'store: {min_free_bytes: 8388608}'
+	workspace alice fd # the prompts' workspace (the packaged sandbox.prompts)
 	systemctl stop agor-daemon.service agor-executor@alice.service
 	used=$(du -sk /var/lib/agor | cut -f1)
 	mkdir -p "$small"
@@ -71,12 +71,12 @@ fulldisk() {
 	since=$(date '+%Y-%m-%d %H:%M:%S')
 	restart_daemon
 
-	out=$(as alice agorctl prompt alice 'flood' --mode bypassPermissions 2>&1 </dev/null) && { echo "the flood's prompt exited 0"; rc=1; }
+	out=$(as alice agorctl prompt alice 'flood' --mode bypassPermissions --cwd fd 2>&1 </dev/null) && { echo "the flood's prompt exited 0"; rc=1; }
 	sid=$(grep -o 'session [0-9a-f]*$' <<<"$out" | cut -d' ' -f2)
 	echo "alice's flood: $(grep -E '^(incomplete|completed) ·' <<<"$out" | cut -c1-60); $(grep -o 'warning: [0-9]* of the agent.s events were not stored[^;]*' <<<"$out")"
 	grep -qE '^incomplete · 40 messages' <<<"$out" || { echo "no 'incomplete · 40 messages'"; rc=1; }
 	grep -q "the daemon's state directory /var/lib/agor is full" <<<"$out" || { echo "no warning naming /var/lib/agor"; rc=1; }
-	out=$(as alice agorctl prompt alice 'small' --mode bypassPermissions 2>&1 </dev/null) && { echo "a prompt on the full store was served"; rc=1; }
+	out=$(as alice agorctl prompt alice 'small' --mode bypassPermissions --cwd fd 2>&1 </dev/null) && { echo "a prompt on the full store was served"; rc=1; }
 	echo "the next prompt: $(tail -n 1 <<<"$out" | cut -c1-160)"
 	grep -q 'storage_full' <<<"$out" && grep -q '/var/lib/agor' <<<"$out" || rc=1
 	as alice agorctl sessions >/dev/null || { echo "sessions not readable while full"; rc=1; }
@@ -93,7 +93,7 @@ fulldisk() {
 	mount -o remount,size=$((used + 262144))k "$small"
 	for _ in $(seq 100); do agorctl doctor 2>&1 | grep -qE '^ok +store-space' && break; sleep 0.2; done
 	agorctl doctor 2>&1 | grep -E '^(ok|FAIL) +store-space' || rc=1
-	out=$(as alice agorctl prompt alice 'small' --mode bypassPermissions 2>&1 </dev/null) || { echo "after growing: $out"; rc=1; }
+	out=$(as alice agorctl prompt alice 'small' --mode bypassPermissions --cwd fd 2>&1 </dev/null) || { echo "after growing: $out"; rc=1; }
 	echo "after growing by 256 MiB: $(grep -E ' · ' <<<"$out" | cut -c1-40)"
 	fulldisk_none_running || rc=1
 	restart_daemon
@@ -117,7 +117,7 @@ fulldisk_undo() {
 	fi
 	! mountpoint -q /run/agor-small || umount /run/agor-small
 	if [ -f /tmp/agents.yaml.fulldisk ]; then cp /tmp/agents.yaml.fulldisk /etc/agor/agents.yaml; else rm -f /etc/agor/agents.yaml; fi
-	cp /tmp/config.yaml.fulldisk /etc/agor/config.yaml
+	drop_dropin 50-fulldisk
 	restart_daemon
 }
 check "full disk: the StateDirectory on a small tmpfs filled by a flood: the prompt says incomplete with a warning naming /var/lib/agor and exits 1, the next is refused storage_full while reads go on, one journal warning, doctor FAIL and agor_store_full 1; grown, prompts run and nothing is left running, nor after a restart" fulldisk

@@ -5,32 +5,22 @@
 # count; bob's connections to her relay are refused, and what her running
 # task's agent holds is no use to him, each refusal audited; a budget
 # refuses her, not bob, and raising it lets her go on. Sourced by checks.sh after prompt.sh (uses
-# start_model); the configuration is put back at the end.
+# start_model); the configuration is put back at the end. Alice's and
+# bob's prompts run in ~/gw (the packaged sandbox.prompts: workspace).
 
-# gateway_config EXTRA [UPSTREAMS]: the packaged configuration with the
-# gateway on (its upstreams UPSTREAMS, by default Anthropic's the
-# stand-in) and EXTRA appended to it.
+# gateway_config EXTRA [UPSTREAMS]: config.d/50-gateway.yaml over the base
+# (where the packaged gateway is on already): the gateway on, its
+# upstreams UPSTREAMS (by default Anthropic's the stand-in, as in the
+# base; the others stay the base's), the stand-in's model priced, and
+# EXTRA (gateway keys, indented, or other sections) after them.
 gateway_config() {
-	[ -e /etc/agor/config.yaml.gw-orig ] || cp /etc/agor/config.yaml /etc/agor/config.yaml.gw-orig
-	{
-		cat /etc/agor/config.yaml.gw-orig
-		printf 'gateway:\n  enabled: true\n  upstreams: {%s}\n  prices: {claude-standin: {input: 10000}}\n%s\n' \
-			"${2:-anthropic: \"http://127.0.0.1:18080\"}" "$1"
-	} >/etc/agor/config.yaml.new
-	mv /etc/agor/config.yaml.new /etc/agor/config.yaml
+	set_dropin 50-gateway "$(printf 'gateway:\n  enabled: true\n  upstreams: {%s}\n  prices: {claude-standin: {input: 10000}}\n%s\n' \
+		"${2:-anthropic: \"http://127.0.0.1:18080\"}" "$1")"
 }
 
 # gateway_agents: the four CLIs pointed at an address nothing serves
 # (only the gateway's relay gets them anywhere).
 gateway_agents() { modes_agents 9; }
-
-# standin_requests [PORT]: the stand-in's own record (on PORT, 18080 by
-# default), one "KEY IN OUT CR CW" line per request it answered.
-standin_requests() {
-	python3 -c 'import json, sys, urllib.request
-for r in json.load(urllib.request.urlopen("http://127.0.0.1:%s/stand-in/requests" % sys.argv[1])) or []:
-    print(r["key"], r["input"], r["output"], r["cache_read"], r["cache_write"])' "${1:-18080}"
-}
 
 # ledger_since T0: alice's ledger since T0 (seconds, with nanoseconds:
 # this machine's clock is coarse beside the work, and a whole second
@@ -62,13 +52,15 @@ gateway_prompt() {
 	restart_daemon
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service
 	start_model -bash 'env > agent-env.txt; id -un' -text 'done'
-	rm -f /home/alice/agent-env.txt
+	workspace alice gw
+	workspace bob gw
+	rm -f /home/alice/gw/agent-env.txt
 	t0=$(date +%s.%N)
-	out=$(as alice agorctl prompt alice 'through the gateway' --mode bypassPermissions --model claude-standin 2>&1) || { echo "$out"; return 1; }
+	out=$(as alice agorctl prompt alice 'through the gateway' --mode bypassPermissions --model claude-standin --cwd gw 2>&1) || { echo "$out"; return 1; }
 	echo "$out" | grep '^completed' >/dev/null || { echo "$out"; return 1; }
-	tok=$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/agent-env.txt)
+	tok=$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/gw/agent-env.txt)
 	want "$tok" agor-gateway # the placeholder: the agent holds no credential
-	grep '^ANTHROPIC_BASE_URL=http://127.0.0.1:' /home/alice/agent-env.txt
+	grep '^ANTHROPIC_BASE_URL=http://127.0.0.1:' /home/alice/gw/agent-env.txt
 	# The stand-in saw the daemon's key on every request, and nothing else.
 	want "$(standin_requests | cut -d' ' -f1 | sort -u)" sk-ant-suite-0123456789
 	# The key is in none of alice's processes' environments, nor her files.
@@ -246,16 +238,16 @@ gateway_door() {
 	restart_daemon
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service
 	start_model -bash 'env > door-env.txt; touch door-ready; while [ ! -e door-go ]; do sleep 0.2; done' -text 'done'
-	rm -f /home/alice/door-env.txt /home/alice/door-ready /home/alice/door-go
+	rm -f /home/alice/gw/door-env.txt /home/alice/gw/door-ready /home/alice/gw/door-go
 	t0=$(date +%s)
-	as alice agorctl prompt alice 'the door' --mode bypassPermissions --model claude-standin >/tmp/door.out 2>&1 &
-	for _ in $(seq 300); do [ -e /home/alice/door-ready ] && break; sleep 0.2; done
-	[ -e /home/alice/door-ready ] || { echo "alice's agent never ran its tool"; cat /tmp/door.out; return 1; }
-	want "$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/door-env.txt)" agor-gateway || rc=1
-	addr=$(sed -n 's|^ANTHROPIC_BASE_URL=http://||p' /home/alice/door-env.txt)
+	as alice agorctl prompt alice 'the door' --mode bypassPermissions --model claude-standin --cwd gw >/tmp/door.out 2>&1 &
+	for _ in $(seq 300); do [ -e /home/alice/gw/door-ready ] && break; sleep 0.2; done
+	[ -e /home/alice/gw/door-ready ] || { echo "alice's agent never ran its tool"; cat /tmp/door.out; return 1; }
+	want "$(sed -n 's/^ANTHROPIC_API_KEY=//p' /home/alice/gw/door-env.txt)" agor-gateway || rc=1
+	addr=$(sed -n 's|^ANTHROPIC_BASE_URL=http://||p' /home/alice/gw/door-env.txt)
 	out=$(door_hold bob "$addr" 200)
 	case $out in "200 HTTP/1.1 403 Forbidden" | "200 none") ;; *) echo "bob at alice's relay: $out"; rc=1 ;; esac
-	as alice touch /home/alice/door-go
+	as alice touch /home/alice/gw/door-go
 	wait $! || { echo "alice's prompt beside bob's connections:"; cat /tmp/door.out; rc=1; }
 	grep '^completed' /tmp/door.out >/dev/null || rc=1
 	sleep 2 # the executor sums refusals a second, the audit trail aggregates a second
@@ -296,15 +288,15 @@ print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
 	restart_daemon # the upstream is Anthropic's again
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
 	start_model -bash 'true' -text 'done' -tools 3
-	if out=$(as alice agorctl prompt alice 'spend' --mode bypassPermissions --model claude-standin 2>&1); then echo "alice's turn past her budget completed: $out"; return 1; fi
+	if out=$(as alice agorctl prompt alice 'spend' --mode bypassPermissions --model claude-standin --cwd gw 2>&1); then echo "alice's turn past her budget completed: $out"; return 1; fi
 	echo "$out" | grep -o 'agor: daily budget of [0-9.]* USD reached, resets [0-9-]*' | head -n 1 | grep . || { echo "$out"; return 1; }
-	if out=$(as alice agorctl prompt alice 'again' --mode bypassPermissions --model claude-standin 2>&1); then echo "alice's next prompt ran: $out"; return 1; fi
+	if out=$(as alice agorctl prompt alice 'again' --mode bypassPermissions --model claude-standin --cwd gw 2>&1); then echo "alice's next prompt ran: $out"; return 1; fi
 	echo "$out" | grep budget_reached >/dev/null || { echo "$out"; return 1; }
-	out=$(as bob agorctl prompt bob 'mine' --mode bypassPermissions --model claude-standin 2>&1) || { echo "bob: $out"; return 1; }
+	out=$(as bob agorctl prompt bob 'mine' --mode bypassPermissions --model claude-standin --cwd gw 2>&1) || { echo "bob: $out"; return 1; }
 	echo "$out" | grep '^completed' >/dev/null
 	gateway_config "$gw_small_reserve
   budgets: {users: {alice: {day_cost: 100}}}"
-	out=$(as alice agorctl prompt alice 'raised' --mode bypassPermissions --model claude-standin 2>&1) || { echo "after the raise: $out"; return 1; }
+	out=$(as alice agorctl prompt alice 'raised' --mode bypassPermissions --model claude-standin --cwd gw 2>&1) || { echo "after the raise: $out"; return 1; }
 	journalctl --no-pager -o cat -u agor-daemon.service AGOR_AUDIT_ACTION=budget_reached | tail -n 1
 	echo "alice refused mid-turn and before her next prompt; bob completed; alice completed after her budget was raised"
 }
@@ -343,15 +335,15 @@ gateway_network() {
 	agorctl network apply >/dev/null
 	want "$(systemctl show -p PrivateNetwork --value agor-executor@alice.service)" yes
 	start_model -bash 'true' -text 'done'
-	if out=$(as alice agorctl prompt alice 'out?' --mode bypassPermissions --model claude-standin 2>&1); then
+	if out=$(as alice agorctl prompt alice 'out?' --mode bypassPermissions --model claude-standin --cwd gw 2>&1); then
 		echo "alice's prompt completed with the stand-in not listed: $out"; rc=1
 	fi
 	echo "$out" | grep -o "agor: alice's network rules do not let her model requests reach 127.0.0.1:18080 ([^;]*" | head -n 1 | grep . || { echo "$out"; rc=1; }
 	[ "$(standin_requests | wc -l)" = 0 ] || { echo "the stand-in was reached: $(standin_requests)"; rc=1; }
-	out=$(as bob agorctl prompt bob 'mine' --mode bypassPermissions --model claude-standin 2>&1) || { echo "bob: $out"; rc=1; }
+	out=$(as bob agorctl prompt bob 'mine' --mode bypassPermissions --model claude-standin --cwd gw 2>&1) || { echo "bob: $out"; rc=1; }
 	gateway_config "network: {users: {alice: {mode: proxy, allow: [api.example.test, \"127.0.0.1:18080\"]}}}"
 	start_model -bash 'true' -text 'done' # bob's turn took the script
-	out=$(as alice agorctl prompt alice 'listed' --mode bypassPermissions --model claude-standin 2>&1) || { echo "alice, listed: $out"; rc=1; }
+	out=$(as alice agorctl prompt alice 'listed' --mode bypassPermissions --model claude-standin --cwd gw 2>&1) || { echo "alice, listed: $out"; rc=1; }
 	echo "$out" | grep '^completed' >/dev/null || rc=1
 	gateway_config ""
 	agorctl network apply >/dev/null
@@ -362,8 +354,7 @@ gateway_network() {
 check "gateway: alice's model requests go by her egress rules (mode proxy: refused unless her lists allow the upstream); bob's do not" gateway_network
 
 gateway_off() {
-	cp /etc/agor/config.yaml.gw-orig /etc/agor/config.yaml
-	rm -f /etc/agor/config.yaml.gw-orig
+	drop_dropin 50-gateway # the base: the packaged gateway, the suite's upstreams
 	# The agents as the concerns after this one know them (each CLI at
 	# its stand-in, not the dead address the gateway's checks used).
 	mv /etc/agor/agents.yaml.gw-orig /etc/agor/agents.yaml
@@ -371,4 +362,4 @@ gateway_off() {
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service agor-executor@bob.socket agor-executor@bob.service
 	agorctl doctor | grep ' gateway ' || true
 }
-check "gateway: off again (the configuration put back)" gateway_off
+check "gateway: the base configuration again (config.d/50-gateway.yaml gone)" gateway_off

@@ -24,22 +24,24 @@ identity_bench() {
 }
 check "identity lookup cost: name->uid and uid->name, cold and cached, files and directory user, userdb and NSS" identity_bench
 
-# The directory group joins the allowed groups for the rest of the file.
+# The directory group joins the allowed groups for the rest of the file
+# (config.d/50-identity.yaml, dropped by its last check).
 allow_directory() {
-	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	restart_daemon
+	drop_dropin 60-identity
+	reconfigure 50-identity 'execution: {allowed_groups: [agorusers, ldapagents]}'
 }
 
 directory_prompt() {
 	allow_directory # agents.yaml and the key are the prompt checks'
 	start_model -bash 'id -un > whoami.txt; pwd' -text 'I wrote whoami.txt.'
-	rm -f /home/ada.lovelace/whoami.txt
+	workspace ada.lovelace p
+	rm -f /home/ada.lovelace/p/whoami.txt
 	local out
-	out=$(as ada.lovelace agorctl prompt ada.lovelace 'who runs this?' --mode bypassPermissions 2>&1)
+	out=$(as ada.lovelace agorctl prompt ada.lovelace 'who runs this?' --mode bypassPermissions --cwd p 2>&1)
 	echo "$out" | sed -n '1,3p;$p'
 	echo "$out" | grep '^completed' >/dev/null
-	want "$(cat /home/ada.lovelace/whoami.txt)" ada.lovelace
-	want "$(stat -c '%U %u' /home/ada.lovelace/whoami.txt)" "ada.lovelace 20001"
+	want "$(cat /home/ada.lovelace/p/whoami.txt)" ada.lovelace
+	want "$(stat -c '%U %u' /home/ada.lovelace/p/whoami.txt)" "ada.lovelace 20001"
 	want "$(systemctl show -p User --value agor-executor@ada.lovelace.service)" ada.lovelace
 	journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace -o cat --no-pager | grep serving >/dev/null
 	echo "journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace: $(journalctl -u agor-executor@ada.lovelace.service AGOR_USER=ada.lovelace -o cat --no-pager | wc -l) lines"
@@ -65,7 +67,9 @@ directory_refused() {
 	if out=$(api executors start grace.hopper 2>&1); then echo "grace.hopper was started: $out"; return 1; fi
 	echo "root for grace.hopper: $out"
 	echo "$out" | grep user_not_allowed >/dev/null
-	if out=$(as grace.hopper agorctl prompt grace.hopper hello 2>&1 </dev/null); then echo "grace.hopper prompted: $out"; return 1; fi
+	# --cwd: a workspace of hers (made or not), so that the refusal is
+	# for who she is, not for a prompt at her home (sandbox.prompts).
+	if out=$(as grace.hopper agorctl prompt grace.hopper hello --cwd p 2>&1 </dev/null); then echo "grace.hopper prompted: $out"; return 1; fi
 	echo "grace.hopper herself: $out"
 	no_units 'agor-executor@grace.hopper*'
 }
@@ -102,12 +106,10 @@ min_uid_unit() {
 check "systemctl start agor-executor@daemon.socket as root, then a connect: refused at once, exit 78 not restarted, the journal says why" min_uid_unit
 
 special_accounts() {
-	local saved out
-	saved=$(cat /etc/agor/config.yaml)
+	local out
 	# nobody listed by name and above min_uid: only the special-account rule refuses it
-	printf 'execution:\n  allowed_users: [nobody, alice]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	systemctl reset-failed agor-daemon.service 2>/dev/null || true
-	systemctl restart agor-daemon.service
+	reconfigure 60-identity 'execution: {allowed_users: [nobody, alice]}'
+	trap 'reconfigure 60-identity >/dev/null 2>&1' EXIT # the base again however the check ends (its subshell's exit)
 	if out=$(api executors start nobody 2>&1); then echo "the daemon started nobody's executor: $out"; return 1; fi
 	echo "agorctl executors start nobody (uid $(id -u nobody)): $out"
 	echo "$out" | grep 'special account' >/dev/null
@@ -124,9 +126,7 @@ special_accounts() {
 	journalctl -u agor-executor@nobody.service -o cat --no-pager | grep 'overflow uid' | tail -n 1
 	systemctl stop agor-executor@nobody.socket
 	systemctl reset-failed agor-executor@nobody.service
-	printf '%s\n' "$saved" >/etc/agor/config.yaml
-	systemctl reset-failed agor-daemon.service 2>/dev/null || true
-	systemctl restart agor-daemon.service
+	reconfigure 60-identity
 }
 check "nobody (uid 65534, above min_uid, even listed in allowed_users) refused by the daemon before a unit starts, and by its executor (exit 78) when started behind the daemon's back" special_accounts
 
@@ -146,22 +146,26 @@ check "a caller whose uid has no account: refused (unknown_caller) by sessions a
 
 shared_account() {
 	id agentsvc >/dev/null 2>&1 || useradd --create-home agentsvc
-	printf 'execution:\n  allowed_groups: [agorusers, ldapagents]\n  max_executors: 200\n  run_as_unix_user: false\n  executor_unix_user: agentsvc\n' >/etc/agor/config.yaml
-	restart_daemon
-	rm -f /home/agentsvc/whoami.txt
+	reconfigure 60-identity 'execution: {run_as_unix_user: false, executor_unix_user: agentsvc}'
+	# One account per person again however the check ends (its subshell's
+	# exit): left on, the shared account would fail every concern after.
+	trap 'allow_directory >/dev/null 2>&1; systemctl start agor-executor@alice.socket' EXIT
+	# The prompts' workspace, in the one account's home, where they run.
+	workspace agentsvc p
+	rm -f /home/agentsvc/p/whoami.txt
 	local u
 	for u in alice bob; do
 		start_model -bash 'id -un >> whoami.txt' -text 'noted.' # one scripted turn each
-		as "$u" agorctl prompt "$u" 'who runs this?' --mode bypassPermissions >/tmp/shared-$u.out 2>&1 ||
+		as "$u" agorctl prompt "$u" 'who runs this?' --mode bypassPermissions --cwd p >/tmp/shared-$u.out 2>&1 ||
 			{ cat /tmp/shared-$u.out; return 1; }
 	done
-	want "$(sort -u /home/agentsvc/whoami.txt)" agentsvc
-	want "$(wc -l </home/agentsvc/whoami.txt)" 2
+	want "$(sort -u /home/agentsvc/p/whoami.txt)" agentsvc
+	want "$(wc -l </home/agentsvc/p/whoami.txt)" 2
 	local trail
 	trail=$(agorctl audit --action api_key_issued)
 	echo "$trail" | grep '"user":"alice"' >/dev/null
 	echo "$trail" | grep '"user":"bob"' >/dev/null
-	echo "both prompts ran as agentsvc ($(cat /home/agentsvc/whoami.txt | tr '\n' ' ')); the audit trail names alice and bob"
+	echo "both prompts ran as agentsvc ($(cat /home/agentsvc/p/whoami.txt | tr '\n' ' ')); the audit trail names alice and bob"
 	allow_directory # back to one account per person
 	systemctl start agor-executor@alice.socket # as the checks after these expect
 }
@@ -173,5 +177,6 @@ doctor_accounts() {
 	echo "$line"
 	echo "$line" | grep '^ok .*user database userdb' >/dev/null
 	echo "$line" | grep 'directory accounts visible: .*(uid 2000[12])' >/dev/null
+	reconfigure 50-identity # the last of the concern: the base again
 }
 check "agorctl doctor names the user database (userdb) and a directory account it sees" doctor_accounts

@@ -32,7 +32,8 @@ check "executor exposure score at or below target" security_score
 # prompt that names no level to its --cwd (sandbox.prompts: workspace),
 # so one at the home is refused naming --cwd before anything runs; the
 # person's own exec is hers (sandbox.default: off). Later concerns start
-# from the base configuration daemon.sh writes (a targeted run too).
+# from the base configuration (lib.sh's base_config: this packaged file
+# untouched, plus the suite's drop-in), a targeted run too.
 secure_default() {
 	local out rc=0
 	grep -q '^  prompts: workspace' /etc/agor/config.yaml || { echo "the packaged config.yaml names no prompts: workspace"; rc=1; }
@@ -42,7 +43,7 @@ secure_default() {
 	as alice agorctl exec alice -- touch /home/alice/own-exec.txt </dev/null || rc=1
 	want "$(stat -c %U /home/alice/own-exec.txt 2>&1)" alice || rc=1
 	rm -f /home/alice/own-exec.txt
-	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
+	base_config
 	restart_daemon
 	return $rc
 }

@@ -49,9 +49,69 @@ bearer() {
 	exec 3<&-
 }
 
+# The configuration the concerns start from (after the install concern):
+# the packaged /etc/agor/config.yaml as shipped, untouched, and one drop-in,
+# config.d/10-suite.yaml, with only what a test host must differ in. A
+# concern's own changes go in a drop-in of its own (set_dropin), dropped at
+# its end (drop_dropin), so that each check runs what operators run plus
+# what it says. docs/testing.md, "The base configuration".
+confd=/etc/agor/config.d
+# suite_dropin: config.d/10-suite.yaml, each key with why a test host needs it.
+suite_dropin() {
+	cat <<'YAML'
+# The suite's test host: what it must differ in from a packaged one.
+execution:
+  # carol, outside agorusers, is the suite's refused person (daemon.sh,
+  # identity.sh); the packaged file allows anyone with uid >= 1000.
+  allowed_groups: [agorusers]
+  # headroom over the packaged 100: the concerns bring up 20 users at once
+  # (daemon.sh) and leave many executors up; no check is about the cap.
+  max_executors: 200
+gateway:
+  # the container has no network: the stand-in models (start_model,
+  # modes_models) answer for each API family the packaged gateway speaks.
+  upstreams:
+    anthropic: http://127.0.0.1:18080
+    openai: http://127.0.0.1:18081
+    gemini: http://127.0.0.1:18082
+  # the model the gateway checks ask for by name; the packaged gateway
+  # refuses a model it has no price for (the CLIs' defaults are priced).
+  prices:
+    claude-standin: {input: 10000}
+YAML
+}
+
+# base_config: the packaged config.yaml (from the .deb, whatever a concern
+# did to it) and the suite's drop-in alone in config.d. No restart.
+base_config() {
+	dpkg-deb --fsys-tarfile "$T/agor_0.1.0-1_amd64.deb" | tar -xO ./etc/agor/config.yaml >/etc/agor/config.yaml.new
+	mv /etc/agor/config.yaml.new /etc/agor/config.yaml
+	rm -rf "$confd"
+	set_dropin 10-suite "$(suite_dropin)"
+}
+# set_dropin NAME YAML: config.d/NAME.yaml holds YAML (replaced whole, at
+# once: the daemon may read it meanwhile). No restart.
+set_dropin() {
+	mkdir -p "$confd"
+	printf '%s\n' "$2" >"$confd/.$1.yaml.new"
+	mv "$confd/.$1.yaml.new" "$confd/$1.yaml"
+}
+# drop_dropin NAME...: those drop-ins gone. No restart.
+drop_dropin() { local n; for n in "$@"; do rm -f "$confd/$n.yaml"; done; }
+# reconfigure NAME [YAML]: set (or, with no YAML, drop) a drop-in, then
+# restart the daemon, which reads its configuration at start.
+reconfigure() {
+	if [ $# -ge 2 ]; then set_dropin "$1" "$2"; else drop_dropin "$1"; fi
+	restart_daemon
+}
+# workspace USER [DIR]: ~USER/DIR (default work), USER's, made for a
+# prompt's --cwd: the packaged sandbox.prompts (workspace) refuses a prompt
+# at the home, and confines one elsewhere to its directory.
+workspace() { as "$1" install -d "/home/$1/${2:-work}"; }
+
 # tcp_api: the daemon listens on 127.0.0.1:8123 too (bearer tokens).
 tcp_api() {
-	grep -q tcp_address /etc/agor/config.yaml || printf 'api:\n  tcp_address: 127.0.0.1:8123\n' >>/etc/agor/config.yaml
+	[ -e "$confd/40-tcp-api.yaml" ] || set_dropin 40-tcp-api 'api: {tcp_address: 127.0.0.1:8123}'
 	restart_daemon
 	for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8123) 2>/dev/null && return 0; sleep 0.1; done
 	echo "the TCP API did not come up"; return 1
@@ -79,6 +139,14 @@ start_model() {
 	for _ in $(seq 50); do [ -s /tmp/model.url ] && return 0; sleep 0.1; done
 	echo "demomodel did not start"; cat /tmp/model.log; return 1
 }
+# standin_requests [PORT]: the stand-in model's own record (on PORT, 18080 by
+# default), one "KEY IN OUT CR CW" line per request it answered.
+standin_requests() {
+	python3 -c 'import json, sys, urllib.request
+for r in json.load(urllib.request.urlopen("http://127.0.0.1:%s/stand-in/requests" % sys.argv[1])) or []:
+    print(r["key"], r["input"], r["output"], r["cache_read"], r["cache_write"])' "${1:-18080}"
+}
+
 # pane, wait_pane REGEX: the tmux session agorterm's screen, and waiting for a line of it.
 pane() { tmux capture-pane -p -t agorterm; }
 wait_pane() {

@@ -6,17 +6,15 @@
 # checks show that systemd holds the configured properties, and that
 # agorctl doctor says whether the kernel applies them.
 
+# Over the base (lib.sh), in config.d/50-limits.yaml: carol let in by name.
 limits_base='execution:
-  allowed_groups: [agorusers]
   allowed_users: [carol]
-  max_executors: 200
 '
 # alice and bob are in agorusers, carol is not (she is let in by name):
 # carol gets the default, bob the group's override, alice the group's and
 # then her own.
 limits_conf() {
-	printf '%s' "$limits_base" >/etc/agor/config.yaml
-	cat >>/etc/agor/config.yaml <<-EOF
+	set_dropin 50-limits "$limits_base$(cat <<-EOF
 	limits:
 	  default: {memory_max: 1G, memory_high: 50%, cpu_weight: 100, tasks_max: 1024}
 	  groups:
@@ -24,6 +22,7 @@ limits_conf() {
 	  users:
 	    alice: {memory_max: $1, tasks_max: 4096}
 	EOF
+	)"
 	restart_daemon
 }
 
@@ -63,8 +62,7 @@ limits_follow() {
 	want "$(systemctl show -p MainPID --value agor-executor@alice.service)" "$before"
 	echo "alice: $(shown alice) (same executor, pid $before: set live at reattach)"
 	# Taking the override away gives her the group's value back.
-	printf '%s' "$limits_base" >/etc/agor/config.yaml
-	printf 'limits:\n  default: {memory_max: 1G, cpu_weight: 100, tasks_max: 1024}\n  groups: [{group: agorusers, memory_max: 2G, cpu_weight: 200}]\n' >>/etc/agor/config.yaml
+	set_dropin 50-limits "$limits_base$(printf 'limits:\n  default: {memory_max: 1G, cpu_weight: 100, tasks_max: 1024}\n  groups: [{group: agorusers, memory_max: 2G, cpu_weight: 200}]\n')"
 	restart_daemon
 	api executors start alice >/dev/null
 	want "$(shown alice)" "CPUWeight=200 MemoryMax=2147483648 TasksMax=1024 "
@@ -193,8 +191,7 @@ limits_metrics() {
 check "usage: /v1/metrics' agor_executor_cpu_seconds_total{user=alice} carries the number agorctl executors --json reads (between two reads)" limits_metrics
 
 limits_restore() {
-	printf '%s' "$limits_base" >/etc/agor/config.yaml
-	sed -i '/allowed_users: \[carol\]/d' /etc/agor/config.yaml
+	drop_dropin 50-limits
 	api executors stop carol >/dev/null
 	systemctl revert agor-executor@alice.service agor-executor@bob.service agor-executor@carol.service >/dev/null
 	restart_daemon

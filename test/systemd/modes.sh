@@ -25,7 +25,10 @@ modes_approver() {
 
 # modes_cell TOOL COL: one prompt; prints "TOOL COL asked ran outside".
 modes_cell() {
-	local tool=$1 col=$2 mode=${2%%+*} dir=m/$1/$2 args=() prompt out task evs asked ran outside
+	local tool=$1 col=$2 mode=${2%%+*} dir=m/$1/$2 args=(--sandbox off) prompt out task evs asked ran outside
+	# The unconfined columns say so: what they show is each CLI's own
+	# permission modes with nothing of agor's around them, and the packaged
+	# sandbox.prompts would confine a prompt that names no level.
 	[ "$col" = "${col%+workspace}" ] || args=(--sandbox workspace)
 	prompt="run it. $modes_cmd"
 	case $tool in gemini | opencode) prompt="run the shell command: $modes_cmd" ;; esac
@@ -62,7 +65,14 @@ modes_want() {
 	esac
 }
 
+# modes_gateway: the gateway's one OpenAI upstream is codex's stand-in
+# (the suite's drop-in); opencode's, another OpenAI API, is on 18083, so
+# here opencode is handed its key and goes there itself (gateway.sh takes
+# opencode through the gateway, its upstream switched).
+modes_gateway() { reconfigure 50-modes 'gateway: {direct_agents: [opencode]}'; }
+
 modes_matrix() {
+	modes_gateway
 	setup_agents >/dev/null
 	start_model -bash "$modes_cmd" -text 'done.' -tools 8
 	modes_models
@@ -217,12 +227,13 @@ modes_recall() {
 	modes_models
 	modes_agents
 	local tool word out s bad=0
+	workspace alice r
 	for tool in claude-code codex gemini opencode; do
 		word="tulip$RANDOM"
-		out=$(as alice agorctl prompt alice "Remember the word $word." --tool "$tool" --mode bypassPermissions 2>&1 </dev/null) || { echo "$tool, first prompt: $out"; bad=1; continue; }
+		out=$(as alice agorctl prompt alice "Remember the word $word." --tool "$tool" --mode bypassPermissions --cwd r 2>&1 </dev/null) || { echo "$tool, first prompt: $out"; bad=1; continue; }
 		s=$(echo "$out" | sed -n 's/.* · session \([0-9a-f]*\)$/\1/p' | tail -n 1)
 		systemctl restart agor-executor@alice.service # its warm agent goes with it
-		out=$(as alice agorctl prompt alice "What did I tell you before?" --tool "$tool" --session "$s" --mode bypassPermissions 2>&1 </dev/null) ||
+		out=$(as alice agorctl prompt alice "What did I tell you before?" --tool "$tool" --session "$s" --mode bypassPermissions --cwd r 2>&1 </dev/null) ||
 			{ echo "$tool, follow-up: $out"; bad=1; continue; }
 		if grep -q "$word" <<<"$out"; then
 			echo "$tool: recalled $word in session $s after its executor restarted"
@@ -231,6 +242,7 @@ modes_recall() {
 			bad=1
 		fi
 	done
+	reconfigure 50-modes # the last of the concern: the base again
 	return $bad
 }
 check "each of the four CLIs recalls a word from its first prompt in a follow-up after its warm process is gone (executor restarted)" modes_recall

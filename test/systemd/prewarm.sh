@@ -117,7 +117,7 @@ check "prewarm: for each of the four CLIs, a new session's first prompt cold, pr
 # once; prints the warm agents that stay and what the host holds.
 pw_host() {
 	local n=20 cap i u main kept rss mem c
-	cap=$(sed -n 's/^ *warm_per_host: *\([0-9]*\).*/\1/p' /etc/agor/config.yaml | head -n 1)
+	cap=$(cat /etc/agor/config.yaml "$confd"/*.yaml | sed -n 's/^ *warm_per_host: *\([0-9]*\).*/\1/p' | tail -n 1) # the last file's word
 	cap=${cap:-16}
 	pw_upstreams claude-code
 	for i in $(seq -w 1 $n); do

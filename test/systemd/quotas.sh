@@ -3,10 +3,13 @@
 # error naming it, another person is unaffected, keys sit in one file per
 # owner, and the retention sweep runs on its schedule and says so.
 
+# quota_config SESSIONS KEYS: config.d/50-quotas.yaml over the base.
 quota_config() {
-	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_sessions_per_user: %s\n  max_credentials_per_user: %s\n  max_prompt_bytes: 4096\nretention:\n  sweep_interval_s: 1\n' "$1" "$2" >/etc/agor/config.yaml
-	restart_daemon
+	reconfigure 50-quotas "$(printf 'quotas:\n  max_sessions_per_user: %s\n  max_credentials_per_user: %s\n  max_prompt_bytes: 4096\nretention:\n  sweep_interval_s: 1\n' "$1" "$2")"
 }
+# quota_ws: the prompts here run in ~/q (the packaged sandbox.prompts:
+# workspace refuses one at the home before it is a session).
+quota_ws() { workspace alice q && workspace bob q; }
 sessions_of() { as "$1" agorctl sessions --json | { grep -o '"id":"[0-9a-f]*"' || true; } | wc -l; }
 keys_of() { # the keys in a person's own file (0: none)
 	local f
@@ -16,21 +19,22 @@ keys_of() { # the keys in a person's own file (0: none)
 
 quota_sessions() {
 	local n0 out i
+	quota_ws
 	n0=$(sessions_of alice)
 	quota_config $((n0 + 2)) 64
-	for i in 1 2; do as alice agorctl prompt alice "hello $i" >/dev/null 2>&1 || true; done
+	for i in 1 2; do as alice agorctl prompt alice "hello $i" --cwd q >/dev/null 2>&1 || true; done
 	for i in 1 2 3 4 5; do
-		if out=$(as alice agorctl prompt alice "one too many $i" 2>&1); then echo "a session past the quota: $out"; return 1; fi
+		if out=$(as alice agorctl prompt alice "one too many $i" --cwd q 2>&1); then echo "a session past the quota: $out"; return 1; fi
 	done
 	echo "alice past her quota: $out"
 	echo "$out" | grep "quotas.max_sessions_per_user is $((n0 + 2))" >/dev/null
 	want "$(sessions_of alice)" $((n0 + 2))
 	local b0
 	b0=$(sessions_of bob)
-	out=$(as bob agorctl prompt bob 'hello from bob' 2>&1) || true
+	out=$(as bob agorctl prompt bob 'hello from bob' --cwd q 2>&1) || true
 	if echo "$out" | grep quotas >/dev/null; then echo "bob refused: $out"; return 1; fi
 	want "$(sessions_of bob)" $((b0 + 1))
-	out=$(as bob agorctl prompt bob "$(head -c 5000 /dev/zero | tr '\0' x)" 2>&1) && { echo "a 5000-byte prompt taken"; return 1; }
+	out=$(as bob agorctl prompt bob "$(head -c 5000 /dev/zero | tr '\0' x)" --cwd q 2>&1) && { echo "a 5000-byte prompt taken"; return 1; }
 	echo "bob's 5000-byte prompt: $out"
 	echo "$out" | grep "quotas.max_prompt_bytes is 4096" >/dev/null
 	want "$(sessions_of bob)" $((b0 + 1))
@@ -80,14 +84,14 @@ SH
 	chmod 755 /usr/local/bin/agor-flood-claude
 	cp /etc/agor/agents.yaml /tmp/agents.yaml.orig
 	printf 'claude-code:\n  binary: /usr/local/bin/agor-flood-claude\n' >/etc/agor/agents.yaml
-	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\nquotas:\n  max_event_bytes_per_task: 262144\n' >/etc/agor/config.yaml
-	restart_daemon
+	reconfigure 50-quotas 'quotas: {max_event_bytes_per_task: 262144}'
+	quota_ws
 	systemctl stop agor-executor@alice.service agor-executor@bob.service # read agents.yaml afresh; the sockets stay
 	local out rc=0 rss
-	out=$(as alice agorctl prompt alice 'flood' --mode bypassPermissions 2>&1 </dev/null) && { echo "the flood completed: $(tail -n 2 <<<"$out")"; rc=1; }
+	out=$(as alice agorctl prompt alice 'flood' --mode bypassPermissions --cwd q 2>&1 </dev/null) && { echo "the flood completed: $(tail -n 2 <<<"$out")"; rc=1; }
 	echo "alice: $(grep -o 'quotas.max_event_bytes_per_task[^"]*' <<<"$out" | head -n 1); $(tail -n 1 <<<"$out" | cut -c1-100)"
 	grep -q 'quotas.max_event_bytes_per_task' <<<"$out" || rc=1
-	out=$(as bob agorctl prompt bob 'small' --mode bypassPermissions 2>&1 </dev/null) || { echo "bob: $out"; rc=1; }
+	out=$(as bob agorctl prompt bob 'small' --mode bypassPermissions --cwd q 2>&1 </dev/null) || { echo "bob: $out"; rc=1; }
 	echo "bob: $(tail -n 1 <<<"$out" | cut -c1-80)"
 	rss=$(awk '/VmHWM/ {print $2}' /proc/"$(systemctl show -p MainPID --value agor-daemon.service)"/status)
 	echo "agor-daemon peak RSS $((rss / 1024)) MiB"
@@ -109,7 +113,6 @@ retention_sweeps() {
 	journalctl -u agor-daemon --since "$since" MESSAGE='store swept' -o json --no-pager | tail -n 1 |
 		grep -o '"AGOR_[A-Z_]*":"[^"]*"' | paste -sd' '
 	test -n "$(journalctl -u agor-daemon --since "$since" MESSAGE='store swept' -o json --no-pager | grep '"AGOR_BYTES_AFTER":"[0-9]*"')"
-	printf 'execution:\n  allowed_groups: [agorusers]\n  max_executors: 200\n' >/etc/agor/config.yaml
-	restart_daemon
+	reconfigure 50-quotas # the last of the concern: the base again
 }
 check "retention: the daemon sweeps the store on its schedule and logs what it removed and the store's size" retention_sweeps

@@ -59,7 +59,9 @@ newest_id() {
 }
 
 readme_installed() {
-	# A machine that has never had agor: the earlier install purged.
+	# A machine that has never had agor: the earlier install purged, and
+	# the suite's drop-ins (not the package's: purge leaves them) gone.
+	rm -rf /etc/agor/config.d
 	apt-get purge -y -qq agor >/dev/null 2>&1 || dpkg --purge agor >/dev/null
 	! systemctl cat agor-daemon.service >/dev/null 2>&1
 	# What the README leaves to the reader: the package where `make deb` put
@@ -130,3 +132,18 @@ readme_where() {
 	return $rc
 }
 check "where she works (packaged configuration): alice's agorctl prompt in ~/src/app runs there, confined; from /tmp it is refused naming what to type; root runs it for her with --cwd" readme_where
+
+# The base configuration again, for the concerns after this one: the
+# packaged config.yaml as shipped (the README's edit undone) and the
+# suite's drop-in, which the daemon reads at its start and doctor lists.
+readme_base() {
+	local out
+	base_config
+	restart_daemon
+	want "$(systemctl is-active agor-daemon.service)" active
+	out=$(agorctl doctor 2>&1 || true)
+	# Merged: the packaged file allows anyone; the drop-in, agorusers only.
+	grep -E '^ok +config +/etc/agor/config.yaml with /etc/agor/config.d/10-suite.yaml: .*groups \[agorusers\]' <<<"$out" ||
+		{ echo "doctor did not read the suite's drop-in: $(grep -E '^[a-zA-Z]+ +config ' <<<"$out")"; return 1; }
+}
+check "the suite's base: the packaged config.yaml as shipped, with the suite's drop-in config.d/10-suite.yaml merged over it (doctor names it)" readme_base

@@ -206,7 +206,9 @@ sandbox_hooks() {
 	if [ -e /home/alice/.claude/settings.json ] && grep -q hook-ran /home/alice/.claude/settings.json; then
 		echo "the confined prompt wrote ~/.claude/settings.json"; return 1
 	fi
-	as alice agorctl prompt alice 'hello' --cwd proj --mode bypassPermissions >/tmp/after.out 2>&1 || { cat /tmp/after.out; return 1; }
+	# --sandbox off: the check is about an unconfined prompt, which the
+	# packaged sandbox.prompts (workspace) no longer gives one naming none.
+	as alice agorctl prompt alice 'hello' --cwd proj --sandbox off --mode bypassPermissions >/tmp/after.out 2>&1 || { cat /tmp/after.out; return 1; }
 	[ ! -e /home/alice/hook-ran ] || { echo "a hook planted by a confined prompt ran unconfined"; return 1; }
 	echo "~/.claude/settings.json untouched; the confined state's hook did not run in the unconfined prompt"
 }
@@ -218,13 +220,12 @@ check "as alice, hooks planted by a confined prompt never run in an unconfined o
 sandbox_confined_caller() {
 	install -d -o alice -g alice /home/alice/proj
 	rm -f /home/alice/escaped-caller
-	cp /etc/agor/config.yaml /tmp/config.yaml.orig
-	printf 'sandbox:\n  unix_sockets: true\n' >>/etc/agor/config.yaml
+	set_dropin 50-sandbox 'sandbox: {unix_sockets: true}'
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read the configuration afresh
 	local out rc=0
 	out=$(as alice agorctl exec alice --sandbox workspace --cwd proj -- \
 		agorctl exec alice --sandbox off -- touch /home/alice/escaped-caller 2>&1) || true
-	cp /tmp/config.yaml.orig /etc/agor/config.yaml
+	drop_dropin 50-sandbox
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service
 	echo "from inside: $(tail -n 1 <<<"$out")"
 	grep -q confined_caller <<<"$out" || rc=1

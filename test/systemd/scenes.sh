@@ -33,16 +33,18 @@ stored_once() {
 together() {
 	local how=$1 a c bpid id _ pid t0 n
 	start_model -bash 'sleep 8; echo "$(id -un)" > together.txt' -text 'done' -tools 8
-	rm -f /home/alice/together.txt /home/carol/together.txt
+	workspace alice p
+	workspace carol p
+	rm -f /home/alice/p/together.txt /home/carol/p/together.txt
 	t0=$(date +%s)
-	as alice agorctl prompt alice 'together' --mode bypassPermissions >/tmp/tog-a.out 2>&1 </dev/null &
+	as alice agorctl prompt alice 'together' --mode bypassPermissions --cwd p >/tmp/tog-a.out 2>&1 </dev/null &
 	a=$!
 	in_tmux "agorctl terminal bob"
 	wait_pane 'bob@'
 	tmux send-keys -t agorterm 'echo marker-$((6*7)) pid=$$' Enter
 	wait_pane '^marker-42 pid='
 	bpid=$(pane | sed -n 's/^marker-42 pid=\([0-9]*\).*/\1/p' | head -n 1)
-	as carol agorctl prompt carol 'together' --mode default >/tmp/tog-c.out 2>&1 </dev/null &
+	as carol agorctl prompt carol 'together' --mode default --cwd p >/tmp/tog-c.out 2>&1 </dev/null &
 	c=$!
 	id=$(question_of carol)
 	test -n "$id" || { echo "carol was not asked"; cat /tmp/tog-c.out; return 1; }
@@ -60,8 +62,8 @@ together() {
 	wait "$c" || { echo "carol:"; cat /tmp/tog-c.out; return 1; }
 	grep '^completed' /tmp/tog-a.out >/dev/null
 	grep '^completed' /tmp/tog-c.out >/dev/null
-	want "$(cat /home/alice/together.txt)" alice
-	want "$(cat /home/carol/together.txt)" carol
+	want "$(cat /home/alice/p/together.txt)" alice
+	want "$(cat /home/carol/p/together.txt)" carol
 	n=$(stored_once "$(task_of)" "$t0")
 	tmux send-keys -t agorterm 'echo after-$$' Enter
 	wait_pane "^after-$bpid\$"

@@ -8,6 +8,9 @@ upgrade_from_previous() {
 	if [ ! -f "$T/agor_prev.deb" ]; then
 		echo "no previous release package (run.sh could not build $(cat "$T/agor_prev_ref" 2>/dev/null))"; return 1
 	fi
+	# A host that had only the previous release, which knows no drop-ins:
+	# the suite's (not the package's, so the purge before left them) go.
+	rm -rf /etc/agor/config.d
 	dpkg -i "$T/agor_prev.deb" >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
 	echo "installed the previous release ($(cat "$T/agor_prev_ref"))"
 	printf 'execution:\n  allowed_groups: [agorusers]\napi:\n  tcp_address: 127.0.0.1:8123\n' >/etc/agor/config.yaml

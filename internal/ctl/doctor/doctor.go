@@ -277,7 +277,7 @@ func health(ctx context.Context, socket string) (apiwire.Health, error) {
 func checkConfig(_ context.Context, d *Doctor) Finding {
 	c, err := config.Load(d.configPath)
 	if err != nil {
-		return fail(fmt.Sprintf("correct %s (see agor-daemon(8)), then systemctl restart agor-daemon.service", d.configPath), "%v", err)
+		return fail(fmt.Sprintf("correct %s or its drop-ins in config.d (see agor-daemon(8)), then systemctl restart agor-daemon.service", d.configPath), "%v", err)
 	}
 	d.cfg = &c
 	d.sample = d.sampleUser(c.Execution)
@@ -292,6 +292,10 @@ func checkConfig(_ context.Context, d *Doctor) Finding {
 	src := d.configPath
 	if _, err := os.Stat(d.configPath); errors.Is(err, fs.ErrNotExist) {
 		src += " missing: defaults"
+	}
+	// Load read them without error just now: an error here is a race.
+	if drops, _ := config.DropIns(d.configPath); len(drops) > 0 {
+		src += " with " + strings.Join(drops, ", ")
 	}
 	return ok("%s: backend %s, allowed: %s", src, e.Backend, who)
 }

@@ -19,7 +19,8 @@ var errToken = errors.New("not a live gateway credential of this caller")
 // refusal audited as gateway_refused): tok must be a credential this
 // daemon signed, relayed by an executor of the uid it names (the
 // socket's SO_PEERCRED), for a task that is its session's running task
-// now, of that uid. A credential of an ended task is refused though its
+// now, run by an executor of that uid (runsAs: the person's, or the
+// shared account's). A credential of an ended task is refused though its
 // session runs another; one of the old kind (a session's, agor-gw1) is
 // refused whatever it names.
 func (m *Meter) door(ctx context.Context, tok string) (store.Task, store.Session, error) {
@@ -46,17 +47,7 @@ func (m *Meter) door(ctx context.Context, tok string) (store.Task, store.Session
 		m.refused("", claim, why+" ("+from+")")
 		return store.Task{}, store.Session{}, errToken
 	}
-	task, err := m.Store.RunningTaskOf(claim.Session)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		why = "its task has ended (no task of its session runs)"
-	case err != nil:
-		why = "the store could not say whether its task runs: " + err.Error()
-	case task.ID != claim.Task:
-		why = fmt.Sprintf("its task has ended (its session runs task %s now)", task.ID)
-	case task.UID != int64(claim.UID):
-		why = fmt.Sprintf("its task runs as uid %d", task.UID)
-	}
+	task, why := m.running(ctx, claim)
 	if why != "" {
 		m.refused(task.UnixUser, claim, why+" ("+from+")")
 		return store.Task{}, store.Session{}, errToken
@@ -67,6 +58,37 @@ func (m *Meter) door(ctx context.Context, tok string) (store.Task, store.Session
 		return store.Task{}, store.Session{}, errToken
 	}
 	return task, sess, nil
+}
+
+// running is the task claim names if it is its session's running task
+// and runs as the claim's uid, else why not.
+func (m *Meter) running(ctx context.Context, claim Claim) (store.Task, string) {
+	task, err := m.Store.RunningTaskOf(claim.Session)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return task, "its task has ended (no task of its session runs)"
+	case err != nil:
+		return task, "the store could not say whether its task runs: " + err.Error()
+	case task.ID != claim.Task:
+		return task, fmt.Sprintf("its task has ended (its session runs task %s now)", task.ID)
+	}
+	uid, err := m.runsAs(ctx, task)
+	switch {
+	case err != nil:
+		return task, "the account its task runs as is not known: " + err.Error()
+	case uid != int64(claim.UID):
+		return task, fmt.Sprintf("its task runs as uid %d", uid)
+	}
+	return task, ""
+}
+
+// runsAs is the uid of the executor that runs task: RunsAs's answer, or
+// without it the task's person's uid.
+func (m *Meter) runsAs(ctx context.Context, task store.Task) (int64, error) {
+	if m.RunsAs == nil {
+		return task.UID, nil
+	}
+	return m.RunsAs(ctx, task)
 }
 
 // refused audits a credential turned away; a flood of one kind is one

@@ -1,11 +1,14 @@
 package meter
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
+	"github.com/agor-sh/agor/internal/daemon/credstore"
 	"github.com/agor-sh/agor/internal/daemon/gateway"
 	"github.com/agor-sh/agor/internal/daemon/store"
 )
@@ -82,5 +85,42 @@ func (w *world) finish(t *testing.T, task string) {
 	t.Helper()
 	if err := w.db.FinishTask(task, store.Finish{Status: store.Completed}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With run_as_unix_user false, alice's task runs in the shared account's
+// executor: its credential, made for that account's uid, is good from that
+// account's relay only, and her own key is put on. From her own uid's relay
+// (which does not run it) or bob's it is refused, and so is everything
+// while the shared account cannot be looked up: no uid is taken on trust.
+func TestDoorSharedAccount(t *testing.T) {
+	const shared = 1500
+	w := newWorld(t)
+	keys := w.m.Keys.(*credstore.Store)
+	if err := keys.Set(credstore.User("alice", alice), "ANTHROPIC_API_KEY", "sk-alice"); err != nil {
+		t.Fatal(err)
+	}
+	var lookup error
+	w.m.RunsAs = func(context.Context, store.Task) (int64, error) { return shared, lookup }
+	g, err := w.m.Authorize(from(shared), gateway.Anthropic, w.m.Token("t-s-alice", "s-alice", shared))
+	if err != nil || g.Person != "alice" || g.Key != "sk-alice" {
+		t.Fatalf("her task's credential from the shared account's relay: %+v %v", g, err)
+	}
+	refused := []struct {
+		name string
+		tok  string
+		from uint32
+	}{
+		{"made for her own uid, from her own relay", w.m.Token("t-s-alice", "s-alice", alice), alice},
+		{"the shared account's, from bob's relay", w.m.Token("t-s-alice", "s-alice", shared), bob},
+	}
+	for _, c := range refused {
+		if g, err := w.m.Authorize(from(c.from), gateway.Anthropic, c.tok); err == nil || g.Key != "" {
+			t.Errorf("%s: granted %+v", c.name, g)
+		}
+	}
+	lookup = errors.New("no such user")
+	if g, err := w.m.Authorize(from(shared), gateway.Anthropic, w.m.Token("t-s-alice", "s-alice", shared)); err == nil || g.Key != "" {
+		t.Errorf("the shared account not found: granted %+v", g)
 	}
 }

@@ -37,7 +37,7 @@ type Meter struct {
 	Config  func() config.Gateway
 	InGroup func(user, group string) (bool, error)
 	Log     *slog.Logger
-	Audit   *audit.Logger    // budget refusals; nil: none recorded
+	Audit   *audit.Logger    // refusals, keys put on; nil: none recorded
 	Now     func() time.Time // nil: time.Now
 	// Notice tells a running task's person something (a budget nearly
 	// spent); nil: nobody is told.
@@ -47,9 +47,15 @@ type Meter struct {
 	Network func(ctx context.Context, person string) (config.NetworkSet, error)
 	// Resolve looks a name up for those rules; nil: the system's resolver.
 	Resolve netpolicy.Resolver
+	// RunsAs is the uid whose executor runs a task: with run_as_unix_user
+	// false the shared account's, not the person's the task records. The
+	// door takes a task's credential only from that uid's relay, and an
+	// error refuses it. nil: the task's person's uid.
+	RunsAs func(ctx context.Context, t store.Task) (int64, error)
 
 	mu     sync.Mutex
 	warned map[string]bool // task, period, kind: told once
+	issued map[string]bool // task, credential, scope: audited once (issued.go)
 	holds  holds           // the requests in flight's reservations
 }
 
@@ -93,6 +99,7 @@ func (m *Meter) Authorize(ctx context.Context, api gateway.API, tok string) (gat
 	}
 	m.warnNearly(g.Person, g.Task, st)
 	key, err := m.Keys.Get(credstore.User(g.Person, uid), KeyName(api))
+	m.keyIssued(g, uid, KeyName(api), key, err)
 	if err != nil {
 		m.log().Warn("gateway: no key for a task's request", "user", g.Person, "credential", KeyName(api), "err", err)
 		return gateway.Grant{}, &gateway.Refusal{Status: 403, Message: fmt.Sprintf("agor: no %s is set for %s nor daemon-wide (agorctl creds set)", KeyName(api), g.Person)}
