@@ -78,10 +78,15 @@ func (r *Relay) wait() time.Duration {
 // dial connects to the socket and sends the preamble, trying again until
 // the wait is over.
 func (u *upstream) dial() (net.Conn, error) {
-	deadline := time.Now().Add(u.r.wait())
+	start := time.Now()
+	deadline := start.Add(u.r.wait())
 	pause := firstRetry
-	for {
+	for tries := 1; ; tries++ {
 		c, err := u.dialOnce()
+		if err == nil && tries > 1 {
+			u.r.Log.Info("egress relay: the daemon's socket is back", "socket", u.r.Socket,
+				"waited_ms", time.Since(start).Milliseconds(), "tries", tries)
+		}
 		if err == nil || u.ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
 			return c, err
 		}
