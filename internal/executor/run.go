@@ -17,6 +17,7 @@ import (
 	"github.com/agor-sh/agor/internal/config"
 	"github.com/agor-sh/agor/internal/executor/fsroot"
 	"github.com/agor-sh/agor/internal/executor/task"
+	"github.com/agor-sh/agor/internal/identity"
 	"github.com/agor-sh/agor/internal/logging"
 	"github.com/agor-sh/agor/internal/peer"
 	"github.com/agor-sh/agor/internal/sandbox"
@@ -156,9 +157,27 @@ func sandboxPolicy(c config.Config, log *slog.Logger) *sandbox.Policy {
 		return nil
 	}
 	p := sandbox.PolicyOf(c.Sandbox)
-	p.Self, p.TempDir = self, os.TempDir()
+	p.Self, p.TempDir, p.Names = self, os.TempDir(), ownNames(log)
 	log.Debug("sandbox", "default", p.Default, "allowed", p.Allowed, "required", p.Required, "landlock_abi", sandbox.ABI())
 	return p
+}
+
+// ownNames are this account's passwd and group entries, for a confined
+// task's view, which cannot ask a directory itself (sandbox.Names); none
+// when the user database does not answer: her names then show as numbers.
+func ownNames(log *slog.Logger) sandbox.Names {
+	ctx, cancel := context.WithTimeout(context.Background(), identity.Timeout)
+	defer cancel()
+	u, err := identity.Default().LookupUID(ctx, uint32(os.Getuid()))
+	if err != nil {
+		log.Warn("sandbox: own account not resolved: a confined task sees its uid, not its name", "err", err)
+		return sandbox.Names{}
+	}
+	g, err := identity.Default().LookupGID(ctx, u.GID)
+	if err != nil {
+		log.Warn("sandbox: own group not resolved: a confined task sees its gid, not its name", "gid", u.GID, "err", err)
+	}
+	return sandbox.NamesOf(u, g.Name)
 }
 
 func serverConfig(ctx context.Context, o *Options, log *slog.Logger) (Config, error) {

@@ -48,6 +48,7 @@ type Source interface {
 	UserByName(ctx context.Context, name string) (User, error)
 	UserByUID(ctx context.Context, uid uint32) (User, error)
 	GroupByName(ctx context.Context, name string) (Group, error)
+	GroupByGID(ctx context.Context, gid uint32) (Group, error)
 	// GroupIDs lists the gids u is in: primary and supplementary.
 	GroupIDs(ctx context.Context, u User) ([]uint32, error)
 	// Name says which database this is ("userdb" or "nss").
@@ -123,6 +124,17 @@ func (r *Resolver) LookupGroup(ctx context.Context, name string) (Group, error) 
 	g, _ := v.(Group)
 	if err != nil {
 		return Group{}, wrap(err, "group "+strconv.Quote(name))
+	}
+	return g, nil
+}
+
+// LookupGID finds a group by gid.
+func (r *Resolver) LookupGID(ctx context.Context, gid uint32) (Group, error) {
+	key := strconv.FormatUint(uint64(gid), 10)
+	v, err := r.cached(ctx, "i:"+key, func(ctx context.Context) (any, error) { return r.src.GroupByGID(ctx, gid) })
+	g, _ := v.(Group)
+	if err != nil {
+		return Group{}, wrap(err, "gid "+key)
 	}
 	return g, nil
 }

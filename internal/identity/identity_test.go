@@ -39,6 +39,9 @@ func TestNSSRealGetent(t *testing.T) {
 	}
 	g, err := user.LookupGroupId(strconv.FormatUint(uint64(u.GID), 10))
 	if err == nil {
+		if byGID, err := r.LookupGID(ctx, u.GID); err != nil || byGID.Name != g.Name {
+			t.Errorf("LookupGID(%d) = %+v, %v; want %s", u.GID, byGID, err, g.Name)
+		}
 		if in, err := r.InGroup(ctx, u, "no-such-group-agor", g.Name); err != nil || !in {
 			t.Errorf("InGroup(%s) = %v, %v; want true (primary group)", g.Name, in, err)
 		}

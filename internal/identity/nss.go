@@ -78,17 +78,35 @@ func (n NSS) UserByUID(ctx context.Context, uid uint32) (User, error) {
 
 // GroupByName looks name up in the group database.
 func (n NSS) GroupByName(ctx context.Context, name string) (Group, error) {
-	line, err := n.getent(ctx, "group", name)
+	g, err := n.group(ctx, name)
+	if err == nil && g.Name != name {
+		err = fmt.Errorf("%w: getent group %q answered for %q", ErrUnavailable, name, g.Name)
+	}
+	return g, err
+}
+
+// GroupByGID looks gid up in the group database.
+func (n NSS) GroupByGID(ctx context.Context, gid uint32) (Group, error) {
+	g, err := n.group(ctx, strconv.FormatUint(uint64(gid), 10))
+	if err == nil && g.GID != gid {
+		err = fmt.Errorf("%w: getent group %d answered for gid %d", ErrUnavailable, gid, g.GID)
+	}
+	return g, err
+}
+
+// group reads the group line getent gives for key (a name or a gid).
+func (n NSS) group(ctx context.Context, key string) (Group, error) {
+	line, err := n.getent(ctx, "group", key)
 	if err != nil {
 		return Group{}, err
 	}
 	f := strings.Split(line, ":")
-	if len(f) < 3 || f[0] != name {
-		return Group{}, fmt.Errorf("%w: getent group %q: malformed line %q", ErrUnavailable, name, line)
+	if len(f) < 3 || f[0] == "" {
+		return Group{}, fmt.Errorf("%w: getent group %q: malformed line %q", ErrUnavailable, key, line)
 	}
 	gid, err := strconv.ParseUint(f[2], 10, 32)
 	if err != nil {
-		return Group{}, fmt.Errorf("%w: getent group %q: gid %q", ErrUnavailable, name, f[2])
+		return Group{}, fmt.Errorf("%w: getent group %q: gid %q", ErrUnavailable, key, f[2])
 	}
 	return Group{Name: f[0], GID: uint32(gid)}, nil
 }

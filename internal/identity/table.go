@@ -53,6 +53,16 @@ func (t Table) GroupByName(_ context.Context, name string) (Group, error) {
 	return Group{}, ErrNotFound
 }
 
+// GroupByGID finds gid.
+func (t Table) GroupByGID(_ context.Context, gid uint32) (Group, error) {
+	for _, g := range t.Groups {
+		if g.GID == gid {
+			return g, nil
+		}
+	}
+	return Group{}, ErrNotFound
+}
+
 // GroupIDs lists u's primary group and the groups whose Members name u.
 func (t Table) GroupIDs(_ context.Context, u User) ([]uint32, error) {
 	ids := []uint32{u.GID}

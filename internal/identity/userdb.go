@@ -165,18 +165,35 @@ func (d Userdb) UserByUID(ctx context.Context, uid uint32) (User, error) {
 
 // GroupByName looks name up.
 func (d Userdb) GroupByName(ctx context.Context, name string) (Group, error) {
+	g, err := d.group(ctx, map[string]any{"groupName": name})
+	if err == nil && g.Name != name {
+		err = fmt.Errorf("%w: GetGroupRecord %q: answered for %q", ErrUnavailable, name, g.Name)
+	}
+	return g, err
+}
+
+// GroupByGID looks gid up.
+func (d Userdb) GroupByGID(ctx context.Context, gid uint32) (Group, error) {
+	g, err := d.group(ctx, map[string]any{"gid": gid})
+	if err == nil && g.GID != gid {
+		err = fmt.Errorf("%w: GetGroupRecord %d: answered for gid %d", ErrUnavailable, gid, g.GID)
+	}
+	return g, err
+}
+
+func (d Userdb) group(ctx context.Context, params map[string]any) (Group, error) {
 	var g Group
-	err := d.call(ctx, "io.systemd.UserDatabase.GetGroupRecord", map[string]any{"groupName": name}, false, func(p json.RawMessage) error {
+	err := d.call(ctx, "io.systemd.UserDatabase.GetGroupRecord", params, false, func(p json.RawMessage) error {
 		var r struct {
 			Record struct {
 				GroupName string  `json:"groupName"`
 				GID       *uint32 `json:"gid"`
 			} `json:"record"`
 		}
-		if err := json.Unmarshal(p, &r); err != nil || r.Record.GroupName != name || r.Record.GID == nil {
-			return fmt.Errorf("%w: GetGroupRecord %q: incomplete record", ErrUnavailable, name)
+		if err := json.Unmarshal(p, &r); err != nil || r.Record.GroupName == "" || r.Record.GID == nil {
+			return fmt.Errorf("%w: GetGroupRecord: incomplete record", ErrUnavailable)
 		}
-		g = Group{Name: name, GID: *r.Record.GID}
+		g = Group{Name: r.Record.GroupName, GID: *r.Record.GID}
 		return nil
 	})
 	return g, err

@@ -63,6 +63,8 @@ func TestUserdb(t *testing.T) {
 				`{"parameters":{"userName":"ada.lovelace","groupName":"analysts"}}`}
 		case method == "io.systemd.UserDatabase.GetGroupRecord" && p["groupName"] == "engineers":
 			return []string{`{"parameters":{"record":{"groupName":"engineers","gid":30000}}}`}
+		case method == "io.systemd.UserDatabase.GetGroupRecord" && p["gid"] == float64(20001):
+			return []string{`{"parameters":{"record":{"groupName":"ada.lovelace","gid":20001}}}`}
 		case method == "io.systemd.UserDatabase.GetGroupRecord" && p["groupName"] == "analysts":
 			return []string{`{"parameters":{"record":{"groupName":"analysts","gid":30001}}}`}
 		case method == "io.systemd.UserDatabase.GetUserRecord" && p["userName"] == "broken":
@@ -82,6 +84,12 @@ func TestUserdb(t *testing.T) {
 	}
 	if ids, err := r.GroupIDs(ctx, u); err != nil || len(ids) != 3 || ids[1] != 30000 || ids[2] != 30001 {
 		t.Fatalf("GroupIDs = %v, %v", ids, err)
+	}
+	if g, err := r.LookupGID(ctx, 20001); err != nil || g != (Group{Name: "ada.lovelace", GID: 20001}) {
+		t.Fatalf("LookupGID = %+v, %v", g, err)
+	}
+	if _, err := r.LookupGID(ctx, 4242); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing gid: %v", err)
 	}
 	if in, err := r.InGroup(ctx, u, "analysts"); err != nil || !in {
 		t.Fatalf("InGroup(analysts) = %v, %v", in, err)

@@ -29,6 +29,9 @@ import (
 //     of her others, the IPC namespace's own mqueue on /dev/mqueue, and a
 //     tmpfs of its own on /dev/shm (POSIX shared memory is files there,
 //     which no IPC namespace covers);
+//   - /etc/passwd and /etc/group, where they lack her own entry (a
+//     directory account's), the host's with it added, read-only
+//     (names.go): her name resolves without a socket;
 //   - inside the workspace, what another program would run later unasked
 //     (git's config and hooks, the agent CLIs' and editors' project
 //     settings: Protected) bound read-only on top, and .git itself made a
@@ -65,6 +68,7 @@ type view struct {
 	pins    []string // bound onto themselves (writable) so they cannot be renamed
 	tmp     string   // the private temp directory, also on /tmp and /var/tmp
 	wd      string   // the working directory, which must stay where it is
+	names   Names    // her own entries, added to /etc/passwd and /etc/group (names.go)
 }
 
 // protectedIn lists cwd's protected paths that exist now, absolute, and
@@ -173,6 +177,11 @@ func (v view) build() error {
 	var c clones
 	defer c.close()
 	if err := c.take(v); err != nil {
+		return err
+	}
+	made, err := c.addNames(v.names, v.tmp)
+	defer removeAll(made) // the clones hold them: nothing in the view names them
+	if err != nil {
 		return err
 	}
 	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}

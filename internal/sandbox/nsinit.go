@@ -108,7 +108,7 @@ func nsInit(l launch, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agor sandbox: %v\n", err)
 		return ExitLauncher
 	}
-	v := view{rw: l.rw, tmp: l.tmp, wd: wd}
+	v := view{rw: l.rw, tmp: l.tmp, wd: wd, names: l.names}
 	v.protect, v.pins = protectedIn(l.workspace)
 	if err := v.build(); err != nil {
 		return fail(err)

@@ -98,6 +98,9 @@ type Spec struct {
 	// namespace of its own (mountns.go), with signals scoped by a PID
 	// namespace; without it, Landlock and the seccomp filter alone.
 	Namespaces bool
+	// Names are the person's own entries, which the view adds to its
+	// /etc/passwd and /etc/group where the host's lack them (names.go).
+	Names Names
 	// self is the launcher, Policy.Self.
 	self string
 }
@@ -168,6 +171,12 @@ func (s Spec) Command(argv []string) []string {
 		if s.Level == Workspace && s.Cwd != "" {
 			out = append(out, "--workspace", s.Cwd)
 		}
+		if s.Names.Passwd != "" {
+			out = append(out, "--passwd", s.Names.Passwd)
+		}
+		if s.Names.Group != "" {
+			out = append(out, "--group", s.Names.Group)
+		}
 	}
 	for _, p := range s.writable() {
 		out = append(out, "--rw", p)
@@ -185,6 +194,7 @@ type launch struct {
 	init        bool     // this is that namespace's init (nsInit)
 	workspace   string   // where Protected are looked for
 	tmp         string   // the private temp directory, also on /tmp
+	names       Names    // her own entries for the view's /etc files
 }
 
 // parse reads Main's arguments:
@@ -216,6 +226,12 @@ func parse(args []string) (launch, error) {
 			i++
 		case args[i] == "--tmp" && i+1 < len(args):
 			l.tmp = args[i+1]
+			i++
+		case args[i] == "--passwd" && i+1 < len(args):
+			l.names.Passwd = args[i+1]
+			i++
+		case args[i] == "--group" && i+1 < len(args):
+			l.names.Group = args[i+1]
 			i++
 		default:
 			return launch{}, fmt.Errorf("unexpected argument %q (want --rw PATH... -- COMMAND)", args[i])
@@ -249,6 +265,9 @@ type Policy struct {
 	// UnixSockets is the operator's exception: confined processes may
 	// open Unix sockets (and so reach whatever listens on one).
 	UnixSockets bool
+	// Names are the executor's own account's entries, for the view
+	// (NamesOf; the executor's to set).
+	Names Names
 }
 
 // PromptLevel is the level an agent's prompt asks for: its own, else
@@ -369,7 +388,7 @@ func (p Policy) Prepare(level Level, cwd, home string, state []string) (Spec, Ap
 		a.Warning = fmt.Sprintf("%v: Landlock and the seccomp filter alone confine it", err)
 		return spec, a, nil
 	}
-	spec.Namespaces, a.View = true, ViewNamespace
+	spec.Namespaces, spec.Names, a.View = true, p.Names, ViewNamespace
 	return spec, a, nil
 }
 

@@ -6,16 +6,20 @@
 # run on (same pids, their old binary) and the next daemon takes their
 # tasks over.
 upgrade() {
-	local before
+	local before t0
 	setup_agents
 	agorctl executors start alice >/dev/null
 	before=$(systemctl show -p MainPID --value agor-executor@alice.service)
+	t0=$(date +%s)
 	together_as_allowed apt
 	want "$(dpkg-query -W -f '${Version}' agor)" 0.1.1-1
 	want "$(systemctl is-active agor-executor@alice.socket)" active
 	want "$(systemctl show -p MainPID --value agor-executor@alice.service)" "$before"
 	ping_as agor alice >/dev/null
 	echo "apt-get install of 0.1.1-1: alice's executor (pid $before) ran on"
+	# What her gateway relay did while the socket was restarted (upstream.go).
+	echo "her gateway relay: $(journalctl -u agor-executor@alice.service --since "@$t0" -o cat --no-pager |
+		grep -cE "socket is back|dialling again" || true) connection(s) waited for the daemon's socket or were sent again"
 }
 check "upgrade with apt under alice's prompt, bob's terminal and carol's question: same package, higher version; all complete" upgrade
 remove() {

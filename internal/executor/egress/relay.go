@@ -33,6 +33,9 @@ type Relay struct {
 	// model gateway's relay: only a running task's processes); nil lets
 	// everyone through (the egress proxy, in a namespace of its own).
 	Door Door
+	// Wait is how long a connection waits for the daemon's socket to be
+	// there (upstream.go; 0: DefaultWait).
+	Wait time.Duration
 }
 
 // Door decides whether an accepted connection is relayed, on the accept
@@ -167,22 +170,16 @@ func (r *Relay) admit(c net.Conn) (Pass, bool) {
 }
 
 // relay joins one client to a new connection to the daemon, which hears
-// preamble first.
+// preamble first; the connection outlives the daemon going before it
+// answers (upstream.go).
 func (r *Relay) relay(ctx context.Context, c net.Conn, preamble []byte) {
 	defer c.Close()
-	d := net.Dialer{Timeout: 10 * time.Second}
-	up, err := d.DialContext(ctx, "unix", r.Socket)
-	if err == nil && len(preamble) > 0 {
-		_ = up.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		if _, err = up.Write(preamble); err != nil {
-			up.Close()
-		}
-		_ = up.SetWriteDeadline(time.Time{})
-	}
+	up, err := r.connect(ctx, preamble)
 	if err != nil {
-		r.Log.Warn("egress relay: cannot reach the daemon's egress service", "socket", r.Socket, "err", err)
+		r.Log.Warn("egress relay: cannot reach the daemon's egress service", "socket", r.Socket, "err", err, "waited", r.wait())
 		const body = "agor egress: the daemon's egress service is not reachable\n"
 		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+		drain(c)
 		return
 	}
 	defer up.Close()
@@ -192,7 +189,7 @@ func (r *Relay) relay(ctx context.Context, c net.Conn, preamble []byte) {
 	go func() {
 		defer close(done)
 		sent, sendErr = io.Copy(up, c)
-		closeWrite(up)
+		_ = up.CloseWrite()
 	}()
 	got, gotErr := io.Copy(c, up)
 	daemonFirst := false
@@ -216,6 +213,16 @@ func (r *Relay) relay(ctx context.Context, c net.Conn, preamble []byte) {
 		r.Log.Info("egress relay: a connection ended with an error", "bytes_sent", sent, "send_error", fmt.Sprint(sendErr),
 			"bytes_received", got, "receive_error", fmt.Sprint(gotErr))
 	}
+}
+
+// drain ends c after an answer the relay wrote itself: closed with the
+// client's request unread, the kernel would reset the connection, and the
+// client see ECONNRESET in place of the answer. What it sent is read and
+// dropped, within a bound.
+func drain(c net.Conn) {
+	closeWrite(c)
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxReplay))
 }
 
 func closeWrite(c net.Conn) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -43,7 +44,7 @@ func TestRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{Socket: sock, Max: 2, Log: slog.New(slog.DiscardHandler)}
+	r := &Relay{Socket: sock, Max: 2, Log: slog.New(slog.DiscardHandler), Wait: 300 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- r.Serve(ctx, tln) }()
 	for range 5 { // more than Max, one after another
