@@ -37,6 +37,9 @@ check "executor exposure score at or below target" security_score
 secure_default() {
 	local out rc=0
 	grep -q '^  prompts: workspace' /etc/agor/config.yaml || { echo "the packaged config.yaml names no prompts: workspace"; rc=1; }
+	# The package owns the drop-ins' place, and ships none in it.
+	dpkg -S /etc/agor/config.d >/dev/null || { echo "no package owns /etc/agor/config.d"; rc=1; }
+	[ -z "$(ls -A /etc/agor/config.d 2>&1)" ] || { echo "/etc/agor/config.d is not an empty directory: $(ls -A /etc/agor/config.d 2>&1)"; rc=1; }
 	out=$(as alice agorctl prompt alice 'hello' 2>&1 </dev/null) && { echo "a prompt at the home was served: $out"; rc=1; }
 	echo "a prompt with no --cwd: $(tail -n 1 <<<"$out" | cut -c1-200)"
 	grep -q -- '--cwd' <<<"$out" || rc=1

@@ -39,11 +39,12 @@ purge() {
 	test ! -e /etc/agor/executor.env
 	test ! -e /var/lib/agor
 	test ! -e /etc/agor/master.key
+	test ! -e /etc/agor/config.d # the drop-ins are configuration
 	# What agorctl environments add made, if the environments concern ran.
 	test ! -e /etc/agor/environments
 	[ -z "$(ls -d /etc/systemd/system/agor-env-* 2>/dev/null)" ] || { ls -d /etc/systemd/system/agor-env-*; return 1; }
 	no_units 'agor*'
-	echo "purged: conffiles, the master key, /var/lib/agor and environments gone; no agor unit loaded (slices included)"
+	echo "purged: conffiles, drop-ins, the master key, /var/lib/agor and environments gone; no agor unit loaded (slices included)"
 }
 check "purge removes configuration and state" purge
 
