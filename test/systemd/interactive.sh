@@ -5,7 +5,9 @@
 # (the stand-in sees the daemon's key, none of her processes hold it);
 # the ledger counts the turn to her; Ctrl-] and agorctl terminal --attach
 # keep the same process; the UI quits, its task completes; a headless
-# `agorctl prompt --session` follow-up recalls the word. Sourced by
+# `agorctl prompt --session` follow-up recalls the word; and, confined,
+# a command she allows in the UI writes in ~/src/app, not outside it
+# (claude-code, gemini, opencode). Sourced by
 # checks.sh after gateway.sh (gateway_config, gateway_agents,
 # standin_requests; start_model, modes_models, in_tmux, pane: lib.sh);
 # the configuration is put back at the end.
@@ -177,6 +179,61 @@ inter_cli() {
 
 for inter_tool in claude-code codex gemini opencode; do
 	check "interactive: alice's $inter_tool UI in tmux (agorctl agent in ~/src/app) runs as her, is answered through the gateway with the daemon's key (none of her processes hold it), metered to her; detach and attach keep its process; after quit, a headless --session follow-up recalls the word said in it" inter_cli "$inter_tool"
+done
+
+# inter_questions: what each UI shows when it asks whether to run a
+# command (claude-code, codex, gemini, opencode), its first choice allowing it.
+inter_questions='Do you want to proceed|Would you like to run|Allow execution|Allow once|Permission required'
+
+# inter_outside TOOL: in TOOL's UI, with sandbox.prompts the packaged
+# workspace (the suite's configuration since install.sh names none),
+# alice asks for a command that writes in the workspace and then outside
+# it, in her home, and allows it when the UI asks: the first file is
+# there (the command ran, as her), the second is not (the kernel refused
+# it; unconfined, as the suite's configuration runs it, it lands).
+inter_outside() {
+	local tool=$1 up port key model bin ready quit shown answer margs=() cmd prompt done_text _i
+	read -r up port key model bin ready quit shown answer <<<"$(inter_spec "$tool")"
+	ready=${ready//_/ }
+	[ "$model" = _ ] || margs=(--model "$model")
+	cmd="touch inside-$tool.txt; touch /home/alice/outside-$tool.txt"
+	inter_setup "$tool" "sandbox:
+  prompts: workspace"
+	done_text="The command finished."
+	case $tool in
+	claude-code) start_model -bash "$cmd" -text 'done.' -tools 1; done_text=done. ;;
+	codex) modes_cmd=$cmd modes_models; done_text=done. ;;
+	esac
+	rm -f "/home/alice/src/app/inside-$tool.txt" "/home/alice/outside-$tool.txt"
+	prompt="run it. $cmd"
+	case $tool in gemini | opencode) prompt="run the shell command: $cmd" ;; esac
+	in_tmux "cd /home/alice/src/app && setpriv --reuid=alice --regid=alice --init-groups agorctl agent --tool $tool ${margs[*]}"
+	wait_screen "$ready" 120
+	type_in "$prompt"
+	for _i in $(seq 150); do
+		[ -e "/home/alice/src/app/inside-$tool.txt" ] && break
+		if pane | grep -E "$inter_questions" >/dev/null; then tmux send-keys -t agorterm Enter; sleep 1; fi
+		sleep 0.4
+	done
+	[ -e "/home/alice/src/app/inside-$tool.txt" ] || { echo "the command never ran; the screen:"; pane | grep -v '^ *$' | tail -n 25; return 1; }
+	wait_screen "$done_text" 60 # the command is over
+	want "$(stat -c %U "/home/alice/src/app/inside-$tool.txt")" alice
+	if [ -e "/home/alice/outside-$tool.txt" ]; then echo "$tool wrote outside its workspace"; return 1; fi
+	if [ "$shown" = _ ]; then
+		type_in "$quit"
+	else
+		tmux send-keys -t agorterm -l "$quit"
+		wait_screen "${shown//_/ }"
+		tmux send-keys -t agorterm Enter
+	fi
+	wait_screen 'agorctl-exit=0' 60
+	tmux kill-server
+	echo "$tool: inside-$tool.txt written (alice's), /home/alice/outside-$tool.txt absent"
+}
+
+# (codex's UI: its stand-in's command never ran there, cause not found yet.)
+for inter_tool in claude-code gemini opencode; do
+	check "interactive: alice's $inter_tool UI, confined by sandbox.prompts: workspace, runs a command she allows: its write in the workspace lands, its write in her home outside it is refused (absent on disk)" inter_outside "$inter_tool"
 done
 
 inter_off() {
