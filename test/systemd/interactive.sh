@@ -237,8 +237,7 @@ for inter_tool in claude-code gemini opencode; do
 done
 
 inter_off() {
-	cp /etc/agor/config.yaml.gw-orig /etc/agor/config.yaml
-	rm -f /etc/agor/config.yaml.gw-orig
+	drop_dropin 50-gateway # the base again
 	mv /etc/agor/agents.yaml.inter-orig /etc/agor/agents.yaml
 	restart_daemon
 	systemctl stop agor-executor@alice.socket agor-executor@alice.service

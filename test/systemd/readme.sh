@@ -14,10 +14,11 @@ readme_blocks() {
 # readme_line USER LINE: types LINE into USER's login shell in tmux and waits
 # for it to end, answering what a person would: y to a permission question,
 # Enter to apt's "Continue? [Y/n]", and in `agorctl terminal` `id -un`, then
-# Ctrl-] to detach. Fails when the
+# Ctrl-] to detach, and in `agorctl agent` (Claude Code's own UI) /exit
+# once it is ready. Fails when the
 # line's status is not 0. Its screen is printed, clipped.
 readme_line() {
-	local user=$1 line=$2 shell answered=0 confirmed=0 termed=0 _ rc who
+	local user=$1 line=$2 shell answered=0 confirmed=0 termed=0 exited=0 _ rc who
 	shell="runuser -l $user"
 	[ "$user" = root ] && shell="bash -l"
 	tmux kill-server 2>/dev/null || true
@@ -40,6 +41,14 @@ readme_line() {
 			wait_pane "^$who\$" >/dev/null
 			tmux send-keys -t agorterm C-]
 			termed=1
+		fi
+		# The UI's own quit, typed as she would: the command, then (once
+		# the UI shows it) Enter.
+		if [ $exited = 0 ] && [[ $line == *"agorctl agent"* ]] && pane | grep -q 'for shortcuts'; then
+			tmux send-keys -t agorterm -l /exit
+			wait_pane '/exit' >/dev/null
+			tmux send-keys -t agorterm Enter
+			exited=1
 		fi
 		sleep 0.1
 	done

@@ -468,6 +468,7 @@ check "as alice, a confined exec (--sandbox workspace) runs npm install of a pro
 # the four at once, each in a project of its own (i/TOOL).
 sandbox_agent_installs() {
 	local saved=$modes_cmd tool bad=0 pids=() mark=/tmp/agent-installs-before
+	modes_gateway # opencode to its own stand-in (modes.sh says why)
 	modes_cmd=$sandbox_install_cmd
 	start_model -bash "$sandbox_install_cmd" -text 'done.' -tools 2
 	modes_models
@@ -489,6 +490,7 @@ sandbox_agent_installs() {
 	done
 	[ -z "$(find /home/alice/.npm /home/alice/.cache -newer "$mark" 2>/dev/null | head -n 1)" ] ||
 		{ echo "a confined CLI's installs wrote alice's own caches"; bad=1; }
+	reconfigure 50-modes # the base again
 	return $bad
 }
 
