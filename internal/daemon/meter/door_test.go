@@ -22,12 +22,7 @@ import (
 // credential serves that session's task, never this one's.
 func TestDoorRefusesCredentialElsewhere(t *testing.T) {
 	w := newWorld(t)
-	trail, err := audit.Open(audit.Options{Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer trail.Close()
-	w.m.Audit = trail
+	trail := w.audited(t)
 	// s-alice's first task ended; its second runs. s-alice2 is her other session.
 	w.finish(t, "t-s-alice")
 	for _, task := range []store.Task{{ID: "t2-s-alice", SessionID: "s-alice"}, {ID: "t-s-alice2", SessionID: "s-alice2"}} {
@@ -123,4 +118,17 @@ func TestDoorSharedAccount(t *testing.T) {
 	if g, err := w.m.Authorize(from(shared), gateway.Anthropic, w.m.Token("t-s-alice", "s-alice", shared)); err == nil || g.Key != "" {
 		t.Errorf("the shared account not found: granted %+v", g)
 	}
+}
+
+// audited gives w's meter an audit trail of its own, closed when the
+// test ends, and returns it for the test to read back.
+func (w *world) audited(t *testing.T) *audit.Logger {
+	t.Helper()
+	trail, err := audit.Open(audit.Options{Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { trail.Close() })
+	w.m.Audit = trail
+	return trail
 }

@@ -1,7 +1,6 @@
 package meter
 
 import (
-	"log/slog"
 	"testing"
 
 	"github.com/agor-sh/agor/internal/daemon/audit"
@@ -17,12 +16,7 @@ import (
 // uids.
 func TestKeyUseAudited(t *testing.T) {
 	w := newWorld(t)
-	trail, err := audit.Open(audit.Options{Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer trail.Close()
-	w.m.Audit = trail
+	trail := w.audited(t)
 	keys := w.m.Keys.(*credstore.Store)
 	if err := keys.Set(credstore.User("alice", 900), "ANTHROPIC_API_KEY", "sk-old-alice"); err != nil {
 		t.Fatal(err)
