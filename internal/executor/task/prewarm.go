@@ -35,9 +35,11 @@ func (s *Service) prewarm(ctx context.Context, r *rpc.Request) (any, error) {
 		return refused(protocol.PrewarmOff), nil
 	}
 	p := pw.Prompt()
-	if s.turnRunning(warmKey(p)) {
-		return refused(protocol.PrewarmRunning), nil
+	started, why := s.warmingUp(warmKey(p))
+	if why != "" {
+		return refused(why), nil
 	}
+	defer started()
 	if room := s.pool().room(); room >= 0 && room < prewarmHeadroom {
 		s.log().Info("not pre-warmed: near the memory limit", "session", p.SessionID, "room_bytes", room)
 		return refused(protocol.PrewarmNoMemory), nil
@@ -100,8 +102,11 @@ func (s *Service) prewarmFailed(p protocol.ExecutePromptParams, what string, err
 	return refused(protocol.PrewarmFailed)
 }
 
-// turnRuns counts a turn of key's running until the returned func.
-func (s *Service) turnRuns(key string) func() {
+// turnRuns counts a turn of key's running until done. starting is the
+// session's pre-warm being started, if one is (closed when it is kept or
+// given up): the turn waits for it, to take it or stop it, rather than
+// start a second process of the session beside it.
+func (s *Service) turnRuns(key string) (done func(), starting <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.busy == nil {
@@ -114,13 +119,32 @@ func (s *Service) turnRuns(key string) func() {
 		if s.busy[key]--; s.busy[key] == 0 {
 			delete(s.busy, key)
 		}
-	}
+	}, s.warming[key]
 }
 
-// turnRunning says a turn of key's runs: its agent is out of the pool, and a
-// pre-warm would only be replaced by it when the turn ends.
-func (s *Service) turnRunning(key string) bool {
+// warmingUp marks key's pre-warm as being started until started; refused
+// (a reason) while a turn of key's runs (its agent is out of the pool,
+// and would only replace the pre-warm when the turn ends) or another
+// pre-warm of key's is being started. A turn that begins meanwhile
+// waits for it (turnRuns).
+func (s *Service) warmingUp(key string) (started func(), refusal string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.busy[key] > 0
+	switch {
+	case s.busy[key] > 0:
+		return nil, protocol.PrewarmRunning
+	case s.warming[key] != nil:
+		return nil, protocol.PrewarmAlreadyWarm
+	}
+	if s.warming == nil {
+		s.warming = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	s.warming[key] = ch
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.warming, key)
+		close(ch)
+	}, ""
 }

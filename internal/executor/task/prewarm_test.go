@@ -19,11 +19,11 @@ import (
 // Prepare makes the fake a Preparer: a process that has run no turn; a
 // session named in fakeHandshakes holds its first turn until closed.
 func (warmFake) Prepare(_ context.Context, req agent.Request) (agent.Live, error) {
-	l := &fakeLive{pid: int(fakePids.Add(1)), modeLive: req.Model == "mode-live"}
+	holdPrepare(req.SessionID)
+	l := newFakeLive(req)
 	if g, ok := fakeHandshakes.Load(req.SessionID); ok {
 		l.ready = g.(chan struct{})
 	}
-	fakeLives.Store(l.pid, l)
 	return l, nil
 }
 

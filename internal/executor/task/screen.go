@@ -38,7 +38,9 @@ func (s *Service) runScreen(ctx context.Context, h *host, p protocol.ExecuteProm
 	// The UI resumes the agent's session, which a kept process of the
 	// session holds (codex's UI: "this conversation is open in another
 	// app"): that process goes first, and is waited for.
-	s.pool().stopNow(warmKey(p), "its session opened interactively")
+	if err := s.pool().stopNow(ctx, warmKey(p), "its session opened interactively"); err != nil {
+		return s.result(ctx, agent.Result{}, err)
+	}
 	spec, box, err := s.confine(p, floor, &req)
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
@@ -110,19 +112,9 @@ func screenEnd(ex protocol.TerminalExit) agent.Result {
 		Message: fmt.Sprintf("the agent's terminal UI exited with status %d", ex.ExitCode)}}
 }
 
-// stopNow stops the session's warm agent, if any, and waits until it is
-// gone.
-func (w *warmPool) stopNow(key, why string) {
-	w.mu.Lock()
-	a := w.agents[key]
-	if a != nil {
-		a.idle.Stop()
-		delete(w.agents, key)
-		w.changedLocked()
-	}
-	w.mu.Unlock()
-	if a != nil {
-		w.log.Info("warm agent stopped", "reason", why, "pid", a.live.Pid())
-		a.stop()
-	}
+// stopNow stops the session's warm agent, if any, and waits until it,
+// and any other of the session's processes stopped before, are gone.
+func (w *warmPool) stopNow(ctx context.Context, key, why string) error {
+	w.stopIf(key, why, func(*warmAgent) bool { return true })
+	return w.exited(ctx, key)
 }

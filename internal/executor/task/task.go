@@ -54,6 +54,7 @@ type Service struct {
 	sessions map[string]string                  // session_id + tool → the agent's own session id
 	confined map[string]sandbox.Level           // session_id + tool → the level it last ran confined at
 	busy     map[string]int                     // session_id + tool → its turns running (prewarm.go)
+	warming  map[string]chan struct{}           // session_id + tool → its pre-warm being started, closed when done
 }
 
 // Register adds execute_prompt and stop_task to m.
@@ -151,7 +152,15 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	// check of the task's token, and a rotated key restarts the agent. A
 	// warm process keeps the key it was started with in its own
 	// environment, as it would for a long turn: never in the executor's.
-	defer s.turnRuns(warmKey(p))()
+	key := warmKey(p)
+	done, starting := s.turnRuns(key)
+	defer done()
+	if starting != nil { // a pre-warm of the session being started: take it, or stop it, once it is
+		select {
+		case <-starting:
+		case <-ctx.Done():
+		}
+	}
 	c, err := s.credentials(ctx, h, p.GatewayToken != "", a, p.Tool)
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
@@ -173,10 +182,13 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 		return s.runScreen(ctx, h, p, a, req, turn, floor)
 	}
 	want := settingsOf(p, req, s.level(p, floor))
-	if w := s.pool().take(warmKey(p), want); w != nil {
+	if w := s.pool().take(key, want); w != nil {
 		if out, ok := s.runWarm(ctx, p, req, h, w); ok {
 			return out
 		}
+	}
+	if err := s.pool().exited(ctx, key); err != nil {
+		return s.result(ctx, agent.Result{}, err)
 	}
 	spec, box, err := s.confine(p, floor, &req)
 	if err != nil {
@@ -196,7 +208,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 		out.AgentSessionID = res.AgentSession
 	}
 	if live != nil {
-		s.pool().put(&warmAgent{key: warmKey(p), settings: want, live: live,
+		s.pool().put(&warmAgent{key: key, settings: want, live: live,
 			agentSession: res.AgentSession, box: box, guard: guard, cleanup: func() { restoreGit(nil, guard); spec.Cleanup() }})
 	} else {
 		spec.Cleanup()

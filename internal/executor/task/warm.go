@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -86,11 +87,25 @@ type warmPool struct {
 	agents   map[string]*warmAgent
 	closed   bool
 	stopping sync.WaitGroup
+
+	// exiting counts, per session key, the processes stopped and not yet
+	// gone (stopLater); a turn that starts the session's agent afresh
+	// waits for them (exited). Its own lock: stopLater is called with mu
+	// held.
+	emu     sync.Mutex
+	exiting map[string]*exitWait
+}
+
+// exitWait is one key's processes on their way out: done closes when
+// the last is gone.
+type exitWait struct {
+	n    int
+	done chan struct{}
 }
 
 func newWarmPool(l WarmLimits, hold Holder, log *slog.Logger) *warmPool {
 	return &warmPool{limits: l, hold: hold, log: log, rss: agent.GroupRSS, available: memAvailable, room: cgroupRoom,
-		report: &warmReport{log: log}, agents: map[string]*warmAgent{}}
+		report: &warmReport{log: log}, agents: map[string]*warmAgent{}, exiting: map[string]*exitWait{}}
 }
 
 // warmKey is the pool's key: one warm agent per session and tool.
@@ -283,13 +298,48 @@ func (w *warmPool) changedLocked() {
 }
 
 // stopLater stops a on a goroutine of its own: an agent may take seconds
-// to write its session and exit, which no prompt should wait for.
+// to write its session and exit, which no prompt of another session
+// should wait for. One of a's session does (exited).
 func (w *warmPool) stopLater(a *warmAgent) {
 	w.stopping.Add(1)
+	w.emu.Lock()
+	e := w.exiting[a.key]
+	if e == nil {
+		e = &exitWait{done: make(chan struct{})}
+		w.exiting[a.key] = e
+	}
+	e.n++
+	w.emu.Unlock()
 	go func() {
 		defer w.stopping.Done()
 		a.stop()
+		w.emu.Lock()
+		defer w.emu.Unlock()
+		if e.n--; e.n == 0 {
+			close(e.done)
+			delete(w.exiting, a.key)
+		}
 	}()
+}
+
+// exited waits until every process of key stopped is gone, or ctx ends.
+// A new process of the session must not meet an old one: both would
+// write the agent's session (codex refuses the second: "thread ...
+// already has an active writer"), and the old one's last writes (the
+// turn just run) would be missing from what the new one resumes.
+func (w *warmPool) exited(ctx context.Context, key string) error {
+	w.emu.Lock()
+	e := w.exiting[key]
+	w.emu.Unlock()
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // len is how many agents are warm.

@@ -33,8 +33,7 @@ func (f warmFake) Run(ctx context.Context, req agent.Request, h agent.Host) (age
 }
 
 func (warmFake) Open(ctx context.Context, req agent.Request, h agent.Host) (agent.Result, agent.Live, error) {
-	l := &fakeLive{pid: int(fakePids.Add(1)), modeLive: req.Model == "mode-live"}
-	fakeLives.Store(l.pid, l)
+	l := newFakeLive(req)
 	res, err := l.Turn(ctx, req, h)
 	return res, l, err
 }
@@ -48,6 +47,7 @@ type fakeLive struct {
 	pid      int
 	modeLive bool
 	ready    chan struct{} // a pre-warmed fake's handshake: its first turn waits for it
+	session  string
 	mu       sync.Mutex
 	turns    int
 	closed   bool
@@ -81,7 +81,7 @@ func (l *fakeLive) CanSwitchMode(mode string) bool {
 // CanSwitchModel: a mode-live fake switches to any named model.
 func (l *fakeLive) CanSwitchModel(model string) bool { return l.modeLive && model != "" }
 func (l *fakeLive) Pid() int                         { return l.pid }
-func (l *fakeLive) Close()                           { l.mu.Lock(); l.closed = true; l.mu.Unlock() }
+func (l *fakeLive) Close()                           { l.slowClose(); l.mu.Lock(); l.closed = true; l.mu.Unlock() }
 
 func (l *fakeLive) isClosed() bool { return !l.Usable() }
 
