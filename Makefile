@@ -20,7 +20,7 @@ FUZZTIME_TEST ?= 3000x
 PHASE := test/phase
 # Every package with a fuzz target, named: internal/archtest's TestFuzzListed
 # parses the tree and fails when one is left out or one named has none.
-FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/daemon/gateway ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/executor/gitguard ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
+FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/daemon/gateway ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/executor/gitguard ./internal/executor/terminal ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
 
 export CGO_ENABLED ?= 0
 

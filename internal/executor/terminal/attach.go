@@ -33,7 +33,7 @@ func (t *term) attachTo(ctx context.Context, conn *rpc.Conn) (protocol.AttachTer
 	}
 	res := protocol.AttachTerminalResult{
 		TerminalID: t.id, PID: t.cmd.Process.Pid, Cols: t.cols, Rows: t.rows,
-		Scrollback: t.ring.Bytes(), Seq: t.seq,
+		Scrollback: quiet(t.ring.Bytes()), Seq: t.seq,
 	}
 	t.wg.Add(1) // under mu with finished false: before finish's Wait
 	t.mu.Unlock()

@@ -85,7 +85,7 @@ func (t *term) takeRaw(conn net.Conn, offset int64) (protocol.AttachTerminalRawR
 	// terminal_exit, so that once this stream goes the terminal is listed
 	// detached and its grace period runs.
 	t.exitOnly = t.conn != nil
-	replay := t.ring.Bytes()
+	replay := quiet(t.ring.Bytes()) // its questions to a terminal long gone
 	start := t.off - int64(len(replay))
 	if offset > start {
 		replay, start = replay[offset-start:], offset
