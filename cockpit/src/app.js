@@ -47,9 +47,13 @@ async function main() {
 	}
 	header.append(h("p", { id: "agor-whoami", "data-user": me.name, "data-admin": String(me.admin) },
 		me.admin ? cockpit.format(_("$0, operator: every person's executors, tasks and questions"), me.name) : cockpit.format(_("$0's agents, terminals and files"), me.name)));
+	const terminal = terminalView(me);
+	let show = () => {};
+	// An interactive session's Attach: its UI's terminal, in the Terminal tab.
+	const attach = (id) => { terminal.attachTo(id); show("terminal"); };
 	const views = [
-		["sessions", _("Sessions"), sessionsView(me)],
-		["terminal", _("Terminal"), terminalView(me)],
+		["sessions", _("Sessions"), sessionsView(me, { attach })],
+		["terminal", _("Terminal"), terminal],
 		["files", _("Files"), filesView(me)],
 		["executors", me.admin ? _("Executors") : _("Executor"), executorsView(me)],
 		["usage", _("Usage"), usageView(me)],
@@ -58,6 +62,7 @@ async function main() {
 	if (me.admin) views.push(["doctor", _("Doctor"), doctorView(me)]);
 	const content = h("section.pf-v5-c-page__main-section.agor-content");
 	const t = tabs(views, content);
+	show = t.show;
 	root.append(h("section.pf-v5-c-page__main-section.pf-m-light.agor-tabs", t.el), content);
 	const first = cockpit.location.path[0];
 	t.show(views.some(v => v[0] === first) ? first : "sessions");

@@ -72,6 +72,9 @@ export function applyEvent(t, stored) {
 	case "sandbox":
 		if (d.warning) t.blocks.push({ kind: "warning", message: `sandbox ${d.level} not enforced: ${d.warning}` });
 		break;
+	case "terminal": // an interactive task: its agent's own UI runs on this terminal
+		if (d.terminal_id) t.blocks.push({ kind: "terminal", id: String(d.terminal_id), pid: Number(d.pid) || 0 });
+		break;
 	case "notice": // the daemon's word during the turn: a budget nearly spent
 		t.blocks.push({ kind: "warning", message: String(d.message ?? ""), agor: "notice" });
 		break;

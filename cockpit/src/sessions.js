@@ -33,7 +33,9 @@ export function question(p, decide) {
 			button(_("Deny"), () => decide(p.id, false), "danger", { "data-agor": "deny" })));
 }
 
-export function sessionsView(me) {
+// sessionsView is the Sessions tab; attach(id) shows terminal id in the
+// Terminal tab (an interactive session's UI).
+export function sessionsView(me, { attach = null } = {}) {
 	const state = { session: "", task: "", follow: null, sessions: [] };
 	const errors = h("div.agor-errors");
 	const sessionsBody = h("div", { id: "agor-sessions" });
@@ -206,7 +208,7 @@ export function sessionsView(me) {
 
 	// draw shows t: its blocks drawn as they come (transcriptView), its
 	// status and summary above them.
-	const view = transcriptView(transcriptEl, { after: drawSummary });
+	const view = transcriptView(transcriptEl, { after: drawSummary, attach });
 	const draw = (t) => view.show(t);
 
 	function drawSummary(t) {

@@ -23,6 +23,7 @@ export function terminalView(me) {
 	let fit = null;
 	let chan = null;
 	let here = ""; // the terminal open in this page, once agorctl says which
+	let wanted = ""; // a terminal to attach to when the view is shown next (attachTo)
 	const started = new Map(); // terminal → when this page started it
 
 	function open(argv) {
@@ -110,9 +111,14 @@ export function terminalView(me) {
 		show() {
 			refresh();
 			timer = timer || setInterval(refresh, 2000);
-			if (!chan) open(newTerminal);
+			if (wanted) open(["agorctl", "terminal", "--attach", wanted]);
+			else if (!chan) open(newTerminal);
 			else if (fit) fit.fit();
+			wanted = "";
 		},
+		// attachTo has the next show attach terminal id (taking it over
+		// from wherever it is attached, as agorctl terminal --attach does).
+		attachTo(id) { wanted = id; },
 		hide() { clearInterval(timer); timer = null; },
 	};
 }

@@ -3,7 +3,7 @@
 // shown are kept, new ones appended, and only the last text block takes
 // the deltas that join it, so a turn of thousands of events costs each
 // event once. Draws are coalesced to one per frame.
-import { h, alert } from "./dom.js";
+import { h, alert, button } from "./dom.js";
 
 const _ = cockpit.gettext;
 
@@ -27,9 +27,13 @@ function asked(b) {
 }
 
 // blockNode is one block's element; text and thinking blocks hold one
-// text node, which later deltas extend.
-export function blockNode(b) {
+// text node, which later deltas extend. attach(id) opens a terminal in
+// the page's terminal view (an interactive task's UI).
+export function blockNode(b, attach = null) {
 	switch (b.kind) {
+	case "terminal": return h("div.agor-ui-terminal", { "data-agor": "ui-terminal", "data-terminal": b.id },
+		cockpit.format(_("The agent's own terminal UI runs in terminal $0 (process $1)."), b.id, b.pid), " ",
+		typeof attach === "function" ? button(_("Attach"), () => attach(b.id), "secondary", { "data-agor": "attach-ui", "data-terminal": b.id }) : null);
 	case "text": return h("div.agor-text", b.text);
 	case "thinking": return h("div.agor-thinking", b.text);
 	case "tool": return h("div.agor-tool", { "data-agor": "tool" }, "● ", toolWords(b.name, { text: b.input, note: b.note, change: b.change }));
@@ -46,9 +50,10 @@ const nextFrame = (f) => (typeof requestAnimationFrame === "function" ? requestA
 
 // transcriptView draws transcripts into el. show(t) asks for t to be
 // drawn (at the next frame: show may come once per event); flush()
-// draws now. after(t) runs after each draw (the summary above it).
+// draws now. after(t) runs after each draw (the summary above it);
+// attach(id) is what an interactive task's Attach does.
 // The view follows the end while the person is there.
-export function transcriptView(el, { schedule = nextFrame, after = () => {} } = {}) {
+export function transcriptView(el, { schedule = nextFrame, after = () => {}, attach = null } = {}) {
 	let t = null;
 	let shown = 0; // blocks of t drawn
 	let open = null; // {block, text node, length drawn} of the last text or thinking block
@@ -67,7 +72,7 @@ export function transcriptView(el, { schedule = nextFrame, after = () => {} } = 
 		}
 		if (shown < t.blocks.length) {
 			const add = document.createDocumentFragment();
-			for (; shown < t.blocks.length; shown++) add.append(blockNode(t.blocks[shown]));
+			for (; shown < t.blocks.length; shown++) add.append(blockNode(t.blocks[shown], attach));
 			el.append(add);
 			const b = t.blocks[shown - 1];
 			const node = el.lastChild && el.lastChild.firstChild;

@@ -198,3 +198,22 @@ test("the long transcript's test hook is there only when asked for, and draws th
 	assert.equal(agor(page.el, "task-status")[0].getAttribute("data-status"), "completed");
 	delete globalThis.window;
 });
+
+test("an interactive task's terminal event offers its UI's terminal: Attach opens that one", () => {
+	const el = document.createElement("div");
+	const opened = [];
+	const view = transcriptView(el, { schedule: () => {}, attach: (id) => opened.push(id) });
+	const t = newTranscript();
+	applyLine(t, { task_id: "t1", session_id: "s1" });
+	applyLine(t, ev(1, "terminal", { terminal_id: "term_abc123", pid: 4242 }));
+	applyLine(t, ev(2, "terminal", { pid: 1 })); // no terminal named: nothing to attach to
+	view.show(t);
+	view.flush();
+	assert.deepEqual(t.blocks, [{ kind: "terminal", id: "term_abc123", pid: 4242 }]);
+	const note = el.childNodes[0];
+	assert.equal(note.getAttribute("data-agor"), "ui-terminal");
+	assert.match(note.textContent, /terminal term_abc123 \(process 4242\)/);
+	const attach = note.childNodes.find(n => n.getAttribute && n.getAttribute("data-agor") === "attach-ui");
+	attach.click();
+	assert.deepEqual(opened, ["term_abc123"]);
+});

@@ -385,8 +385,47 @@ async function carol() {
 	await ctx.close();
 }
 
+// interactive: alice's Claude Code UI, opened with agorctl agent in her
+// shell (cockpit.sh), is a session of hers in the page: listed, its task
+// naming the terminal its UI runs in (TERMINAL), and Attach shows that UI
+// in the Terminal tab, where what she types is answered; Detach leaves
+// it running. (STEPS=interactive, SESSION=its id.)
+async function interactive() {
+	const session = process.env.SESSION;
+	const want = process.env.TERMINAL;
+	const { ctx, page, frame } = await login("alice", process.env.ALICE_PW);
+	const row = frame.locator(`#agor-sessions tr[data-session="${session}"]`);
+	await row.waitFor();
+	console.log(`her session in the page: ${(await row.innerText()).replace(/\s+/g, " ")}`);
+	await row.click();
+	const task = frame.locator("#agor-tasks tr[data-task]").last();
+	await task.waitFor();
+	await task.click();
+	const note = frame.locator(`[data-agor="ui-terminal"][data-terminal="${want}"]`);
+	await note.waitFor();
+	console.log(`its task: ${(await note.innerText()).replace(/\s+/g, " ").trim()}`);
+	await step(page, "alice-interactive-session", "alice's interactive session (agorctl agent in her shell) in the page: its task names the terminal its UI runs in");
+	await note.locator('[data-agor="attach-ui"]').click();
+	const term = frame.locator("#agor-terminal");
+	await term.filter({ hasText: "for shortcuts" }).waitFor();
+	await frame.locator(`#agor-terminal-list tr[data-terminal="${want}"][data-here="true"]`).waitFor({ timeout: 10_000 });
+	await frame.locator("#agor-terminal .xterm-helper-textarea").focus();
+	await page.keyboard.type("Remember the word HERON.");
+	await term.filter({ hasText: "HERON" }).waitFor();
+	await page.keyboard.press("Enter");
+	await term.filter({ hasText: "Noted" }).waitFor();
+	const rows = (await frame.locator("#agor-terminal .xterm-rows").innerText()).split("\n").filter(l => l.trim());
+	console.log(`the UI in the page: ${rows.slice(-8).join(" | ").replace(/\s+/g, " ")}`);
+	await step(page, "alice-interactive-attached", "Attach: Claude Code's own UI in the page's terminal, answering what alice typed there");
+	await frame.locator("#agor-terminal-detach").click();
+	await frame.locator('[data-agor="terminal-ended"]').waitFor();
+	await frame.locator(`#agor-terminal-list tr[data-terminal="${want}"][data-attached="false"]`).waitFor({ timeout: 10_000 });
+	await step(page, "alice-interactive-detached", "detached in the page: the UI runs on, listed unattached");
+	await ctx.close();
+}
+
 try {
-	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol, resume, long, usage }[who]();
+	for (const who of (process.env.STEPS || "alice bob root carol").split(" ")) await { alice, bob, root, carol, resume, long, usage, interactive }[who]();
 } catch (e) {
 	if (current) {
 		await current.screenshot({ path: `${out}/failed.png`, fullPage: true }).catch(() => {});

@@ -145,6 +145,45 @@ cockpit_long() {
 }
 check "Cockpit in headless Chromium: a turn of 5,000 events is drawn in alice's page and scrolled through to its end (timings printed, screenshots)" cockpit_long
 
+# cockpit_interactive: alice opens Claude Code's own UI with agorctl
+# agent in tmux (in ~/cockpit, her project); in the page the session is
+# listed, its task names the terminal its UI runs in, and Attach shows
+# that UI in the Terminal tab, where a word she types is answered
+# (cockpit-browser.mjs interactive, screenshots); detached there, the UI
+# runs on (same process), and quit from her shell its task completes.
+cockpit_interactive() {
+	cockpit_accounts
+	groupdel agor-admins # as the other concerns know the host
+	start_model -tools 0 -plain 4 # text turns
+	cockpit_project
+	local rc=0 session task id pid start
+	in_tmux "cd /home/alice/cockpit && setpriv --reuid=alice --regid=alice --init-groups agorctl agent --tool claude-code"
+	wait_screen "for shortcuts" 120
+	session=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
+	task=$(task_of)
+	id=$(as alice agorctl events "$task" | grep '"event_type":"terminal"' | grep -o 'term_[0-9a-f]*' | head -n 1)
+	[ -n "$id" ] || { echo "task $task has no terminal event:"; as alice agorctl events "$task" | cut -c1-200; return 1; }
+	pid=$(as alice agorctl events "$task" | grep '"event_type":"terminal"' | grep -o '"pid":[0-9]*' | head -n 1 | cut -d: -f2)
+	start=$(awk '{print $22}' "/proc/$pid/stat")
+	ALICE_PW=alice-Cockpit-1 STEPS=interactive SESSION=$session TERMINAL=$id timeout 300 \
+		/opt/node/node $T/cockpit-browser.mjs "$cockpit_shots" >/tmp/browser-interactive.out 2>&1 || rc=$?
+	grep -v "console\] verbose" /tmp/browser-interactive.out
+	[ "$rc" = 0 ] || { echo "browser exit $rc"; return 1; }
+	# The page's attach took the UI over from tmux, and its Detach left it
+	# running: the same process, which her shell attaches to and quits.
+	want "$(awk '{print $22}' "/proc/$pid/stat" 2>/dev/null)" "$start"
+	in_tmux "setpriv --reuid=alice --regid=alice --init-groups agorctl terminal --attach $id"
+	wait_screen "for shortcuts" 60
+	type_in /exit
+	wait_screen 'agorctl-exit=0' 60
+	tmux kill-server
+	for _ in $(seq 150); do as alice agorctl tasks "$session" --json | grep -q '"status":"completed"' && break; sleep 0.2; done
+	as alice agorctl tasks "$session" --json | grep '"status":"completed"' >/dev/null ||
+		{ echo "session $session's tasks:"; as alice agorctl tasks "$session"; return 1; }
+	echo "session $session (task $task) ran Claude Code's UI on $id (pid $pid): listed and attached in the page, detached there, the same process quit from her shell; completed"
+}
+check "Cockpit in headless Chromium: alice's interactive Claude Code session (agorctl agent in tmux) is listed in the page, its task names the UI's terminal, Attach shows the UI in the Terminal tab and answers what she types there, Detach leaves it running (same process); quit from her shell, completed (screenshots)" cockpit_interactive
+
 cockpit_lint() {
 	cat $T/lint-cockpit.txt
 	! grep -qE '^(E|W):|^agor.*: (E|W):' $T/lint-cockpit.txt

@@ -9,29 +9,11 @@
 # a command she allows in the UI writes in ~/src/app, not outside it
 # (claude-code, gemini, opencode). Sourced by
 # checks.sh after gateway.sh (gateway_config, gateway_agents,
-# standin_requests; start_model, modes_models, in_tmux, pane: lib.sh);
+# standin_requests; start_model, modes_models, in_tmux, pane,
+# wait_screen, type_in: lib.sh);
 # the configuration is put back at the end.
 
 inter_word=PELICAN
-
-# screen_has WORDS: the pane shows WORDS, white space ignored (a UI moves
-# the cursor rather than write spaces).
-screen_has() { pane | tr -d ' \n' | grep -F -- "$(printf %s "$1" | tr -d ' ')" >/dev/null; }
-
-# wait_screen WORDS [SECONDS]: waits for WORDS on the pane (60 s).
-wait_screen() {
-	local _
-	for _ in $(seq $((${2:-60} * 5))); do screen_has "$1" && return 0; sleep 0.2; done
-	echo "the screen never showed '$1'; it shows:"; pane | grep -v '^ *$' | tail -n 25; return 1
-}
-
-# type_in TEXT: TEXT typed, then, once the UI shows it, Enter (typed with
-# the text, a UI may take the burst as a paste and Enter as its new line).
-type_in() {
-	tmux send-keys -t agorterm -l "$1"
-	wait_screen "${1:0:40}" # its start: a UI may wrap a long line in a frame
-	tmux send-keys -t agorterm Enter
-}
 
 # ui_pid: the pid alice's executor lists for her one terminal.
 ui_pid() {
@@ -146,15 +128,14 @@ inter_cli() {
 	wait_screen "$answer" 60 # its recent output
 	want "$(ui_pid)" "$pid"
 	want "$(started "$pid")" "$start"
-	# The replay holds the queries the UI asked its terminal when it
-	# started; tmux answers them again, and the answers arrive as keys
-	# (gemini shows ">|tmux 3.3a1;2c" in its input). A person deletes
-	# them; so does this, saying so (a bug of the replay's, not hidden).
+	# The replay holds what the UI drew, not the questions it asked its
+	# terminal when it started: tmux answered those again as keys
+	# (gemini showed ">|tmux 3.3a1;2c" in its input) before the replay
+	# blanked them (internal/executor/terminal/queries.go).
 	sleep 1
 	if screen_has 'tmux 3'; then
-		echo "NOTE: after --attach, the terminal's answers to the replayed queries were typed into $tool's input: $(pane | grep -F 'tmux 3' | head -n 1 | tr -s ' ')"
-		tmux send-keys -t agorterm End C-u
-		sleep 0.5
+		echo "after --attach, the terminal's answers to replayed questions were typed into $tool's input: $(pane | grep -F 'tmux 3' | head -n 1 | tr -s ' ')"
+		return 1
 	fi
 	# Quit in the UI: agorctl exits 0, the task completes.
 	if [ "$shown" = _ ]; then

@@ -154,6 +154,25 @@ wait_pane() {
 	for _ in $(seq 150); do pane | grep -E -- "$1" >/dev/null && return 0; sleep 0.1; done
 	echo "pane never showed /$1/:"; pane; return 1
 }
+# screen_has WORDS: the pane shows WORDS, white space ignored (a UI moves
+# the cursor rather than write spaces).
+screen_has() { pane | tr -d ' \n' | grep -F -- "$(printf %s "$1" | tr -d ' ')" >/dev/null; }
+
+# wait_screen WORDS [SECONDS]: waits for WORDS on the pane (60 s).
+wait_screen() {
+	local _
+	for _ in $(seq $((${2:-60} * 5))); do screen_has "$1" && return 0; sleep 0.2; done
+	echo "the screen never showed '$1'; it shows:"; pane | grep -v '^ *$' | tail -n 25; return 1
+}
+
+# type_in TEXT: TEXT typed, then, once the UI shows it, Enter (typed with
+# the text, a UI may take the burst as a paste and Enter as its new line).
+type_in() {
+	tmux send-keys -t agorterm -l "$1"
+	wait_screen "${1:0:40}" # its start: a UI may wrap a long line in a frame
+	tmux send-keys -t agorterm Enter
+}
+
 # in_tmux CMD: runs CMD (an agorctl terminal) in a fresh 100x30 tmux
 # session, which prints agorctl's exit status when it ends.
 in_tmux() {
