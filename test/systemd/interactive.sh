@@ -6,8 +6,8 @@
 # the ledger counts the turn to her; Ctrl-] and agorctl terminal --attach
 # keep the same process; the UI quits, its task completes; a headless
 # `agorctl prompt --session` follow-up recalls the word; and, confined,
-# a command she allows in the UI writes in ~/src/app, not outside it
-# (claude-code, gemini, opencode). Sourced by
+# a command she allows in the UI writes in ~/src/app, not outside it.
+# Sourced by
 # checks.sh after gateway.sh (gateway_config, gateway_agents,
 # standin_requests; start_model, modes_models, in_tmux, pane,
 # wait_screen, type_in: lib.sh);
@@ -212,8 +212,7 @@ inter_outside() {
 	echo "$tool: inside-$tool.txt written (alice's), /home/alice/outside-$tool.txt absent"
 }
 
-# (codex's UI: its stand-in's command never ran there, cause not found yet.)
-for inter_tool in claude-code gemini opencode; do
+for inter_tool in claude-code codex gemini opencode; do
 	check "interactive: alice's $inter_tool UI, confined by sandbox.prompts: workspace, runs a command she allows: its write in the workspace lands, its write in her home outside it is refused (absent on disk)" inter_outside "$inter_tool"
 done
 

@@ -62,6 +62,7 @@ type OpenAIRequest struct {
 	userParts  []string // the user messages' text parts, for recall
 	latestUser int      // where the last user message's begin
 	pollTool   bool     // write_stdin is declared (Codex's unified exec)
+	codeMode   bool     // the shell is code mode's exec: a script calls exec_command
 }
 
 // OpenAIResponses is a running stand-in. URL ends in /v1 (a provider's
@@ -154,7 +155,12 @@ func (s *OpenAIResponses) answer(id string, req OpenAIRequest, params map[string
 	if recalled {
 		text = said
 	}
-	if call, args := s.toolCall(req, params, recalled); call != "" {
+	if call, args := s.toolCall(req, params, recalled); call != "" && req.codeMode {
+		item = map[string]any{
+			"type": "custom_tool_call", "id": "ctc_" + id, "call_id": "call_" + id,
+			"name": call, "input": args, "status": "completed",
+		}
+	} else if call != "" {
 		b, _ := json.Marshal(args)
 		item = map[string]any{
 			"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id,
@@ -210,6 +216,9 @@ func (s *OpenAIResponses) toolCall(req OpenAIRequest, params map[string]json.Raw
 	if recalled || s.script.Command == "" || req.ShellTool == "" {
 		return "", nil
 	}
+	if len(req.ToolOutputs) == 0 && req.codeMode {
+		return req.ShellTool, codeModeCall(s.script.Command)
+	}
 	if len(req.ToolOutputs) == 0 {
 		return req.ShellTool, oairShellArgs(params, s.script.Command)
 	}
@@ -219,6 +228,14 @@ func (s *OpenAIResponses) toolCall(req OpenAIRequest, params map[string]json.Raw
 	}
 	sid, _ := strconv.Atoi(m[1])
 	return "write_stdin", map[string]any{"session_id": sid, "chars": "", "yield_time_ms": 30000}
+}
+
+// codeModeCall is the JavaScript a model gives Codex's code mode (its
+// terminal UI's default in 0.169: one custom tool, exec, whose script
+// calls the nested tools) to run command and hand back its output.
+func codeModeCall(command string) string {
+	q, _ := json.Marshal(command)
+	return "const r = await tools.exec_command({ cmd: " + string(q) + " });\ntext(r.output ?? JSON.stringify(r));\n"
 }
 
 // stillRunning is how Codex's exec_command says the command has not ended.
@@ -252,6 +269,12 @@ type oairItem struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 	Output  json.RawMessage `json:"output"`
+	// Tools of an additional_tools item: namespaces of tools, where
+	// Codex's UI declares its code mode's exec.
+	Tools []struct {
+		Type  string     `json:"type"`
+		Tools []oairTool `json:"tools"`
+	} `json:"tools"`
 }
 
 type oairTool struct {
@@ -291,6 +314,9 @@ func (b *oairBody) summary(raw []byte, auth string) OpenAIRequest {
 		req.pollTool = req.pollTool || t.Name == "write_stdin"
 	}
 	for _, it := range b.Input {
+		if it.Type == "additional_tools" && req.ShellTool == "" && codeModeExec(it) {
+			req.ShellTool, req.codeMode = "exec", true
+		}
 		switch {
 		case it.Type == "message" && it.Role == "user":
 			req.UserTexts = append(req.UserTexts, oairText(it.Content))
@@ -299,11 +325,23 @@ func (b *oairBody) summary(raw []byte, auth string) OpenAIRequest {
 			req.ToolOutputs = nil
 		case it.Type == "message" && it.Role == "assistant":
 			req.AssistantText = append(req.AssistantText, oairText(it.Content))
-		case it.Type == "function_call_output":
+		case it.Type == "function_call_output" || it.Type == "custom_tool_call_output":
 			req.ToolOutputs = append(req.ToolOutputs, oairText(it.Output))
 		}
 	}
 	return req
+}
+
+// codeModeExec says it declares code mode's exec (a custom tool).
+func codeModeExec(it oairItem) bool {
+	for _, ns := range it.Tools {
+		for _, t := range ns.Tools {
+			if t.Type == "custom" && t.Name == "exec" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // oairText flattens a content field: a string or a list of parts with text.

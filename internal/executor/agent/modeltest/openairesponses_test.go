@@ -33,6 +33,30 @@ func TestOpenAIResponsesWaits(t *testing.T) {
 	}
 }
 
+// TestOpenAIResponsesCodeMode: Codex's terminal UI (0.169) declares no
+// tools of the request's own but, in an additional_tools input item, code
+// mode's exec, a custom tool taking a script that calls exec_command: the
+// stand-in calls it with a script running Command, and answers Text
+// once its custom_tool_call_output is in. (Before, it answered Text at
+// once: the UI's command never ran.)
+func TestOpenAIResponsesCodeMode(t *testing.T) {
+	s := NewOpenAIResponses(t, OpenAIResponsesScript{Text: "done.", Command: `touch "a b"`})
+	declared := `{"type":"additional_tools","role":"developer","tools":[{"type":"namespace","name":"functions","tools":[` +
+		`{"type":"custom","name":"exec","format":{"type":"grammar"}},{"type":"function","name":"wait","parameters":{"properties":{"cell_id":{}}}}]}]}`
+	user := `{"type":"message","role":"user","content":"go"}`
+	want := "custom exec const r = await tools.exec_command({ cmd: \"touch \\\"a b\\\"\" });\ntext(r.output ?? JSON.stringify(r));\n"
+	if got := respond(t, s.URL+"/responses", `{"model":"m","input":[`+declared+`,`+user+`]}`); got != want {
+		t.Errorf("first: %q, want %q", got, want)
+	}
+	ran := `{"type":"custom_tool_call_output","call_id":"call_resp_1","output":"Script completed"}`
+	if got := respond(t, s.URL+"/responses", `{"model":"m","input":[`+declared+`,`+user+`,`+ran+`]}`); got != "message done." {
+		t.Errorf("after its output: %q", got)
+	}
+	if r := s.Requests()[0]; r.ShellTool != "exec" || !r.codeMode {
+		t.Errorf("request seen as shell %q, code mode %v", r.ShellTool, r.codeMode)
+	}
+}
+
 // respond posts body and says what the response's item is: a call with
 // its arguments, or a message with its text.
 func respond(t *testing.T, url, body string) string {
@@ -48,8 +72,8 @@ func respond(t *testing.T, url, body string) string {
 		var ev struct {
 			Type string `json:"type"`
 			Item struct {
-				Type, Name, Arguments string
-				Content               []struct{ Text string }
+				Type, Name, Arguments, Input string
+				Content                      []struct{ Text string }
 			} `json:"item"`
 		}
 		if !ok || json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "response.output_item.done" {
@@ -57,6 +81,9 @@ func respond(t *testing.T, url, body string) string {
 		}
 		if ev.Item.Type == "function_call" {
 			return ev.Item.Name + " " + ev.Item.Arguments
+		}
+		if ev.Item.Type == "custom_tool_call" {
+			return "custom " + ev.Item.Name + " " + ev.Item.Input
 		}
 		if len(ev.Item.Content) > 0 {
 			return ev.Item.Type + " " + ev.Item.Content[0].Text
