@@ -152,12 +152,25 @@ check "Cockpit in headless Chromium: a turn of 5,000 events is drawn in alice's 
 # (cockpit-browser.mjs interactive, screenshots); detached there, the UI
 # runs on (same process), and quit from her shell its task completes.
 cockpit_interactive() {
+	local rc=0
+	cockpit_ui || rc=$?
+	tmux kill-server 2>/dev/null || true
+	reconfigure 50-cockpit-gateway # the base again, whatever became of the scene
+	return $rc
+}
+cockpit_ui() {
 	cockpit_accounts
 	groupdel agor-admins # as the other concerns know the host
 	start_model -tools 0 -plain 4 # text turns
 	cockpit_project
+	# Through the gateway, as interactive agents run on a packaged host
+	# (interactive.sh has the gateway's own checks of them): the UI holds
+	# the placeholder, whose use Claude Code's settings record as approved.
+	set_dropin 50-cockpit-gateway "$(printf 'gateway:\n  enabled: true\n  upstreams: {anthropic: "http://127.0.0.1:18080"}\n  prices: {claude-standin: {input: 10000}}\n')"
+	restart_daemon
+	systemctl stop agor-executor@alice.socket agor-executor@alice.service
 	local rc=0 session task id pid start
-	in_tmux "cd /home/alice/cockpit && setpriv --reuid=alice --regid=alice --init-groups agorctl agent --tool claude-code"
+	in_tmux "cd /home/alice/cockpit && setpriv --reuid=alice --regid=alice --init-groups agorctl agent --tool claude-code --model claude-standin"
 	wait_screen "for shortcuts" 120
 	session=$(as alice agorctl sessions --json | grep -o '"id":"[0-9a-f]*"' | tail -n 1 | cut -d'"' -f4)
 	task=$(task_of)
