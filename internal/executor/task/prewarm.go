@@ -102,6 +102,21 @@ func (s *Service) prewarmFailed(p protocol.ExecutePromptParams, what string, err
 	return refused(protocol.PrewarmFailed)
 }
 
+// turnBegins counts a turn of key's running until the returned func,
+// once the session's pre-warm being started, if one is, is done (kept or
+// given up): the turn takes it or stops it then, rather than start a
+// second process of the session beside it.
+func (s *Service) turnBegins(ctx context.Context, key string) (done func()) {
+	done, starting := s.turnRuns(key)
+	if starting != nil {
+		select {
+		case <-starting:
+		case <-ctx.Done():
+		}
+	}
+	return done
+}
+
 // turnRuns counts a turn of key's running until done. starting is the
 // session's pre-warm being started, if one is (closed when it is kept or
 // given up): the turn waits for it, to take it or stop it, rather than

@@ -153,14 +153,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	// warm process keeps the key it was started with in its own
 	// environment, as it would for a long turn: never in the executor's.
 	key := warmKey(p)
-	done, starting := s.turnRuns(key)
-	defer done()
-	if starting != nil { // a pre-warm of the session being started: take it, or stop it, once it is
-		select {
-		case <-starting:
-		case <-ctx.Done():
-		}
-	}
+	defer s.turnBegins(ctx, key)()
 	c, err := s.credentials(ctx, h, p.GatewayToken != "", a, p.Tool)
 	if err != nil && ctx.Err() != nil {
 		return s.result(ctx, agent.Result{}, err) // stopped or timed out while asking
@@ -190,6 +183,12 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 	if err := s.pool().exited(ctx, key); err != nil {
 		return s.result(ctx, agent.Result{}, err)
 	}
+	return s.runCold(ctx, h, p, a, req, want, floor)
+}
+
+// runCold runs the turn on a new agent process, confined at floor's
+// level, kept warm afterwards when it can be.
+func (s *Service) runCold(ctx context.Context, h *host, p protocol.ExecutePromptParams, a agent.Adapter, req agent.Request, want settings, floor sandbox.Level) protocol.ExecutePromptResult {
 	spec, box, err := s.confine(p, floor, &req)
 	if err != nil {
 		return failed(protocol.TaskSandbox, err.Error())
@@ -208,7 +207,7 @@ func (s *Service) run(ctx context.Context, h *host, p protocol.ExecutePromptPara
 		out.AgentSessionID = res.AgentSession
 	}
 	if live != nil {
-		s.pool().put(&warmAgent{key: key, settings: want, live: live,
+		s.pool().put(&warmAgent{key: warmKey(p), settings: want, live: live,
 			agentSession: res.AgentSession, box: box, guard: guard, cleanup: func() { restoreGit(nil, guard); spec.Cleanup() }})
 	} else {
 		spec.Cleanup()
