@@ -129,6 +129,8 @@ func (t *Terminal) Copy(w io.Writer) (int, error) {
 			return 0, err
 		}
 		switch {
+		case f.Error == rawframe.Replaced:
+			return 0, ErrReplaced
 		case f.Error != "":
 			return 0, errors.New(f.Error)
 		case f.Exit != nil:
@@ -155,6 +157,10 @@ func ExitStatus(e *protocol.TerminalExit) int {
 	return 128 + int(syscall.SIGHUP)
 }
 
+// ErrReplaced ends Copy when another client attached to the terminal
+// (rawframe.Replaced): it runs on there.
+var ErrReplaced = errors.New(rawframe.Replaced)
+
 func (t *Terminal) copyRaw(w io.Writer) (int, error) {
 	var buf []byte
 	for {
@@ -172,6 +178,9 @@ func (t *Terminal) copyRaw(w io.Writer) (int, error) {
 			}
 			t.Offset += int64(len(p))
 		case rawframe.Error:
+			if string(p) == rawframe.Replaced {
+				return 0, ErrReplaced
+			}
 			return 0, errors.New(string(p))
 		case rawframe.Exit:
 			var e protocol.TerminalExit

@@ -64,7 +64,9 @@ type fakeDaemon struct {
 	socket string
 	calls  atomic.Int64
 	stops  atomic.Int64 // POST /v1/tasks/tq/stop
-	bodies chan string
+	// attaches3 counts the attaches of term_3 (promptDaemon).
+	attaches3 atomic.Int64
+	bodies    chan string
 }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {

@@ -72,6 +72,26 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 		var buf []byte
 		_, _, _ = rawframe.Read(rw, &buf) // the resize
 	})
+	// term_3 is attached from elsewhere while this client has it: its
+	// stream ends with rawframe.Replaced, and a second attach would take
+	// it back.
+	m.HandleFunc("GET /v1/executors/alice/terminals/term_3/attach", func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		if d.attaches3.Add(1) > 1 {
+			t.Error("attached again after another client took the terminal over")
+		}
+		fmt.Fprint(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: agor-terminal-raw\r\n\r\n")
+		_ = rawframe.Write(rw, rawframe.Output, []byte("mine\n"))
+		_ = rawframe.Write(rw, rawframe.Error, []byte(rawframe.Replaced))
+		_ = rw.Flush()
+		var buf []byte
+		_, _, _ = rawframe.Read(rw, &buf) // the resize
+	})
 	m.HandleFunc("POST /v1/executors/alice/terminals", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
 	})
@@ -146,6 +166,23 @@ func TestTerminalReattaches(t *testing.T) {
 	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--no-tty", "--api", d.socket, "--attach", "term_2", "alice")
 	if r.code != 0 || r.stdout != "before\nafter\n" || !strings.Contains(r.stderr, "reattaching to terminal term_2") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// A terminal another client attached to runs on there: agorctl says so
+// and how to take it back, exits 0, and does not attach again (two
+// clients that did took it from each other for ever: the page's
+// terminal and the shell's agorctl agent, found by the suite). Shown
+// failing before: stderr "reattaching to terminal term_3", attached again.
+func TestTerminalTakenOver(t *testing.T) {
+	d := promptDaemon(t)
+	r := agorctl(context.Background(), closedStdin{t}, "terminal", "--no-tty", "--api", d.socket, "--attach", "term_3", "alice")
+	if r.code != 0 || r.stdout != "mine\n" || strings.Contains(r.stderr, "reattaching") ||
+		!strings.Contains(r.stderr, "was attached elsewhere and runs on there; take it back with: agorctl terminal --attach term_3 alice") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if n := d.attaches3.Load(); n != 1 {
+		t.Fatalf("%d attaches", n)
 	}
 }
 

@@ -217,8 +217,13 @@ func (s *session) run(stdin *os.File, cols, rows int) int {
 		defer s.forwardResizes(stdin)()
 	}
 	code, err := s.term().Copy(s.stdout)
-	for err != nil && !isDetached(detached) && s.reattach(err) {
+	for err != nil && !isDetached(detached) && !errors.Is(err, apiclient.ErrReplaced) && s.reattach(err) {
 		code, err = s.term().Copy(s.stdout)
+	}
+	if errors.Is(err, apiclient.ErrReplaced) { // taken over: it runs on there; attaching back would take it again
+		s.detached = true
+		fmt.Fprintf(s.stderr, "\r\n[agorctl: terminal %s was attached elsewhere and runs on there; take it back with: agorctl terminal --attach %s %s]\r\n", s.id, s.id, s.user)
+		return 0
 	}
 	if isDetached(detached) {
 		s.detached = true

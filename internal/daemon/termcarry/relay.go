@@ -209,7 +209,7 @@ func (sp *splice) finish() {
 		_ = rawframe.Write(sp.client, rawframe.Exit, b)
 		return
 	case <-sp.rc.gone:
-		why = "the terminal was attached elsewhere"
+		why = rawframe.Replaced
 	case <-sp.exe.Done():
 		why = "the executor's connection ended"
 	case <-timer.C:

@@ -77,7 +77,7 @@ func (h *handed) reason(pumped string) string {
 // client is told why.
 func endReplaced(c net.Conn) {
 	if h, ok := c.(*handed); ok {
-		h.end(rawframe.Error, []byte("the terminal was attached elsewhere"), "replaced")
+		h.end(rawframe.Error, []byte(rawframe.Replaced), "replaced")
 		return
 	}
 	_ = c.Close()

@@ -28,6 +28,12 @@ const (
 	Terminate byte = 't' // client → daemon: end the shell
 )
 
+// Replaced is the Error frame of a stream whose terminal another client
+// has attached to since (the newest attach wins): the terminal runs on
+// there, and this client must not attach again on its own, which would
+// take it back and start a tug of war between the two.
+const Replaced = "the terminal was attached elsewhere"
+
 // MaxFrame bounds a frame's payload.
 const MaxFrame = 1 << 20
 
