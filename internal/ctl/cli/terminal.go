@@ -34,8 +34,9 @@ func newTerminal(a *app) *cobra.Command {
 		Long: `Open a shell as you (or USER) on a terminal in the executor, in this shell's
 directory, and attach this terminal to it, in raw mode; the window size
 follows yours (SIGWINCH). Ctrl-] detaches and leaves the shell running (for
-5 minutes unattached); --attach ID comes back to it with its recent output.
-Standard input must be a terminal; --no-tty runs the shell on pipes instead
+5 minutes unattached); --attach ID comes back to it with its recent output,
+taking it over from wherever it is attached (the client there stops,
+saying so, and the shell runs on). Standard input must be a terminal; --no-tty runs the shell on pipes instead
 (its input from standard input, its output to standard output), for
 scripts.
 
@@ -48,7 +49,8 @@ scripts.
   agorctl terminal --cwd ~/src
   sudo agorctl terminal -u alice
   agorctl terminal --attach term_7c2e`,
-		Annotations: map[string]string{"exit": `the shell's own status (128+N when signal N ended it; 0 on detach);
+		Annotations: map[string]string{"exit": `the shell's own status (128+N when signal N ended it; 0 on detach,
+or when attached elsewhere);
 otherwise 1 the operation failed, 2 usage error, 130 interrupted.`},
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeUser(&f),
