@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -50,9 +52,8 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 	// from the offset reached, brings the rest and the exit.
 	attaches := 0
 	m.HandleFunc("GET /v1/executors/alice/terminals/term_2/attach", func(w http.ResponseWriter, r *http.Request) {
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
+		conn, rw := hijack(t, w)
+		if conn == nil {
 			return
 		}
 		defer conn.Close()
@@ -76,9 +77,8 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 	// stream ends with rawframe.Replaced, and a second attach would take
 	// it back.
 	m.HandleFunc("GET /v1/executors/alice/terminals/term_3/attach", func(w http.ResponseWriter, r *http.Request) {
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
+		conn, rw := hijack(t, w)
+		if conn == nil {
 			return
 		}
 		defer conn.Close()
@@ -96,9 +96,8 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 		fmt.Fprint(w, `{"terminal_id":"term_1"}`)
 	})
 	m.HandleFunc("GET /v1/executors/alice/terminals/term_1/attach", func(w http.ResponseWriter, r *http.Request) {
-		conn, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Error(err)
+		conn, rw := hijack(t, w)
+		if conn == nil {
 			return
 		}
 		defer conn.Close()
@@ -123,6 +122,17 @@ func promptDaemon(t *testing.T) *fakeDaemon {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return d
+}
+
+// hijack takes w's connection over for a terminal stream (nil: the
+// test is already failed).
+func hijack(t *testing.T, w http.ResponseWriter) (net.Conn, *bufio.ReadWriter) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	return conn, rw
 }
 
 // prompt exits as the turn ended: 0 completed, 1 failed, 124 timeout,

@@ -36,9 +36,9 @@ directory, and attach this terminal to it, in raw mode; the window size
 follows yours (SIGWINCH). Ctrl-] detaches and leaves the shell running (for
 5 minutes unattached); --attach ID comes back to it with its recent output,
 taking it over from wherever it is attached (the client there stops,
-saying so, and the shell runs on). Standard input must be a terminal; --no-tty runs the shell on pipes instead
-(its input from standard input, its output to standard output), for
-scripts.
+saying so, and the shell runs on). Standard input must be a terminal;
+--no-tty runs the shell on pipes instead (its input from standard input,
+its output to standard output), for scripts.
 
 ` + whereHelp + `
 
