@@ -79,21 +79,23 @@ bench-list:
 	$(GO) run ./test/bench/gatewaybench $(call B,,-rounds 1)
 	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,3x,1x) ./internal/executor/files
 	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,300x,1x) ./internal/executor/procexec
-	$(GO) test $(call B,,-short) -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e
-	$(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e
-	$(GO) test $(call B,,-short) -run '^$$' -bench Files -benchtime $(call B,5x,1x) ./internal/daemon/e2e
+	@# The daemon's end-to-end benches: the smoke's in one test binary (one
+	@# build, one harness), the full run's each with its own -benchtime.
+	$(call B,$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e,$(GO) test -short -timeout 30m -run '^$$' -bench . -benchtime 1x ./internal/daemon/e2e)
+	$(call B,$(GO) test -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e)
+	$(call B,$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon/e2e)
 	$(GO) test $(call B,,-short) -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
 	$(GO) test $(call B,,-short) -run '^$$' -bench Guard -benchtime 1x ./internal/executor/gitguard
 	$(GO) test $(call B,,-short) -run '^$$' -bench Usage100 -benchtime $(call B,11x,1x) ./internal/executorunit
 	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
-	$(GO) test $(call B,,-short) -run '^$$' -bench Terminal -benchtime $(call B,5x,1x) ./internal/daemon/e2e
-	$(GO) test $(call B,,-short) -run '^$$' -bench BlindAcrossRestart -benchtime $(call B,11x,1x) ./internal/daemon/e2e
+	$(call B,$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon/e2e)
+	$(call B,$(GO) test -run '^$$' -bench BlindAcrossRestart -benchtime 11x ./internal/daemon/e2e)
 	$(GO) test $(call B,,-short) -run '^$$' -bench . $(call B,,-benchtime 1x) ./internal/daemon/broker ./internal/daemon/store
 	test/agents.sh
 	$(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench . -benchtime $(call B,5x,1x) ./internal/executor/task
 	@# Cold activation under systemd (hardening, and an environment's executor
 	@# against the host's) needs the real-systemd suite's container: root.
-	@if [ -n "$(SMOKE)" ]; then :; elif [ "$$(id -u)" = 0 ]; then AGOR_SUITE_ONLY="install bench" ./test/systemd/run.sh bookworm; \
+	@if [ -n "$(SMOKE)" ]; then :; elif [ "$$(id -u)" = 0 ]; then AGOR_SUITE_BENCH=full AGOR_SUITE_ONLY="install bench" ./test/systemd/run.sh bookworm; \
 	else echo "bench: cold activation under systemd skipped: it boots a container (run make bench as root)"; fi
 
 # run: build and start an executor by hand on a private socket, ping it with

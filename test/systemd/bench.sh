@@ -17,15 +17,30 @@ quiet_daemon() {
 	return $rc
 }
 
+# bench_n: cycles a median is taken of (lib.sh's rounds: CI's are brief).
+bench_n=$(rounds 21 3)
+
 cold() {
 	systemctl start agor-executor@alice.socket
-	quiet_daemon "$T/coldbench" -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n 21
+	quiet_daemon "$T/coldbench" -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n "$bench_n"
 }
-check "cold activation benchmark (unit as shipped)" cold
+check "cold activation benchmark (unit as shipped, median of $bench_n)" cold
+
+# The daemon's own: a cold ensure to the first pong, its RSS holding many
+# live executors (u001...), and reading their usage.
+daemon_bench() {
+	local many=() pid i
+	for i in $(seq -f %03g 1 "$(rounds 100 10)"); do many+=("u$i"); done
+	"$T/daemonbench" -user alice -n "$bench_n"
+	pid=$(systemctl show -p MainPID --value agor-daemon.service)
+	"$T/daemonbench" -n 0 -many "$(IFS=,; echo "${many[*]}")" -pid "$pid"
+	agorctl executors stop "${many[@]}" >/dev/null
+}
+check "daemon benchmark: cold ensure to first pong (median of $bench_n), RSS holding $(rounds 100 10) live executors, reading their usage (sequential vs concurrent)" daemon_bench
 
 # Cold start of an environment's executor (issue 39) against the host's,
 # both alice's, in environments.sh's py (added here when that concern did
-# not run): the median of 21 cycles each, two rounds interleaved so that a
+# not run): the median of bench_n cycles each, two rounds interleaved so that a
 # drift of the machine falls on both; printed, never asserted.
 env_cold() {
 	[ -e /etc/agor/environments/py.yaml ] || agorctl environments add py --root /opt/envroot.tar.gz --users alice >/dev/null || return 1
@@ -38,13 +53,13 @@ env_cold() {
 env_cold_rounds() {
 	local r host env
 	for r in 1 2; do
-		host=$($T/coldbench -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
-		env=$($T/coldbench -socket /run/agor/executors/py/alice.sock -unit agor-env-py@alice.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
+		host=$($T/coldbench -socket /run/agor/executors/alice.sock -unit agor-executor@alice.service -n "$bench_n" | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
+		env=$($T/coldbench -socket /run/agor/executors/py/alice.sock -unit agor-env-py@alice.service -n "$bench_n" | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
 		[ -n "$host" ] && [ -n "$env" ] || return 1
 		echo "round $r: cold activation median host ${host} ms, environment py ${env} ms, ratio $(awk -v a="$env" -v b="$host" 'BEGIN { printf "%.2f", a / b }')"
 	done
 }
-check "environments: cold activation of alice's executor in py vs on the host (medians of 21, ratio)" env_cold
+check "environments: cold activation of alice's executor in py vs on the host (medians of $bench_n, ratio)" env_cold
 
 # Each row switches directive groups off for carol's instance with a
 # drop-in, and measures exposure and cold activation.
@@ -56,7 +71,7 @@ variant() {
 	systemctl start agor-executor@carol.socket
 	local score ms
 	score=$(systemd-analyze security agor-executor@carol.service --no-pager | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
-	ms=$($T/coldbench -socket /run/agor/executors/carol.sock -unit agor-executor@carol.service -n 21 | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
+	ms=$($T/coldbench -socket /run/agor/executors/carol.sock -unit agor-executor@carol.service -n "$bench_n" | sed -n 's/.*median=\([0-9.]*\).*/\1/p')
 	printf '%-44s %8s %10s\n' "$2" "$score" "$ms"
 }
 KERNEL='ProtectKernelModules=no

@@ -199,13 +199,3 @@ daemon_journal_plain() {
 	fi
 }
 check "the executor's journal lines say what happened in the message itself (exec for alice: exit status 4; connection from uid agor accepted)" daemon_journal_plain
-
-daemon_bench() {
-	local many=() pid
-	for i in $(seq -f %03g 1 100); do many+=("u$i"); done
-	$T/daemonbench -user alice -n 21
-	pid=$(systemctl show -p MainPID --value agor-daemon.service)
-	$T/daemonbench -n 0 -many "$(IFS=,; echo "${many[*]}")" -pid "$pid"
-	api executors stop "${many[@]}" >/dev/null
-}
-check "daemon benchmark: cold ensure to first pong (median of 21), RSS holding 100 live executors, reading their usage (sequential vs concurrent, median of 11)" daemon_bench

@@ -158,8 +158,14 @@ inter_cli() {
 	echo "$tool: UI pid $pid (alice's, in ~/src/app); $n requests with the daemon's key, in no process of hers; ledger $ledger; $id detached and attached, same process; quit, completed; the follow-up recalled $inter_word"
 }
 
+# Debian 13's part: one CLI through each scene (gemini's UI, whose
+# questions to its terminal the release's tmux answers; Claude Code
+# confined): the pty, the relay and tmux are what the release changes,
+# and every CLI meets that release's unit in modes.sh and gateway.sh.
 for inter_tool in claude-code codex gemini opencode; do
-	check "interactive: alice's $inter_tool UI in tmux (agorctl agent in ~/src/app) runs as her, is answered through the gateway with the daemon's key (none of her processes hold it), metered to her; detach and attach keep its process; after quit, a headless --session follow-up recalls the word said in it" inter_cli "$inter_tool"
+	inter_check=whole_check
+	[ "$inter_tool" != gemini ] || inter_check=check
+	$inter_check "interactive: alice's $inter_tool UI in tmux (agorctl agent in ~/src/app) runs as her, is answered through the gateway with the daemon's key (none of her processes hold it), metered to her; detach and attach keep its process; after quit, a headless --session follow-up recalls the word said in it" inter_cli "$inter_tool"
 done
 
 # inter_questions: what each UI shows when it asks whether to run a
@@ -213,7 +219,9 @@ inter_outside() {
 }
 
 for inter_tool in claude-code codex gemini opencode; do
-	check "interactive: alice's $inter_tool UI, confined by sandbox.prompts: workspace, runs a command she allows: its write in the workspace lands, its write in her home outside it is refused (absent on disk)" inter_outside "$inter_tool"
+	inter_check=whole_check
+	[ "$inter_tool" != claude-code ] || inter_check=check
+	$inter_check "interactive: alice's $inter_tool UI, confined by sandbox.prompts: workspace, runs a command she allows: its write in the workspace lands, its write in her home outside it is refused (absent on disk)" inter_outside "$inter_tool"
 done
 
 inter_off() {

@@ -35,6 +35,27 @@ check() {
 	[ -z "$out" ] || echo "$out" | sed 's/^/     /'
 }
 
+# whole_here: whether a concern that runs on both releases runs whole
+# here. Debian 12 runs each whole; Debian 13 runs the part of it that
+# depends on what the release ships (docs/testing.md, per concern),
+# unless the harness was asked for every part (AGOR_SUITE_WHOLE=1).
+whole_here() { [ "${release:-}" = bookworm ] || [ -e "$T/whole" ]; }
+
+# whole_check NAME FUNC...: check, where the concern runs whole
+# (whole_here); on the other release the log says where it ran.
+whole_check() {
+	if whole_here; then
+		check "$@"
+	elif [ -z "${suite_once:-}" ]; then
+		echo "ONCE $1: Debian 12's part of the concern (docs/testing.md says why)"
+	fi
+}
+
+# rounds FULL BRIEF: how many rounds a benchmark inside the suite takes.
+# Its figures are printed, never asserted; CI takes them briefly, and
+# `make bench` (AGOR_SUITE_BENCH=full) in full.
+rounds() { if [ -e "$T/bench-full" ]; then echo "$1"; else echo "$2"; fi; }
+
 as() { local u=$1; shift; setpriv --reuid="$u" --regid="$u" --init-groups "$@"; }
 ping_as() { as "$1" agorctl executors ping --socket "/run/agor/executors/$2.sock" --timeout 10s; }
 want() { [ "$1" = "$2" ] || { echo "got '$1', want '$2'"; return 1; }; }

@@ -72,6 +72,12 @@ modes_want() {
 modes_gateway() { reconfigure 50-modes 'gateway: {direct_agents: [opencode]}'; }
 
 modes_matrix() {
+	# Debian 13's part: every CLI under its unit, asked and approved
+	# unconfined (codex's own sandbox meets the unit there) and confined
+	# by agor; the other columns are the CLIs' modes and agor's answers,
+	# the same binaries on the same kernel (docs/testing.md).
+	local modes_cols=$modes_cols
+	whole_here || modes_cols="default bypassPermissions+workspace"
 	modes_gateway
 	setup_agents >/dev/null
 	start_model -bash "$modes_cmd" -text 'done.' -tools 8
@@ -242,7 +248,7 @@ modes_recall() {
 			bad=1
 		fi
 	done
-	reconfigure 50-modes # the last of the concern: the base again
 	return $bad
 }
-check "each of the four CLIs recalls a word from its first prompt in a follow-up after its warm process is gone (executor restarted)" modes_recall
+whole_check "each of the four CLIs recalls a word from its first prompt in a follow-up after its warm process is gone (executor restarted)" modes_recall
+check "modes: the configuration put back (the base again)" reconfigure 50-modes

@@ -5,7 +5,10 @@
 # Sourced by checks.sh after gateway (gateway_config, prewarm_as) and
 # modes (modes_models, modes_agents). Times are printed, never asserted.
 
-pw_rounds=5
+# Medians of 5 in make bench, of 2 in CI (lib.sh's rounds): the checks
+# (cold is cold, the pre-warm is run on, the follow-up is warm) hold in
+# every round.
+pw_rounds=$(rounds 5 2)
 
 # pw_time USER ARGS...: a prompt as USER (agorctl prompt ARGS, --json);
 # prints "MS SESSION PREWARMED WARM", MS from the command's start to the
@@ -111,7 +114,7 @@ pw_each() {
 	done
 	return $bad
 }
-check "prewarm: for each of the four CLIs, a new session's first prompt cold, pre-warmed (run on its pre-warm) and its warm follow-up, medians of 5 (printed)" pw_each
+check "prewarm: for each of the four CLIs, a new session's first prompt cold, pre-warmed (run on its pre-warm) and its warm follow-up, medians of $pw_rounds (printed)" pw_each
 
 # pw_host: 20 people (pw01...), allowed, each pre-warming Claude Code at
 # once; prints the warm agents that stay and what the host holds.

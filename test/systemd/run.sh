@@ -48,6 +48,11 @@ cp test/systemd/*.sh test/systemd/concerns.txt "$work/opt/"
 cp dist/agor-cockpit_0.1.0-1_all.deb test/systemd/cockpit-browser.mjs "$work/opt/"
 mkdir -p "$work/opt/node_modules" && cp -r cockpit/node_modules/playwright-core "$work/opt/node_modules/"
 [ -z "${AGOR_SUITE_ONLY:-}" ] || echo "$AGOR_SUITE_ONLY" >"$work/opt/only"
+# AGOR_SUITE_BENCH=full: the benchmarks inside the concerns take every
+# round (make bench); AGOR_SUITE_WHOLE=1: Debian 13 runs every concern it
+# runs whole, not its release's part (lib.sh's rounds, whole_here).
+[ "${AGOR_SUITE_BENCH:-}" != full ] || touch "$work/opt/bench-full"
+[ -z "${AGOR_SUITE_WHOLE:-}" ] || touch "$work/opt/whole"
 # The previous releases, for the upgrade checks (upgrade.sh), each built
 # once and cached: prev_release REF VERSION NAME puts REF's package,
 # made as VERSION, at /opt/tests/NAME.deb and REF at /opt/tests/NAME_ref.
