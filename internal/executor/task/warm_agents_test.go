@@ -267,12 +267,20 @@ func TestWarmRealClaudeModeLive(t *testing.T) {
 // stops the turn; the session goes on with its next prompt.
 func TestWarmRealAgentsStop(t *testing.T) {
 	home := agentHome(t)
-	const command = "sleep 60"
+	// Long only while the file long is in the cwd: codex's stand-in runs
+	// the command on every turn, and its "get ready" and the turn after
+	// the stop each slept the whole minute (two of this package's four
+	// minutes under -race, the CPUs idle).
+	const command = "[ ! -e long ] || sleep 60"
 	for _, c := range agenttest.CasesScripted(t, home, command, modeltest.AnthTurn{Text: "ready"},
 		modeltest.AnthTurn{Text: "done", Bash: command}, modeltest.AnthTurn{Text: "hello"}) {
 		t.Run(c.Tool, func(t *testing.T) {
 			r := newRealRig(t, c, true) // default mode, every question approved (Claude Code refuses bypassPermissions as root)
 			r.prompt("s1", "get ready", "default", false)
+			long := filepath.Join(r.cwd, "long")
+			if err := os.WriteFile(long, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			p := r.params("s1", c.ToolPrompt, "default")
 			task := p["task_id"].(string)
 			done := make(chan protocol.ExecutePromptResult, 1)
@@ -295,11 +303,14 @@ func TestWarmRealAgentsStop(t *testing.T) {
 				t.Fatalf("stopped turn: %+v", res)
 			}
 			t.Logf("stopped after %v", time.Since(stopped))
+			if err := os.Remove(long); err != nil {
+				t.Fatal(err)
+			}
 			next := r.call(r.params("s1", c.Plain, "default"))
 			if next.Status != "completed" {
 				t.Fatalf("after the stop: %+v", next)
 			}
-			t.Logf("%s: the prompt after the stop ran warm=%v; %d %q left running", c.Tool, next.Warm, countCmdline("sleep\x0060\x00"), command)
+			t.Logf("%s: the prompt after the stop ran warm=%v; %d \"sleep 60\" left running", c.Tool, next.Warm, countCmdline("sleep\x0060\x00"))
 			begin := time.Now()
 			r.svc.Close()
 			t.Logf("warm agents closed in %v", time.Since(begin))
