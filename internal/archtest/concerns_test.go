@@ -13,7 +13,10 @@ import (
 // order checks.sh runs them, with the releases it runs on.
 const concernsFile = "test/systemd/concerns.txt"
 
-// readConcerns parses concernsFile: "NAME RELEASE,RELEASE" lines.
+// validPart: which of Debian 12's two containers runs a concern.
+var validPart = map[string]bool{"1": true, "2": true, "1,2": true}
+
+// readConcerns parses concernsFile: "NAME RELEASE,RELEASE PART" lines.
 func readConcerns(t *testing.T, root string) (order []string, releases map[string]string) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(root, concernsFile))
@@ -29,8 +32,8 @@ func readConcerns(t *testing.T, root string) (order []string, releases map[strin
 			continue
 		}
 		fields := strings.Fields(line)
-		if len(fields) != 2 {
-			t.Fatalf("%s: %q is not NAME RELEASES", concernsFile, line)
+		if len(fields) != 3 || !validPart[fields[2]] {
+			t.Fatalf("%s: %q is not NAME RELEASES PART (PART 1, 2 or 1,2)", concernsFile, line)
 		}
 		order = append(order, fields[0])
 		releases[fields[0]] = fields[1]

@@ -18,10 +18,21 @@ concerns=$(awk '!/^#/ && NF { print $1 }' "$T/concerns.txt")
 # (in this order; later files may need what earlier ones set up), whatever
 # the release.
 [ -s "$T/only" ] && concerns=$(cat "$T/only")
-# runs_here CONCERN: whether CONCERN's checks run on this release.
+# runs_here CONCERN: whether CONCERN's checks run on this release, and in
+# this container: a whole run boots Debian 12 twice, side by side, and
+# the harness says which part this one runs (AGOR_SUITE_PART, matched
+# against concerns.txt's third column; unset, every part).
+part=${AGOR_SUITE_PART:-}
 runs_here() {
 	[ -s "$T/only" ] && return 0
-	awk -v c="$1" -v r="$release" '$1 == c { n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == r) f = 1 } END { exit !f }' "$T/concerns.txt"
+	awk -v c="$1" -v r="$release" -v p="$part" '$1 == c {
+		n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == r) f = 1
+		if (p != "" && $3 != "") { f2 = 0; n = split($3, b, ","); for (i = 1; i <= n; i++) if (b[i] == p) f2 = 1; f = f && f2 }
+	} END { exit !f }' "$T/concerns.txt"
+}
+# elsewhere CONCERN: where CONCERN's checks run instead (for the log).
+elsewhere() {
+	awk -v c="$1" -v r="$release" '$1 == c { if (index("," $2 ",", "," r ",") && $3 != "") print "Debian 12'"'"'s part " $3; else print $2 }' "$T/concerns.txt"
 }
 # A concern written NAME*N runs N times in a row (the egress concern in a
 # loop under load: AGOR_SUITE_ONLY="install egress*20").
@@ -31,8 +42,8 @@ for concern in $concerns; do
 	times=1
 	case $concern in *'*'*) times=${concern#*\*} concern=${concern%%\**} ;; esac
 	suite_once=
-	runs_here "$concern" || suite_once=$(awk -v c="$concern" '$1 == c { print $2 }' "$T/concerns.txt")
-	[ -z "$suite_once" ] || echo "ONCE $concern: runs on $suite_once only (docs/testing.md says why)"
+	runs_here "$concern" || suite_once=$(elsewhere "$concern")
+	[ -z "$suite_once" ] || echo "ONCE $concern: runs in $suite_once (docs/testing.md says why)"
 	for _ in $(seq "$times"); do
 		t0=$(date +%s.%N)
 		# shellcheck disable=SC1090

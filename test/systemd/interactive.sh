@@ -40,7 +40,7 @@ tree() {
 inter_spec() {
 	case $1 in
 	claude-code) echo "anthropic 18080 sk-ant-suite-0123456789 claude-standin claude.exe for_shortcuts /exit _ Noted_(follow-up_1)." ;;
-	codex) echo "openai 18081 sk-oai-suite-0123456789 gpt-6-sol codex for_shortcuts /quit _ done." ;;
+	codex) echo "openai 18081 sk-oai-suite-0123456789 gpt-6-sol codex for_shortcuts /quit exit_Codex done." ;;
 	gemini) echo "gemini 18082 gm-suite-0123456789 _ gemini Type_your_message /quit Exit_the_cli Hello_from_the_Gemini_stand-in." ;;
 	opencode) echo "openai 18083 sk-oai-suite-0123456789 _ opencode ctrl+p_commands /exit _ Hello_from_the_chat_completions_stand-in." ;;
 	esac
@@ -140,7 +140,7 @@ inter_cli() {
 	# Quit in the UI: agorctl exits 0, the task completes.
 	if [ "$shown" = _ ]; then
 		type_in "$quit"
-	else # gemini completes a slash command as it is typed
+	else # gemini and codex show the slash command they took (its description)
 		tmux send-keys -t agorterm -l "$quit"
 		wait_screen "$shown"
 		tmux send-keys -t agorterm Enter

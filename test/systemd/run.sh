@@ -22,7 +22,7 @@ phase "host tools" host_tools systemd-nspawn:systemd-container mmdebstrap:mmdebs
 # The root filesystems build (or are waited for, when .ci/run's
 # test/images.sh is making them) while the packages are made.
 images_log=$(mktemp /tmp/agor-images.XXXXXX)
-phase "root filesystems (beside the packages)" test/images.sh $releases >"$images_log" 2>&1 &
+phase "root filesystems (beside the packages)" test/images.sh ${releases//-2/} >"$images_log" 2>&1 &
 images_pid=$!
 
 # --- packages -----------------------------------------------------------------
@@ -140,31 +140,41 @@ env_root() {
 	env_tar=${env_tar#"$top/"}
 }
 
-# boot_and_check RELEASE: builds (once, cached by package list and release) and
-# unpacks RELEASE's root filesystem, boots it and runs checks.sh inside;
-# checks.sh's status goes to checks_rc (a function called in an || list would
-# run without errexit, and a failed setup step must end the suite).
+# boot_and_check INSTANCE: a container of RELEASE (INSTANCE is RELEASE, or
+# bookworm-2 for Debian 12's second): its root filesystem (built once,
+# cached by package list and release) unpacked and booted, checks.sh run
+# inside on the concerns of its part (concerns.txt); checks.sh's status
+# goes to checks_rc (a function called in an || list would run without
+# errexit, and a failed setup step must end the suite).
 boot_and_check() {
-	local release=$1 tarball state t0
-	root=$work/root-$release cg=agor-test-$$-$release
+	local inst=$1 release=${1%-2} part= tarball t0
+	[ "$inst" = "$release" ] || part=2
+	[ -n "$part" ] || ! parted "$release" || part=1
+	root=$work/root-$inst cg=agor-test-$$-$inst
 	t0=$(date +%s)
-	echo "== Debian $release"
-	phase "root filesystem (waited for)" image_rootfs "$release" >"$work/tarball-$release" || { cat "$images_log"; exit 1; }
-	tarball=$(cat "$work/tarball-$release")
+	echo "== Debian $release${part:+, part $part}"
+	phase "root filesystem (waited for)" image_rootfs "$release" >"$work/tarball-$inst" || { cat "$images_log"; exit 1; }
+	tarball=$(cat "$work/tarball-$inst")
 	phase "environment root (waited for)" env_root "$release" || { cat "$images_log"; exit 1; }
-	phase "unpack and boot" unpack_and_boot "$release" "$tarball"
+	phase "unpack and boot" unpack_and_boot "$inst" "$tarball"
 	inside sh -c '. /etc/os-release; echo "== booted $PRETTY_NAME, systemd $(systemctl --version | sed -n "1s/^systemd \\([0-9]*\\).*/\\1/p")"'
 	checks_rc=0
-	inside bash /opt/tests/checks.sh || checks_rc=$?
-	concern_times "$release"
+	inside AGOR_SUITE_PART="$part" bash /opt/tests/checks.sh || checks_rc=$?
+	concern_times "$inst"
 	# The Cockpit check's screenshots, out of the container before teardown.
 	if [ -d "$root/var/log/agor-suite/cockpit" ]; then
-		rm -rf "test/.logs/cockpit-$release" && mkdir -p test/.logs && cp -r "$root/var/log/agor-suite/cockpit" "test/.logs/cockpit-$release"
-		echo "== screenshots: $top/test/.logs/cockpit-$release/"
+		rm -rf "test/.logs/cockpit-$inst" && mkdir -p test/.logs && cp -r "$root/var/log/agor-suite/cockpit" "test/.logs/cockpit-$inst"
+		echo "== screenshots: $top/test/.logs/cockpit-$inst/"
 	fi
-	echo "== Debian $release: checks took $(( $(date +%s) - t0 )) s"
+	echo "== Debian $release${part:+, part $part}: checks took $(( $(date +%s) - t0 )) s"
 	phase teardown teardown
 }
+
+# parted RELEASE: whether RELEASE's concerns run in two containers side
+# by side (its longest path halved): Debian 12's, in a whole run;
+# concerns.txt's third column says which part each concern is in. A
+# subset (AGOR_SUITE_ONLY) runs in one container.
+parted() { [ "$1" = bookworm ] && [ -z "${AGOR_SUITE_ONLY:-}" ]; }
 
 # inside CMD...: CMD in the booted container, as root.
 inside() { nsenter -t "$leader" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
@@ -185,10 +195,10 @@ concern_times() {
 	fi
 }
 
-# unpack_and_boot RELEASE TARBALL: the root on a tmpfs, its accounts and
+# unpack_and_boot INSTANCE TARBALL: the root on a tmpfs, its accounts and
 # directory, booted; sets root and leader.
 unpack_and_boot() {
-	local release=$1 tarball=$2 state
+	local inst=$1 tarball=$2 state
 	echo "== unpacking root filesystem"
 	mkdir -p "$root"
 	mount -t tmpfs -o size=3G tmpfs "$root" # 1 GiB of it the root filesystem, Chromium most of that
@@ -224,7 +234,7 @@ unpack_and_boot() {
 		SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn --quiet -D "$root" -M agortest --boot \
 			--system-call-filter='landlock_create_ruleset landlock_add_rule landlock_restrict_self open_tree move_mount mount_setattr' \
 			--register=no --keep-unit --private-network --console=read-only \
-			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" ${env_tar:+--bind-ro="$top/$env_tar:/opt/envroot.tar.gz"} </dev/null >"$work/boot-$release.log" 2>&1
+			--bind-ro="$work/opt:/opt/tests" --bind-ro="$top/test/.cache/agents:/opt/agents" --bind-ro="$node_bin:/opt/node/node" --bind-ro="$npm_dir:/opt/npm" ${env_tar:+--bind-ro="$top/$env_tar:/opt/envroot.tar.gz"} </dev/null >"$work/boot-$inst.log" 2>&1
 	) &
 	nspawn_pid=$!
 	leader=
@@ -234,7 +244,7 @@ unpack_and_boot() {
 		leader=
 		sleep 0.1
 	done
-	[ -n "$leader" ] || { echo "container did not start:"; cat "$work/boot-$release.log"; exit 1; }
+	[ -n "$leader" ] || { echo "container did not start:"; cat "$work/boot-$inst.log"; exit 1; }
 	for _ in $(seq 100); do [ -S "/proc/$leader/root/run/systemd/private" ] && break; sleep 0.1; done
 	state=$(inside timeout 60 systemctl is-system-running --wait || true)
 	echo "== system state: $state"
@@ -245,13 +255,14 @@ unpack_and_boot() {
 	[ "$state" = running ] || inside systemctl --failed --no-pager --plain || true
 }
 
-# --- checks, the releases side by side -------------------------------------------
-# The first release's lines as they come; each other release's (fewer
-# concerns: concerns.txt) beside it, marked with its name. Their checks
-# wait on events, not on the clock, so a second container's load slows
-# them without changing what they find.
-# release_in_background RELEASE: boot_and_check in a subshell of its own
-# (its own container and teardown); its status in $work/rc-RELEASE.
+# --- checks, the containers side by side -----------------------------------------
+# The first container's lines as they come (Debian 12's first part); each
+# other's (Debian 12's second part, Debian 13's concerns: concerns.txt)
+# beside it, marked with its name. Their checks wait on events, not on
+# the clock, so another container's load slows them without changing
+# what they find.
+# release_in_background INSTANCE: boot_and_check in a subshell of its own
+# (its own container and teardown); its status in $work/rc-INSTANCE.
 release_in_background() {
 	(
 		trap teardown EXIT
@@ -260,9 +271,15 @@ release_in_background() {
 	) 2>&1 | sed -u "s/^/[$1] /"
 }
 rc=0 failed=
-first=${releases%% *}
-for release in ${releases#"$first"}; do
-	release_in_background "$release" &
+instances=
+for release in $releases; do
+	instances="$instances $release"
+	! parted "$release" || instances="$instances $release-2"
+done
+instances=${instances# }
+first=${instances%% *}
+for inst in ${instances#"$first"}; do
+	release_in_background "$inst" &
 	others="$others $!"
 done
 phase "$first" boot_and_check "$first"
@@ -270,8 +287,8 @@ phase "$first" boot_and_check "$first"
 # A bare `wait` (one release, no others) would reap the images job too.
 [ -z "$others" ] || wait $others || true
 others=
-for release in ${releases#"$first"}; do
-	[ "$(cat "$work/rc-$release" 2>/dev/null)" = 0 ] || { rc=1; failed="$failed $release"; }
+for inst in ${instances#"$first"}; do
+	[ "$(cat "$work/rc-$inst" 2>/dev/null)" = 0 ] || { rc=1; failed="$failed $inst"; }
 done
 wait "$images_pid" || true
 echo "== suite took $(( $(date +%s) - start )) s${failed:+; failed on:$failed}"
