@@ -61,8 +61,10 @@ func TestFilesAPI(t *testing.T) {
 		t.Fatalf("a missing file: %d %v", code, out)
 	}
 	if os.Geteuid() == 0 { // another account (daemon, uid 1) asking for the target's files
-		for _, route := range []string{"GET " + base + "?path=notes", "GET " + base + "/content?path=notes/a.txt", "PUT " + base + "/content?path=notes/z.txt"} {
-			got := h.requestAs(t, 1, route)
+		routes := []string{"GET " + base + "?path=notes", "GET " + base + "/content?path=notes/a.txt", "PUT " + base + "/content?path=notes/z.txt"}
+		answers := h.requestsAs(t, 1, routes)
+		for i, route := range routes {
+			got := answers[i]
 			if !strings.HasPrefix(got, "403 ") || !strings.Contains(got, "not_yourself") {
 				t.Errorf("%s as another user: %s", route, got)
 			}

@@ -16,24 +16,29 @@ import (
 
 // Requests from a real process of another uid, known to the daemon by
 // SO_PEERCRED: the test binary runs again as that uid (TestMain, when
-// AGOR_TEST_HTTP_AS is set) and makes one request.
+// AGOR_TEST_HTTP_AS is set) and makes the requests, each on a connection
+// of its own.
 
-// httpAs is the child of TestUnknownCallerRefused: "SOCK METHOD PATH" →
-// one request on the API socket; prints the status and the body.
+// httpAs is the child of requestsAs: "SOCK ROUTE[\nROUTE...]", each ROUTE
+// "METHOD PATH" → one request per ROUTE on a new connection to the API
+// socket; prints each "STATUS BODY" and a NUL after it.
 func httpAs(req string) int {
-	f := strings.SplitN(req, " ", 3)
-	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", f[0])
-	}}}
-	r, _ := http.NewRequest(f[1], "http://agor"+f[2], strings.NewReader("{}"))
-	resp, err := c.Do(r)
-	if err != nil {
-		fmt.Println(err)
-		return 1
+	sock, routes, _ := strings.Cut(req, " ")
+	for _, route := range strings.Split(routes, "\n") {
+		method, path, _ := strings.Cut(route, " ")
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+		r, _ := http.NewRequest(method, "http://agor"+path, strings.NewReader("{}"))
+		resp, err := c.Do(r)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%d %s\x00", resp.StatusCode, b)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	fmt.Printf("%d %s", resp.StatusCode, b)
 	return 0
 }
 
@@ -41,6 +46,15 @@ func httpAs(req string) int {
 // gid the same), known to the daemon by SO_PEERCRED; it returns "STATUS
 // BODY".
 func (h *harness) requestAs(t *testing.T, uid uint32, route string) string {
+	t.Helper()
+	return h.requestsAs(t, uid, []string{route})[0]
+}
+
+// requestsAs is requestAs for each of routes, from one process (a start
+// of this race-instrumented binary costs about a second): each request
+// on a connection of its own, so that each is judged by its own
+// SO_PEERCRED.
+func (h *harness) requestsAs(t *testing.T, uid uint32, routes []string) []string {
 	t.Helper()
 	bin := filepath.Join(filepath.Dir(h.sock), "client")
 	if _, err := os.Stat(bin); err != nil { // a copy other uids may run (go test keeps its own private)
@@ -50,11 +64,15 @@ func (h *harness) requestAs(t *testing.T, uid uint32, route string) string {
 		}
 	}
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = append(os.Environ(), "AGOR_TEST_HTTP_AS="+h.sock+" "+route)
+	cmd.Env = append(os.Environ(), "AGOR_TEST_HTTP_AS="+h.sock+" "+strings.Join(routes, "\n"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	got, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s as uid %d: %v %s", route, uid, err, got)
+		t.Fatalf("%s as uid %d: %v %s", routes, uid, err, got)
 	}
-	return string(got)
+	out := strings.Split(strings.TrimSuffix(string(got), "\x00"), "\x00")
+	if len(out) != len(routes) {
+		t.Fatalf("%d routes as uid %d: %d answers: %q", len(routes), uid, len(out), got)
+	}
+	return out
 }

@@ -36,8 +36,9 @@ func TestUnknownCallerRefused(t *testing.T) {
 		"POST /v1/sessions", "GET /v1/sessions/" + sid + "/tasks", "GET /v1/tasks/x", "GET /v1/tasks/x/events", "POST /v1/tasks/x/stop",
 		"GET /v1/permissions", "POST /v1/permissions/x", "GET /v1/executors/" + name + "/files", "GET /v1/accounts/orphans",
 	}
-	for _, route := range routes {
-		got := h.requestAs(t, 4242424, route)
+	answers := h.requestsAs(t, 4242424, routes)
+	for i, route := range routes {
+		got := answers[i]
 		status, body, _ := strings.Cut(got, " ")
 		var e struct{ Error struct{ Reason string } }
 		_ = json.Unmarshal([]byte(body), &e)
