@@ -74,25 +74,29 @@ bench: build
 bench-smoke: build
 	@$(PHASE) "bench smoke" $(MAKE) -s bench-list SMOKE=1
 bench-list:
-	$(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor $(call B,,-pings 2000 -rounds 2 -pipelined 2000 -notifications 3000 -notify-rounds 1)
-	$(GO) run ./test/bench/egressbench $(call B,,-size 1048576 -rounds 1)
-	$(GO) run ./test/bench/gatewaybench $(call B,,-rounds 1)
-	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,3x,1x) ./internal/executor/files
-	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,300x,1x) ./internal/executor/procexec
+	$(PHASE) rpcbench $(GO) run ./test/bench/rpcbench -executor $(BIN)/agor-executor $(call B,,-pings 2000 -rounds 2 -pipelined 2000 -notifications 3000 -notify-rounds 1)
+	$(PHASE) egressbench $(GO) run ./test/bench/egressbench $(call B,,-size 1048576 -rounds 1)
+	$(PHASE) gatewaybench $(GO) run ./test/bench/gatewaybench $(call B,,-rounds 1)
+	$(PHASE) files $(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,3x,1x) ./internal/executor/files
+	$(PHASE) procexec $(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime $(call B,300x,1x) ./internal/executor/procexec
 	@# The daemon's end-to-end benches: the smoke's in one test binary (one
 	@# build, one harness), the full run's each with its own -benchtime.
-	$(call B,$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e,$(GO) test -short -timeout 30m -run '^$$' -bench . -benchtime 1x ./internal/daemon/e2e)
+	$(call B,$(GO) test -run '^$$' -bench Load -benchtime 1x ./internal/daemon/e2e,$(PHASE) e2e $(GO) test -short -timeout 30m -run '^$$' -bench . -benchtime 1x ./internal/daemon/e2e)
 	$(call B,$(GO) test -timeout 30m -run '^$$' -bench Flood -benchtime 1x ./internal/daemon/e2e)
 	$(call B,$(GO) test -run '^$$' -bench Files -benchtime 5x ./internal/daemon/e2e)
-	$(GO) test $(call B,,-short) -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
-	$(GO) test $(call B,,-short) -run '^$$' -bench Guard -benchtime 1x ./internal/executor/gitguard
-	$(GO) test $(call B,,-short) -run '^$$' -bench Usage100 -benchtime $(call B,11x,1x) ./internal/executorunit
-	$(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
+	$(PHASE) sandbox $(GO) test $(call B,,-short) -run '^$$' -bench Launcher -benchtime 1x ./internal/sandbox
+	$(PHASE) gitguard $(GO) test $(call B,,-short) -run '^$$' -bench Guard -benchtime 1x ./internal/executor/gitguard
+	$(PHASE) executorunit $(GO) test $(call B,,-short) -run '^$$' -bench Usage100 -benchtime $(call B,11x,1x) ./internal/executorunit
+	$(PHASE) terminal $(GO) test $(call B,,-short) -run '^$$' -bench . -benchtime 1x ./internal/executor/terminal
 	$(call B,$(GO) test -run '^$$' -bench Terminal -benchtime 5x ./internal/daemon/e2e)
 	$(call B,$(GO) test -run '^$$' -bench BlindAcrossRestart -benchtime 11x ./internal/daemon/e2e)
-	$(GO) test $(call B,,-short) -run '^$$' -bench . $(call B,,-benchtime 1x) ./internal/daemon/broker ./internal/daemon/store
+	$(PHASE) store $(GO) test $(call B,,-short) -run '^$$' -bench . $(call B,,-benchtime 1x) ./internal/daemon/broker ./internal/daemon/store
 	test/agents.sh
-	$(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench . -benchtime $(call B,5x,1x) ./internal/executor/task
+	@# The agents' benches, each CLI's; the smoke's with two of them
+	@# (Claude Code, and gemini, for which the benches have paths of
+	@# their own): every bench's code once, where the four CLIs took 470 s
+	@# of CI beside the suite (each CLI is in the tests, every mode).
+	$(PHASE) task $(GO) test $(call B,,-short) -timeout 30m -run '^$$' -bench $(call B,.,'/^(claude-code|gemini)$$') -benchtime $(call B,5x,1x) ./internal/executor/task
 	@# Cold activation under systemd (hardening, and an environment's executor
 	@# against the host's) needs the real-systemd suite's container: root.
 	@if [ -n "$(SMOKE)" ]; then :; elif [ "$$(id -u)" = 0 ]; then AGOR_SUITE_BENCH=full AGOR_SUITE_ONLY="install bench" ./test/systemd/run.sh bookworm; \

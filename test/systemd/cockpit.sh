@@ -129,7 +129,7 @@ cockpit_resume() {
 	n=$(stored_once "$(task_of)" "$t0")
 	echo "daemon (pid $pid) restarted under a prompt sent from the page: the page followed the task to completed; $n events stored once each in order"
 }
-check "Cockpit in headless Chromium: the daemon restarts under alice's prompt sent from the page; the page says so, follows the task on and shows its output once and completed" cockpit_resume
+whole_check "Cockpit in headless Chromium: the daemon restarts under alice's prompt sent from the page; the page says so, follows the task on and shows its output once and completed" cockpit_resume
 
 # cockpit_long: a turn of 5,000 events drawn by alice's page through its
 # own path (the stream's lines, the transcript, a chunk a frame), then
@@ -143,7 +143,7 @@ cockpit_long() {
 	grep -v "console\] verbose" /tmp/browser-long.out
 	[ "$rc" = 0 ] || { echo "browser exit $rc"; return 1; }
 }
-check "Cockpit in headless Chromium: a turn of 5,000 events is drawn in alice's page and scrolled through to its end (timings printed, screenshots)" cockpit_long
+whole_check "Cockpit in headless Chromium: a turn of 5,000 events is drawn in alice's page and scrolled through to its end (timings printed, screenshots)" cockpit_long
 
 # cockpit_interactive: alice opens Claude Code's own UI with agorctl
 # agent in tmux (in ~/cockpit, her project); in the page the session is

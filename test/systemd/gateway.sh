@@ -125,7 +125,7 @@ gateway_prewarm() {
 	echo "first answer event: pre-warmed ${pre% *} ms; cold ${cold} ms (another cwd), ${level% *} ms (read-only), bob ${bob% *} ms"
 	journalctl --no-pager -u agor-executor@alice.service | grep 'agent pre-warmed' | tail -n 1
 }
-check "gateway: alice's pre-warmed Claude Code waits silent for her prompt; bob's, another cwd's and another sandbox level's prompts do not run on it; her matching prompt does (times printed)" gateway_prewarm
+whole_check "gateway: alice's pre-warmed Claude Code waits silent for her prompt; bob's, another cwd's and another sandbox level's prompts do not run on it; her matching prompt does (times printed)" gateway_prewarm
 
 # gateway_each: codex, gemini and opencode through the gateway, each to
 # its stand-in (the daemon restarted with that upstream: codex's and
@@ -300,7 +300,7 @@ print(round(sum(r["cost"] for r in json.load(sys.stdin)["rows"]), 6))')
 	journalctl --no-pager -o cat -u agor-daemon.service AGOR_AUDIT_ACTION=budget_reached | tail -n 1
 	echo "alice refused mid-turn and before her next prompt; bob completed; alice completed after her budget was raised"
 }
-check "gateway: a budget refuses alice within her turn and before her next prompt, not bob; raising it lets her go on" gateway_budget
+whole_check "gateway: a budget refuses alice within her turn and before her next prompt, not bob; raising it lets her go on" gateway_budget
 
 # gateway_page: the Cockpit page's Usage tab, in headless Chromium, as
 # alice: her rows of the ledger and her daily cost budget's bar (the
@@ -319,7 +319,7 @@ gateway_page() {
 	dpkg -r agor-cockpit >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; return 1; }
 	[ "$rc" = 0 ]
 }
-check "gateway: the Cockpit page's Usage tab shows alice her own ledger rows and her daily budget (headless Chromium)" gateway_page
+whole_check "gateway: the Cockpit page's Usage tab shows alice her own ledger rows and her daily budget (headless Chromium)" gateway_page
 
 # gateway_network (after the page, which reads the budget gateway_budget
 # left): the gateway goes by its person's egress rules. alice

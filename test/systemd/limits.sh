@@ -146,11 +146,15 @@ limits_usage() {
 	m0=$(usage_of alice memory_bytes)
 	t0=$(usage_of alice tasks)
 	api exec alice -- sh -c 'i=0; while [ $i -lt 5000000 ]; do i=$((i+1)); done' >/dev/null &
-	local job=$!
-	sleep 1
-	c1=$(usage_of alice)
-	m1=$(usage_of alice memory_bytes)
-	t1=$(usage_of alice tasks)
+	local job=$! _i
+	# The loop running (under load its start took more than the second
+	# this once slept), then the daemon's reading of it: the tasks up.
+	for _i in $(seq 200); do pgrep -u alice -f 'while \[ \$i -lt 5000000' >/dev/null && break; sleep 0.05; done
+	for _i in $(seq 50); do
+		c1=$(usage_of alice) m1=$(usage_of alice memory_bytes) t1=$(usage_of alice tasks)
+		[ "$t1" = null ] || [ -z "$t1" ] || [ "$t0" = null ] || [ -z "$t0" ] || [ "$t1" -le "$t0" ] || break
+		sleep 0.1
+	done
 	wait "$job"
 	c2=$(usage_of alice)
 	echo "alice CPU ns: before $c0, while running $c1, after $c2; memory bytes: before $m0, while running $m1; tasks: before $t0, while running $t1"
