@@ -1,5 +1,5 @@
 # Files through the API as a person would use them (sourced by checks.sh
-# after the prompt checks: uses start_model and the agents they set up).
+# after the prompt checks: uses start_model and setup_agents of prompt.sh).
 
 files_roundtrip() {
 	local sum_in sum_out
@@ -18,6 +18,7 @@ files_roundtrip() {
 check "as alice, agorctl files put then cat round-trips; the file on disk is alice's" files_roundtrip
 
 files_watch_agent() {
+	setup_agents >/dev/null # Claude Code at its stand-in: this concern may run without the prompt concern before it
 	mkdir -p /home/alice/proj && chown alice:alice /home/alice/proj
 	as alice agorctl files watch alice proj >/tmp/watch.out 2>&1 &
 	local w=$!

@@ -215,6 +215,16 @@ in_tmux() {
 # stand-ins run $modes_cmd as their tool call.
 # modes_models starts the three other stand-ins beside start_model's
 # Anthropic one (18080): Responses for codex, Gemini, chat for opencode.
+# port_free PORT: waits (10 s at most) until no TCP socket here is bound
+# to 127.0.0.1:PORT (TIME_WAIT aside: it does not block a listener with
+# SO_REUSEADDR): a stand-in's old connections may
+# outlive it for a moment; says what still holds it.
+port_free() {
+	local _
+	for _ in $(seq 100); do [ -z "$(ss -tanH exclude time-wait "sport = :$1" 2>/dev/null)" ] && return 0; sleep 0.1; done
+	echo "port $1 still bound after 10 s:"; ss -tanp "sport = :$1" 2>&1
+}
+
 modes_models() {
 	local api port pid
 	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
@@ -223,12 +233,14 @@ modes_models() {
 		pkill -f "demomodel -api $api" 2>/dev/null || true
 		for _ in $(seq 50); do pgrep -f "demomodel -api $api" >/dev/null || break; sleep 0.1; done # its port free again
 		! pgrep -af "demomodel -api $api" || echo "the $api stand-in outlived SIGTERM for 5 s"
+		port_free "$port"
 		"$T/demomodel" -api "$api" -listen "127.0.0.1:$port" -bash "$modes_cmd" -text 'done.' >"/tmp/model-$api.url" 2>"/tmp/model-$api.log" &
 	done
 	for _ in $(seq 100); do [ -s /tmp/model-openai-chat.url ] && [ -s /tmp/model-gemini.url ] && [ -s /tmp/model-openai-responses.url ] && return 0; sleep 0.1; done
 	echo "a stand-in model did not start"; cat /tmp/model-*.log
-	# Who holds their ports (once seen: 18083 taken on trixie, cause unknown).
-	ss -ltnp 'sport >= :18080 and sport <= :18083' 2>&1
+	# Who holds their ports (seen twice: 18083 taken while no one listened
+	# on it; cause not found yet): every socket on them, in every state.
+	ss -tanp 'sport >= :18080 and sport <= :18083' 2>&1
 	for pid in $(ss -ltnpH 'sport >= :18080 and sport <= :18083' | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
 		echo "pid $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>&1 | cut -c1-200)"
 	done

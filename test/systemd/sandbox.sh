@@ -3,6 +3,7 @@
 # start_model and the agents they set up).
 
 sandbox_prompt() {
+	setup_agents >/dev/null # Claude Code at its stand-in: this concern may run without the prompt concern before it
 	install -d -o alice -g alice /home/alice/proj
 	rm -f /home/alice/outside.txt /home/alice/proj/inside.txt
 	local before
