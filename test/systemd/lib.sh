@@ -247,6 +247,21 @@ modes_models() {
 	return 1
 }
 
+# stop_executor USER: USER's executor socket and service stopped. The
+# daemon may be starting them at that moment (a restart's reattach, a
+# pre-warm at an executor's start): systemd then cancels one of the two
+# jobs ("Job for agor-executor@alice.socket canceled", seen once under
+# load), and the stop is asked again until both are inactive.
+stop_executor() {
+	local _
+	for _ in 1 2 3 4 5; do
+		systemctl stop "agor-executor@$1.socket" "agor-executor@$1.service" 2>/dev/null &&
+			! systemctl is-active --quiet "agor-executor@$1.socket" && return 0
+		sleep 0.2
+	done
+	systemctl stop "agor-executor@$1.socket" "agor-executor@$1.service"
+}
+
 # modes_agents [PORT]: agents.yaml for the four CLIs, each pointed at its
 # stand-in (18080-18083), or every one at PORT (the gateway's checks: an
 # address nothing serves), with the daemon-wide keys.
@@ -276,6 +291,6 @@ YAML
 	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
 	printf 'sk-oai-suite-0123456789\n' | agorctl creds set OPENAI_API_KEY --daemon >/dev/null
 	printf 'gm-suite-0123456789\n' | agorctl creds set GEMINI_API_KEY --daemon >/dev/null
-	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read agents.yaml afresh
+	stop_executor alice # read agents.yaml afresh
 }
 

@@ -17,7 +17,7 @@ claude-code:
     CLAUDE_CODE_MAX_RETRIES: "0"
 YAML
 	printf 'sk-ant-suite-0123456789\n' | agorctl creds set ANTHROPIC_API_KEY --daemon >/dev/null
-	systemctl stop agor-executor@alice.socket agor-executor@alice.service # read agents.yaml afresh
+	stop_executor alice # read agents.yaml afresh (lib.sh)
 }
 prompt_alice() {
 	setup_agents
