@@ -211,10 +211,6 @@ in_tmux() {
 	tmux set-option -t agorterm status off
 }
 
-# The four real CLIs against their stand-ins (modes.sh, escapes.sh): the
-# stand-ins run $modes_cmd as their tool call.
-# modes_models starts the three other stand-ins beside start_model's
-# Anthropic one (18080): Responses for codex, Gemini, chat for opencode.
 # port_free PORT: waits (10 s at most) until no TCP socket here is bound
 # to 127.0.0.1:PORT (TIME_WAIT aside: it does not block a listener with
 # SO_REUSEADDR): a stand-in's old connections may
@@ -225,6 +221,10 @@ port_free() {
 	echo "port $1 still bound after 10 s:"; ss -tanp "sport = :$1" 2>&1
 }
 
+# The four real CLIs against their stand-ins (modes.sh, escapes.sh): the
+# stand-ins run $modes_cmd as their tool call.
+# modes_models starts the three other stand-ins beside start_model's
+# Anthropic one (18080): Responses for codex, Gemini, chat for opencode.
 modes_models() {
 	local api port pid
 	for api in openai-responses:18081 gemini:18082 openai-chat:18083; do
@@ -255,8 +255,9 @@ modes_models() {
 stop_executor() {
 	local _
 	for _ in 1 2 3 4 5; do
+		# (is-active succeeds when any of the units named is active.)
 		systemctl stop "agor-executor@$1.socket" "agor-executor@$1.service" 2>/dev/null &&
-			! systemctl is-active --quiet "agor-executor@$1.socket" && return 0
+			! systemctl is-active --quiet "agor-executor@$1.socket" "agor-executor@$1.service" && return 0
 		sleep 0.2
 	done
 	systemctl stop "agor-executor@$1.socket" "agor-executor@$1.service"

@@ -148,8 +148,10 @@ env_root() {
 # errexit, and a failed setup step must end the suite).
 boot_and_check() {
 	local inst=$1 release=${1%-2} part= tarball t0
-	[ "$inst" = "$release" ] || part=2
-	[ -n "$part" ] || ! parted "$release" || part=1
+	case $inst in
+	*-2) part=2 ;;
+	*) ! parted "$release" || part=1 ;;
+	esac
 	root=$work/root-$inst cg=agor-test-$$-$inst
 	t0=$(date +%s)
 	echo "== Debian $release${part:+, part $part}"
