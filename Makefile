@@ -23,6 +23,13 @@ PHASE := test/phase
 FUZZPKGS := ./internal/account ./internal/config ./internal/daemon/egress ./internal/daemon/gateway ./internal/dialback ./internal/executor ./internal/executor/fsroot ./internal/executor/gitguard ./internal/executor/terminal ./internal/identity ./internal/netpolicy ./internal/wire/rawframe ./internal/wire/rpc
 
 export CGO_ENABLED ?= 0
+# -trimpath for every go command a target runs (go test's own builds of
+# agor-executor too): a build then does not name the checkout's path, so
+# a fresh clone elsewhere reuses the Go build cache instead of compiling
+# every package of the module again (210 s of a cold go test -race's
+# builds, 59 s warm, on 2 cores).
+GOFLAGS += -trimpath
+export GOFLAGS
 
 .PHONY: all build test deps vet fuzz fuzz-packages lint bench bench-smoke bench-list run clean man completions cockpit test-cockpit deb rpm test-systemd test-slurm
 

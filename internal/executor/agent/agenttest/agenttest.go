@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -153,8 +152,7 @@ func Binary(tb testing.TB, tool string) string {
 	envVar := "AGOR_AGENT_" + strings.ToUpper(strings.ReplaceAll(tool, "-", "_"))
 	bin := os.Getenv(envVar)
 	if bin == "" {
-		_, file, _, _ := runtime.Caller(0)
-		bin = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "test", ".cache", "agents", tool, "node_modules", ".bin", clis[tool])
+		bin = filepath.Join(moduleRoot(tb), "test", ".cache", "agents", tool, "node_modules", ".bin", clis[tool])
 	}
 	abs, err := filepath.Abs(bin)
 	if err == nil {
@@ -164,4 +162,23 @@ func Binary(tb testing.TB, tool string) string {
 		tb.Fatalf("%s CLI missing at %s (%v): run test/agents.sh, or set %s", tool, abs, err, envVar)
 	}
 	return abs
+}
+
+// moduleRoot is the directory of go.mod above the test's working directory
+// (go test runs a test in its package's directory). Not runtime.Caller:
+// under -trimpath (make test) it names the package, not a file on disk.
+func moduleRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			tb.Fatalf("no go.mod above %s", dir)
+		}
+	}
 }
