@@ -375,15 +375,38 @@ func (s *Slurm) Watch(ctx context.Context, fn func(executorunit.UnitChange)) err
 // recover takes up the jobs a previous daemon left running (their tokens
 // are in the registry); their executors dial this daemon again.
 func (s *Slurm) recover() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// A person can have two bound jobs at a restart: one just ended
+	// (scancel; no poll had revoked its token yet) and the one submitted
+	// in its place. The newest is hers; taking whichever the registry's
+	// map gave first once kept the ended one, refused the live one's
+	// dial-back and submitted a third. The older tokens are revoked: a
+	// dial-back on them would be refused as not her current job anyway.
+	newest := map[string]dialback.Job{}
+	var older []string
 	for _, j := range s.Jobs.List() {
 		if j.JobID == "" {
 			continue
 		}
-		r := s.remoteLocked(j.User)
-		if r.jobID == "" {
+		cur, ok := newest[j.User]
+		switch {
+		case !ok:
+			newest[j.User] = j
+		case j.Issued.After(cur.Issued):
+			older, newest[j.User] = append(older, cur.JobID), j
+		default:
+			older = append(older, j.JobID)
+		}
+	}
+	s.mu.Lock()
+	for user, j := range newest {
+		if r := s.remoteLocked(user); r.jobID == "" {
 			r.jobID, r.node, r.state = j.JobID, j.Node, "RUNNING"
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range older {
+		if err := s.Jobs.Revoke(id); err != nil {
+			s.log().Warn("revoking a replaced job's token", "job", id, "err", err)
 		}
 	}
 }

@@ -57,6 +57,47 @@ func TestSlurmRecoversBeforeFirstRequest(t *testing.T) {
 	}
 }
 
+// TestSlurmRecoversNewestJob: a daemon restarted just after a scancel
+// finds two bound jobs for the person (the cancelled one, its token not
+// yet revoked by a poll, and its replacement) and takes up the newest,
+// revoking the other; the Slurm suite saw job 6 before a restart and 7
+// after when it took the cancelled job 5 (a map's order: each try below
+// is a new registry and a new daemon).
+func TestSlurmRecoversNewestJob(t *testing.T) {
+	name, uid := exectest.Target(t)
+	path := filepath.Join(t.TempDir(), "jobs.json")
+	for try := range 20 {
+		before, err := dialback.OpenJobs(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"5", "6"} {
+			token, err := before.Issue(name, uint32(uid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := before.Bind(token, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, err := dialback.OpenJobs(path) // the next daemon's registry
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Slurm{Jobs: jobs}
+		s.recover()
+		if got := s.users[name].jobID; got != "6" {
+			t.Fatalf("try %d: the restarted daemon took up job %s, want 6 (the newest)", try, got)
+		}
+		if left := jobs.List(); len(left) != 1 || left[0].JobID != "6" {
+			t.Fatalf("try %d: tokens left after recovery: %+v, want job 6's only", try, left)
+		}
+		if err := jobs.Revoke("6"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSlurmPollSubmittedDuringQueue: a job submitted while a poll's
 // squeue runs is not in what it returns, and is not taken for gone (a
 // prompt once failed so: "job 8 is GONE", submitted a moment before).
