@@ -241,12 +241,8 @@ func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
 	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
 	w.WriteHeader(http.StatusOK)
 	_ = sse.rc.Flush() // the client knows at once that its stream is open
-	turn, err := s.heavy.take(r.Context(), s.caller(r).user.Name)
-	if err != nil {
-		return
-	}
-	after, err = s.replay(sse, id, after)
-	turn()
+	person := s.caller(r).user.Name
+	after, err = s.replay(sse, id, after, func() (func(), error) { return s.heavy.take(r.Context(), person) })
 	if err != nil || !follow {
 		return
 	}
@@ -277,18 +273,35 @@ const (
 )
 
 // replay sends the stored events after after; it returns the last sent.
-func (s *Server) replay(sse *sseWriter, task string, after int64) (int64, error) {
+// Each page is read and encoded in a turn (take's, when not nil: the
+// person's output-heavy slots) and written after it, so that a stream
+// whose client does not read holds its page, never a turn: one that held
+// it while blocked on a full socket kept the person's next replay waiting
+// for good (a client reading its streams one after another hung).
+func (s *Server) replay(sse *sseWriter, task string, after int64, take func() (func(), error)) (int64, error) {
+	var buf []byte
 	for {
+		release := func() {}
+		if take != nil {
+			var err error
+			if release, err = take(); err != nil {
+				return after, err
+			}
+		}
 		evs, err := s.Store.EventPage(task, after, replayPage, replayPageBytes)
+		buf = buf[:0]
+		for _, ev := range evs {
+			buf = appendEvent(buf, ev)
+		}
+		release()
 		if err != nil || len(evs) == 0 {
 			return after, err
 		}
-		for _, ev := range evs {
-			if err := sse.event(ev); err != nil {
-				return after, err
-			}
-			after = ev.Sequence
+		last := evs[len(evs)-1].Sequence
+		if err := sse.write(buf); err != nil {
+			return after, err
 		}
+		after = last
 	}
 }
 
@@ -308,7 +321,7 @@ func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscriptio
 		if err == nil && !t.Status.Final() {
 			return false
 		}
-		_, _ = s.replay(sse, task, after)
+		_, _ = s.replay(sse, task, after, nil)
 		_ = sse.send("end", "", string(t.Status))
 		return true
 	}
@@ -343,7 +356,7 @@ func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscriptio
 				live = nil
 				tick.Reset(followPollClosing)
 			}
-			after, _ = s.replay(sse, task, after)
+			after, _ = s.replay(sse, task, after, nil)
 		case <-tick.C:
 			if ended() {
 				return

@@ -155,6 +155,39 @@ func (h *harness) bigTask(t testing.TB, user string, n, size int) string {
 	return task
 }
 
+// TestReplayUnreadHoldsNoTurn: a person's replays are encoded two at a
+// time (turns.go), and a stream whose client does not read must not keep
+// its turn. Two replays left unread, their sockets full, then a third read
+// whole: it ends. Before, the two held both turns while blocked writing
+// and the third waited for good (TestReplayBoundedAndCounted, reading its
+// streams in order, hung 11 minutes in a CI run). The deadline is a hang's
+// bound: the read takes seconds.
+func TestReplayUnreadHoldsNoTurn(t *testing.T) {
+	h := startWith(t, nil, func(c *config.Config) { c.Quotas.MaxEventStreams = 3 })
+	name, _ := target(t)
+	task := h.bigTask(t, name, 30, 1<<20-200)
+	for range 2 {
+		resp, err := h.client.Get("http://agor/v1/tasks/" + task + "/events")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("replay: %v %v", resp, err)
+		}
+		defer resp.Body.Close()
+	}
+	time.Sleep(500 * time.Millisecond) // each has taken a turn and filled its socket
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://agor/v1/tasks/"+task+"/events", nil)
+	resp, err := h.client.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the third replay: %v %v", resp, err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || n < 30e6 {
+		t.Errorf("the third replay, beside two unread: %d bytes, %v; want the whole task (two streams that do not read hold no turn)", n, err)
+	}
+}
+
 // TestReplayBoundedAndCounted: replays of a task whose events hold 60 MB
 // read the store a page of about 1 MiB at a time (before: 500 events at
 // once, each replay the whole task here), and count toward the person's
