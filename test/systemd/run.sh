@@ -278,13 +278,8 @@ release_in_background() {
 		trap teardown EXIT
 		phase "$1" boot_and_check "$1"
 		echo "$checks_rc" >"$work/rc-$1"
-		container_done
 	) 2>&1 | sed -u "s/^/[$1] /"
 }
-# container_done: a container's checks are over; the first to end
-# touches $AGOR_SUITE_MARK, if set (.ci/run starts the Slurm suite then,
-# in the room the suite's tail leaves).
-container_done() { [ -z "${AGOR_SUITE_MARK:-}" ] || touch "$AGOR_SUITE_MARK"; }
 rc=0 failed=
 instances=
 for release in $releases; do
@@ -298,7 +293,6 @@ for inst in ${instances#"$first"}; do
 	others="$others $!"
 done
 phase "$first" boot_and_check "$first"
-container_done
 [ "$checks_rc" = 0 ] || { rc=1; failed="$failed $first"; }
 # A bare `wait` (one release, no others) would reap the images job too.
 [ -z "$others" ] || wait $others || true
