@@ -43,13 +43,14 @@ build:
 deps:
 	@$(PHASE) deps ./test/deps.sh
 
-# test: unit and activation tests with the race detector and, beside them at
-# a lower priority, vet and staticcheck, then each fuzz target's short run
-# (their output after go test's; either failing fails test). Beside, since on a
-# fresh machine's cold build cache vet and staticcheck took 169 s before go
-# test began (CI-23) while go test's waits leave a core idle at times. -timeout is a hang's bound, not a speed limit: the e2e package
-# takes about 5 minutes alone under -race and went past go test's default 10 on a
-# machine three times loaded.
+# test: unit and activation tests with the race detector and, beside them
+# at a lower priority, vet and staticcheck, then each fuzz target's short
+# run (their output after go test's; either failing fails test). Beside,
+# since on a fresh machine's cold build cache vet and staticcheck took
+# 169 s before go test began (CI-23), while go test's waits leave a core
+# idle at times. -timeout is a hang's bound, not a speed limit: the e2e
+# package takes about 5 minutes alone under -race and went past go test's
+# default 10 on a machine three times loaded.
 # The longest packages first: go test starts packages in the order named,
 # two at a time, and executor/task, named last by ./..., ran alone at the
 # end with one core idle for minutes.
