@@ -272,21 +272,22 @@ const (
 	replayPageBytes = 1 << 20
 )
 
+// noTurn is replay's take for a follower's catching up, which waits for
+// no turn.
+func noTurn() (func(), error) { return func() {}, nil }
+
 // replay sends the stored events after after; it returns the last sent.
-// Each page is read and encoded in a turn (take's, when not nil: the
-// person's output-heavy slots) and written after it, so that a stream
+// Each page is read and encoded in a turn (take's: the person's
+// output-heavy slots, or noTurn) and written after it, so that a stream
 // whose client does not read holds its page, never a turn: one that held
 // it while blocked on a full socket kept the person's next replay waiting
 // for good (a client reading its streams one after another hung).
 func (s *Server) replay(sse *sseWriter, task string, after int64, take func() (func(), error)) (int64, error) {
 	var buf []byte
 	for {
-		release := func() {}
-		if take != nil {
-			var err error
-			if release, err = take(); err != nil {
-				return after, err
-			}
+		release, err := take()
+		if err != nil {
+			return after, err
 		}
 		evs, err := s.Store.EventPage(task, after, replayPage, replayPageBytes)
 		buf = buf[:0]
@@ -321,7 +322,7 @@ func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscriptio
 		if err == nil && !t.Status.Final() {
 			return false
 		}
-		_, _ = s.replay(sse, task, after, nil)
+		_, _ = s.replay(sse, task, after, noTurn)
 		_ = sse.send("end", "", string(t.Status))
 		return true
 	}
@@ -356,7 +357,7 @@ func (s *Server) follow(r *http.Request, sse *sseWriter, sub *events.Subscriptio
 				live = nil
 				tick.Reset(followPollClosing)
 			}
-			after, _ = s.replay(sse, task, after, nil)
+			after, _ = s.replay(sse, task, after, noTurn)
 		case <-tick.C:
 			if ended() {
 				return
